@@ -1,0 +1,5 @@
+"""`python -m numlint`."""
+
+from numlint.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""The one pipeline behind every interface: CLI, pre-commit, language server, tests."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numlint import config as config_mod
+from numlint.config import Config
+from numlint.diagnostic import Diagnostic
+from numlint.engine import apply_fixes, lint, parse, parse_error
+
+ConfigLike = Config | dict[str, Any] | None
+MAX_FIX_PASSES = 10
+
+
+def resolve_config(
+    config: ConfigLike, path: str, overrides: dict[str, Any] | None = None
+) -> Config:
+    """The configuration for `path`: given, or discovered from the path upward; then `overrides`
+    (keyword arguments of Config.with_overrides, as command-line flags give them)."""
+    if isinstance(config, Config):
+        cfg = config
+    elif isinstance(config, dict):
+        cfg = Config.from_table(config)
+    elif path and not path.startswith("<") and path != "-":
+        cfg = config_mod.discover(path)
+    else:
+        cfg = Config()
+    return cfg.with_overrides(**overrides) if overrides else cfg
+
+
+def check_source(
+    source: str, path: str = "<string>", config: ConfigLike = None
+) -> list[Diagnostic]:
+    """Lint Python source text. `config` is a Config, a `[tool.numlint]`-shaped dict, or None
+    (the configuration found from `path` upward, else the defaults)."""
+    cfg = resolve_config(config, path)
+    if source.startswith("\ufeff"):
+        source = source[1:]
+    return lint(source, path, cfg.rules_for(path))
+
+
+class SourceError(Exception):
+    """A file that is not readable Python text."""
+
+
+def read_source(path: Path) -> tuple[str, str, str]:
+    """Read a file as text: (text, encoding, newline). Raises SourceError with a clear reason."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError as exc:
+        raise SourceError("is a directory") from exc
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
+    return decode(data)
+
+
+def decode(data: bytes) -> tuple[str, str, str]:
+    """Decode Python source bytes honouring a BOM or coding cookie (PEP 263)."""
+    if b"\x00" in data:
+        raise SourceError("not a text file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad coding cookie: {exc}") from exc
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"not valid {encoding} text: {exc}") from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
+    return text, encoding, newline
+
+
+def iter_files(
+    paths: Iterable[str | Path], config: ConfigLike = None, overrides: dict[str, Any] | None = None
+) -> Iterator[Path]:
+    """Python files under `paths` (given files always; directories walked, exclusions applied).
+
+    Raises FileNotFoundError for a path that does not exist.
+    """
+    seen: set[Path] = set()
+    for given in paths:
+        p = Path(given)
+        if not p.exists() and not p.is_symlink():
+            raise FileNotFoundError(str(given))
+        if not p.is_dir():
+            if p not in seen:
+                seen.add(p)
+                yield p
+            continue
+        cfg_root = resolve_config(config, str(p), overrides)
+        visited: set[tuple[int, int]] = set()
+        for root, dirs, files in os.walk(p, followlinks=False):
+            here = Path(root)
+            try:
+                st = here.stat()
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                continue
+            if key in visited:
+                dirs[:] = []
+                continue
+            visited.add(key)
+            cfg = cfg_root if config is not None else resolve_config(None, str(here), overrides)
+            dirs[:] = sorted(d for d in dirs if not cfg.is_excluded(here / d))
+            for name in sorted(files):
+                f = here / name
+                if name.endswith((".py", ".pyi")) and not cfg.is_excluded(f) and f not in seen:
+                    seen.add(f)
+                    yield f
+
+
+def check_file(
+    path: Path, config: ConfigLike = None, overrides: dict[str, Any] | None = None
+) -> list[Diagnostic]:
+    """Lint one file on disk; unreadable or undecodable files give a NUM000 finding."""
+    name = str(path)
+    try:
+        text, _, _ = read_source(path)
+    except SourceError as exc:
+        return [parse_error(name, f"could not read: {exc}")]
+    return check_source(text, name, resolve_config(config, name, overrides))
+
+
+def lint_paths(
+    paths: Iterable[str | Path], config: ConfigLike = None, overrides: dict[str, Any] | None = None
+) -> Iterator[tuple[Path, list[Diagnostic]]]:
+    """(file, findings) for every Python file under `paths`, in order."""
+    for f in iter_files(paths, config, overrides):
+        yield f, check_file(f, config, overrides)
+
+
+def check_paths(paths: Iterable[str | Path], config: ConfigLike = None) -> list[Diagnostic]:
+    """Lint files and directories. Raises FileNotFoundError for a missing path."""
+    return [d for _, diags in lint_paths(paths, config) for d in diags]
+
+
+@dataclass
+class FixResult:
+    source: str
+    fixed: int
+    remaining: list[Diagnostic]
+    error: str | None = None
+
+
+def fix_source(
+    source: str,
+    path: str = "<string>",
+    config: ConfigLike = None,
+    unsafe: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> FixResult:
+    """Apply fixes until none is left (at most MAX_FIX_PASSES); the result must parse."""
+    cfg = resolve_config(config, path, overrides)
+    current, total = source, 0
+    diagnostics = check_source(current, path, cfg)
+    for _ in range(MAX_FIX_PASSES):
+        new, count = apply_fixes(current, diagnostics, unsafe=unsafe)
+        if count == 0 or new == current:
+            break
+        try:
+            parse(new)
+        except Exception as exc:  # a fix must never produce code that does not parse
+            return FixResult(current, total, diagnostics, f"fix result did not parse: {exc}")
+        current, total = new, total + count
+        diagnostics = check_source(current, path, cfg)
+    return FixResult(current, total, diagnostics)
+
+
+def write_atomic(path: Path, text: str, encoding: str) -> None:
+    """Write via a temporary file in the same directory and rename; keep the file mode."""
+    mode = path.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".numlint", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,325 @@
+"""Command line: check | rule | rules | docs | probe | lsp | report (ruff's conventions)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from numlint import __version__, api
+from numlint.config import Config, ConfigError, load
+from numlint.diagnostic import Diagnostic
+from numlint.output import RenderEnv, fixable, formats
+from numlint.rule import all_rules, rule_by_selector
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem with how numlint was called: exit 2 with a message."""
+
+
+def _codes(values: list[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="numlint", description="A linter for numerically unsafe PyTorch code."
+    )
+    parser.add_argument("--version", action="version", version=f"numlint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="lint files and directories")
+    check.add_argument(
+        "paths", nargs="*", default=["."], help="files or directories ('-' for stdin)"
+    )
+    check.add_argument(
+        "--select",
+        action="append",
+        metavar="CODES",
+        help="rules to enable (codes, prefixes, names, ALL)",
+    )
+    check.add_argument(
+        "--extend-select",
+        action="append",
+        metavar="CODES",
+        help="rules to enable on top of the selection",
+    )
+    check.add_argument("--ignore", action="append", metavar="CODES", help="rules to disable")
+    check.add_argument(
+        "--exclude", action="append", metavar="GLOBS", help="paths to skip when walking directories"
+    )
+    check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply (and show) unsafe fixes"
+    )
+    check.add_argument(
+        "--diff", action="store_true", help="show the fixes as a diff; change nothing"
+    )
+    check.add_argument("--output-format", choices=sorted(formats()), default="full")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    check.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    check.add_argument(
+        "--stdin-filename", metavar="PATH", help="the name of the file read from stdin"
+    )
+    check.add_argument(
+        "--config", metavar="PYPROJECT", help="use this pyproject.toml for every file"
+    )
+    check.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    check.add_argument(
+        "--probe", action="store_true", help="confirm each finding on sample tensors (needs torch)"
+    )
+    check.add_argument("--probe-device", default="cpu", help="device for --probe (cpu, cuda)")
+
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("selector", help="code (NUM101) or name (log-of-softmax)")
+    rules = sub.add_parser("rules", help="list every rule")
+    rules.add_argument("--json", action="store_true")
+    docs = sub.add_parser("docs", help="write the rule reference in rules/")
+    docs.add_argument("--check", action="store_true", help="exit 1 when rules/ is stale")
+    docs.add_argument("--dir", default="rules", help="output directory (default: rules)")
+    for name, text in (
+        ("probe", "run a rule's runtime probe and print the evidence"),
+        ("lsp", "start the language server on stdio"),
+        ("report", "summarise and plot a runtime monitor log"),
+    ):
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if argv and argv[0] in ("probe", "lsp", "report"):
+        return _delegate(argv[0], argv[1:])
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_ERROR if exc.code else EXIT_CLEAN
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "rule":
+            return cmd_rule(args.selector)
+        if args.command == "rules":
+            return cmd_rules(args.json)
+        if args.command == "docs":
+            from numlint.docs import write_docs
+
+            return write_docs(Path(args.dir), check=args.check)
+    except (UsageError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    parser.print_help()
+    return EXIT_ERROR
+
+
+def _delegate(command: str, rest: list[str]) -> int:
+    """Subcommands whose implementation lives with its optional dependencies."""
+    try:
+        if command == "probe":
+            from numlint.probe.cli import main as run
+        elif command == "lsp":
+            from numlint.lsp import main as run
+        else:
+            from numlint.monitor.report import main as run
+    except ImportError as exc:
+        extra = {"probe": "probe", "lsp": "lsp", "report": "report"}[command]
+        print(
+            f"error: `numlint {command}` needs optional dependencies ({exc.name or exc}); "
+            f"install them with `pip install 'numlint[{extra}]'`",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    return run(rest)
+
+
+def cmd_rule(selector: str) -> int:
+    from numlint.docs import rule_page
+
+    rule = rule_by_selector(selector)
+    if rule is None:
+        raise UsageError(f"unknown rule `{selector}` (see `numlint rules`)")
+    print(rule_page(rule))
+    return EXIT_CLEAN
+
+
+def cmd_rules(as_json: bool) -> int:
+    rows = [
+        {
+            "code": r.CODE,
+            "name": r.NAME,
+            "summary": r.summary(),
+            "default": r.DEFAULT_ENABLED,
+            "fix": _fix_kind(r),
+        }
+        for r in all_rules()
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            flag = "" if row["default"] else " (off by default)"
+            print(f"{row['code']}  {row['name']:<32} {row['summary']}{flag}")
+    return EXIT_CLEAN
+
+
+def _fix_kind(rule: Any) -> str:
+    from numlint.docs import fix_kind
+
+    return fix_kind(rule)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "select": _codes(args.select),
+        "extend_select": _codes(args.extend_select),
+        "ignore": _codes(args.ignore),
+        "exclude": _codes(args.exclude),
+    }
+
+
+def _base_config(args: argparse.Namespace) -> Config | None:
+    if args.isolated:
+        return Config()
+    if args.config:
+        found = load(Path(args.config))
+        return found if found is not None else Config()
+    return None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    config = _base_config(args)
+    overrides = _overrides(args)
+    from numlint.config import unknown_selectors
+
+    for key in ("select", "extend_select", "ignore"):
+        for warning in unknown_selectors(overrides[key] or []):
+            print(f"warning: {warning} (--{key.replace('_', '-')})", file=sys.stderr)
+    env = RenderEnv(unsafe_fixes=args.unsafe_fixes)
+    diagnostics: list[Diagnostic] = []
+    diffs: list[str] = []
+    warnings: set[str] = set()
+    if args.paths == ["-"]:
+        name = args.stdin_filename or "-"
+        source = sys.stdin.read()
+        cfg = api.resolve_config(config, name, overrides)
+        warnings.update(cfg.warnings)
+        result = _check_text(source, name, cfg, args, env, diffs)
+        diagnostics.extend(result)
+        if args.fix and not args.diff:
+            sys.stdout.write(env.sources[name])
+    else:
+        try:
+            files = list(api.iter_files(args.paths, config, overrides))
+        except FileNotFoundError as exc:
+            raise UsageError(f"{exc}: no such file or directory") from None
+        for f in files:
+            name = str(f)
+            cfg = api.resolve_config(config, name, overrides)
+            warnings.update(cfg.warnings)
+            try:
+                source, encoding, _ = api.read_source(f)
+            except api.SourceError as exc:
+                diagnostics.append(api.parse_error(name, f"could not read: {exc}"))
+                continue
+            found = _check_text(source, name, cfg, args, env, diffs)
+            if args.fix and not args.diff and env.sources[name] != source:
+                api.write_atomic(f, env.sources[name], encoding)
+            diagnostics.extend(found)
+    for w in sorted(warnings):
+        print(f"warning: {w}", file=sys.stderr)
+    if args.probe:
+        diagnostics = _probe(diagnostics, env, args.probe_device)
+    out = sys.stderr if args.paths == ["-"] and args.fix else sys.stdout
+    if args.diff:
+        text = "".join(diffs)
+        if text:
+            out.write(text)
+        if not args.quiet:
+            n = sum(1 for d in diagnostics if fixable(d, args.unsafe_fixes))
+            print(
+                f"Would fix {n} error{'s' * (n != 1)}." if n else "No fixes available.",
+                file=sys.stderr,
+            )
+        return EXIT_CLEAN if args.exit_zero or not text else EXIT_FINDINGS
+    if args.statistics:
+        _print_statistics(diagnostics, args.unsafe_fixes, out)
+    else:
+        text = formats()[args.output_format](diagnostics, env)
+        if args.quiet and args.output_format in ("full", "concise"):
+            text = "\n".join(text.split("\n")[: -len(_summary_lines(diagnostics, env)) or None])
+        if text:
+            print(text, file=out)
+    return EXIT_CLEAN if args.exit_zero or not diagnostics else EXIT_FINDINGS
+
+
+def _summary_lines(diagnostics: list[Diagnostic], env: RenderEnv) -> list[str]:
+    from numlint.output import summary
+
+    return summary(diagnostics, env).split("\n")
+
+
+def _check_text(
+    source: str,
+    name: str,
+    cfg: Config,
+    args: argparse.Namespace,
+    env: RenderEnv,
+    diffs: list[str],
+) -> list[Diagnostic]:
+    """Lint (and with --fix/--diff, fix) one text; record its final text in env.sources."""
+    if args.fix or args.diff:
+        result = api.fix_source(source, name, cfg, unsafe=args.unsafe_fixes)
+        if result.error:
+            print(f"warning: {name}: fixes not applied: {result.error}", file=sys.stderr)
+        if args.diff:
+            if result.source != source:
+                diffs.append(
+                    "".join(
+                        difflib.unified_diff(
+                            source.splitlines(keepends=True),
+                            result.source.splitlines(keepends=True),
+                            f"a/{name}",
+                            f"b/{name}",
+                        )
+                    )
+                )
+            env.sources[name] = source
+            return api.check_source(source, name, cfg)
+        env.fixed += result.fixed
+        env.sources[name] = result.source
+        return result.remaining
+    env.sources[name] = source
+    return api.check_source(source, name, cfg)
+
+
+def _print_statistics(diagnostics: list[Diagnostic], unsafe: bool, out: Any) -> None:
+    counts = Counter((d.code, d.name) for d in diagnostics)
+    fixes = {d.code for d in diagnostics if fixable(d, unsafe)}
+    for (code, name), n in counts.most_common():
+        print(f"{n:>5}\t{code}\t{'[*] ' if code in fixes else ''}{name}", file=out)
+
+
+def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[Diagnostic]:
+    try:
+        from numlint.probe import annotate
+    except ImportError as exc:
+        raise UsageError(
+            f"--probe needs torch ({exc.name or exc}): pip install 'numlint[probe]'"
+        ) from None
+    return annotate(diagnostics, env.sources, device=device)

@@ -1,0 +1,234 @@
+"""`[tool.numlint]` in pyproject.toml: discovery, validation and rule selection."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from numlint.rule import Rule, all_rules
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "build", "dist",
+    "__pycache__", "site-packages", "node_modules", ".mypy_cache", ".ruff_cache",
+    ".pytest_cache", ".numlint_cache",
+)  # fmt: skip
+
+_LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
+KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "options"})
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used at all (not TOML, wrong types)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings for one tree. `select=None` means the default rule set."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    root: Path | None = None
+    source: Path | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def from_table(
+        cls, table: dict[str, Any], root: Path | None = None, source: Path | None = None
+    ) -> Config:
+        """Build from a `[tool.numlint]` table, collecting warnings for unknown keys and codes."""
+        where = f" in {source}" if source else ""
+        warnings: list[str] = []
+        for key in table:
+            if key not in KNOWN_KEYS:
+                warnings.append(f"unknown key `{key}` in [tool.numlint]{where}")
+        lists: dict[str, tuple[str, ...]] = {}
+        for key in _LIST_KEYS:
+            value = table.get(key, [])
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"`{key}` in [tool.numlint]{where} must be a list of strings")
+            lists[key] = tuple(value)
+        for key in ("select", "extend-select", "ignore", "extend-ignore"):
+            warnings.extend(f"{w}{where}" for w in unknown_selectors(lists[key]))
+        pfi = table.get("per-file-ignores", {})
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"`per-file-ignores`{where} must be a table of glob = [codes]")
+        per_file = []
+        for glob, codes in pfi.items():
+            codes = [codes] if isinstance(codes, str) else codes
+            if not isinstance(codes, list):
+                raise ConfigError(f"`per-file-ignores.{glob}`{where} must be a list of codes")
+            warnings.extend(f"{w}{where}" for w in unknown_selectors(codes))
+            per_file.append((glob, tuple(codes)))
+        options = []
+        raw_options = table.get("options", {})
+        if not isinstance(raw_options, dict):
+            raise ConfigError(f"`options`{where} must be a table of rule tables")
+        for code, opts in raw_options.items():
+            rule = _rule(code)
+            if rule is None:
+                warnings.append(f"unknown rule `{code}` in [tool.numlint.options]{where}")
+                continue
+            if not isinstance(opts, dict):
+                raise ConfigError(f"[tool.numlint.options.{code}]{where} must be a table")
+            for key in opts:
+                if key not in rule.OPTIONS:
+                    known = ", ".join(sorted(rule.OPTIONS)) or "none"
+                    warnings.append(
+                        f"unknown option `{key}` for {rule.CODE}{where} (known: {known})"
+                    )
+            options.append((rule.CODE, tuple((k, v) for k, v in opts.items() if k in rule.OPTIONS)))
+        select = table.get("select")
+        return cls(
+            select=lists["select"] if select is not None else None,
+            extend_select=lists["extend-select"],
+            ignore=lists["ignore"] + lists["extend-ignore"],
+            exclude=lists["exclude"] + lists["extend-exclude"],
+            per_file_ignores=tuple(per_file),
+            options=tuple(options),
+            root=root,
+            source=source,
+            warnings=tuple(warnings),
+        )
+
+    def with_overrides(
+        self,
+        select: list[str] | None = None,
+        extend_select: list[str] | None = None,
+        ignore: list[str] | None = None,
+        exclude: list[str] | None = None,
+    ) -> Config:
+        """Command-line flags on top: `select` replaces, the others extend."""
+        return replace(
+            self,
+            select=tuple(select) if select is not None else self.select,
+            extend_select=self.extend_select + tuple(extend_select or ()),
+            ignore=self.ignore + tuple(ignore or ()),
+            exclude=self.exclude + tuple(exclude or ()),
+        )
+
+    def rules_for(self, path: str | None = None) -> list[tuple[type[Rule], dict[str, Any]]]:
+        """The enabled rules (with their options) for a file."""
+        ignore = self.ignore
+        if path is not None and self.per_file_ignores:
+            rel = self._relative(path)
+            for glob, codes in self.per_file_ignores:
+                if _glob_match(rel, glob):
+                    ignore = ignore + codes
+        opts = {code: dict(values) for code, values in self.options}
+        return [(r, opts.get(r.CODE, {})) for r in _select(self.select, self.extend_select, ignore)]
+
+    def is_excluded(self, path: Path) -> bool:
+        """Whether directory walking should skip `path`."""
+        if path.name in DEFAULT_EXCLUDE:
+            return True
+        rel = self._relative(str(path))
+        return any(
+            _glob_match(rel, glob) or fnmatch.fnmatch(path.name, glob) for glob in self.exclude
+        )
+
+    def _relative(self, path: str) -> str:
+        p = Path(path)
+        if self.root is not None:
+            try:
+                return p.resolve().relative_to(self.root.resolve()).as_posix()
+            except (ValueError, OSError):
+                pass
+        return PurePosixPath(p.as_posix()).as_posix().lstrip("./") or p.name
+
+
+def _glob_match(rel: str, glob: str) -> bool:
+    glob = glob.strip().lstrip("./") if glob.startswith("./") else glob.strip()
+    name = rel.rsplit("/", 1)[-1]
+    return (
+        fnmatch.fnmatch(rel, glob)
+        or fnmatch.fnmatch(rel, glob.rstrip("/") + "/*")
+        or ("/" not in glob and fnmatch.fnmatch(name, glob))
+    )
+
+
+def _rule(selector: str) -> type[Rule] | None:
+    return next((r for r in all_rules() if selector in (r.CODE, r.NAME)), None)
+
+
+def _matches(selector: str, rule: type[Rule]) -> bool:
+    return selector == "ALL" or rule.CODE.startswith(selector) or selector == rule.NAME
+
+
+def unknown_selectors(selectors: tuple[str, ...] | list[str]) -> list[str]:
+    """Warnings for selectors that match no rule."""
+    return [
+        f"unknown rule selector `{s}`"
+        for s in selectors
+        if s != "ALL" and s != "NUM000" and not any(_matches(s, r) for r in all_rules())
+    ]
+
+
+def _select(
+    select: tuple[str, ...] | None, extend: tuple[str, ...], ignore: tuple[str, ...]
+) -> list[type[Rule]]:
+    chosen = []
+    for rule in all_rules():
+        if select is None:
+            on = rule.DEFAULT_ENABLED
+        else:
+            on = any(_matches(s, rule) for s in select)
+        on = on or any(_matches(s, rule) for s in extend)
+        if on and not any(_matches(s, rule) for s in ignore):
+            chosen.append(rule)
+    return chosen
+
+
+def load(pyproject: Path) -> Config | None:
+    """The `[tool.numlint]` table of one pyproject.toml, or None when it has none."""
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {pyproject}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{pyproject} is not valid TOML: {exc}") from exc
+    table = data.get("tool", {}).get("numlint")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"[tool.numlint] in {pyproject} must be a table")
+    return Config.from_table(table, root=pyproject.parent, source=pyproject)
+
+
+@lru_cache(maxsize=256)
+def _discover_dir(directory: Path) -> Config:
+    for parent in (directory, *directory.parents):
+        candidate = parent / "pyproject.toml"
+        if candidate.is_file():
+            found = load(candidate)
+            if found is not None:
+                return found
+    return Config()
+
+
+def discover(path: str | Path) -> Config:
+    """The configuration that applies to `path`: the nearest pyproject.toml with [tool.numlint]."""
+    p = Path(path)
+    try:
+        p = p.resolve()
+    except OSError:
+        return Config()
+    return _discover_dir(p if p.is_dir() else p.parent)
+
+
+def clear_cache() -> None:
+    _discover_dir.cache_clear()

@@ -1,0 +1,394 @@
+"""What a rule can ask about the code around a node: names, values, ancestors.
+
+The engine updates one Context during its single traversal. Name resolution follows
+imports (`import torch as th`, `from torch.nn import functional as F`, ...). Data flow is
+flow-sensitive within a function: each assignment creates a new binding that remembers the
+environment it was evaluated in, so `p = p.clamp(min=eps)` still refers to the old `p`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+#: Names visible in a scope, each with its current binding. Never mutated once shared.
+Env = Mapping[str, "Binding"]
+
+_EMPTY: dict[str, Binding] = {}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A name's value as assigned (None when unknown: a parameter, a loop target, ...)."""
+
+    value: cst.BaseExpression | None
+    env: Env
+    #: Statements that changed the object in place afterwards (`p[p < e] = e`, `p.clamp_(...)`).
+    mutations: tuple[cst.CSTNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class Value:
+    """An expression together with the environment its names refer to."""
+
+    node: cst.BaseExpression
+    env: Env
+    mutations: tuple[cst.CSTNode, ...] = ()
+
+
+@dataclass
+class Callee:
+    """What a call calls."""
+
+    #: Qualified name of an imported function or class (`torch.nn.functional.softmax`).
+    qualname: str | None = None
+    #: Method name when called on a value (`x.softmax(-1)` -> "softmax").
+    method: str | None = None
+    receiver: cst.BaseExpression | None = None
+    #: For a call of a module instance (`nn.Softmax(dim=1)(x)`, `self.sm(x)`): its class.
+    instance_of: str | None = None
+    constructor: cst.Call | None = None
+
+
+@dataclass
+class Scope:
+    kind: str  # "module" | "class" | "function" | "comprehension"
+    node: cst.CSTNode
+    env: dict[str, Binding] = field(default_factory=dict)
+    #: For classes: `self.X = ...` assignments seen in its methods, and method return values.
+    attrs: dict[str, Value] = field(default_factory=dict)
+    returns: dict[str, list[Value]] = field(default_factory=dict)
+    cls: Scope | None = None  # enclosing class of a method
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+class Context:
+    """Per-file state shared by every rule during one traversal."""
+
+    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+        self.module = module
+        self.path = path
+        self.imports: dict[str, str] = {}
+        self.star_imports: list[str] = []
+        self.stack: list[cst.CSTNode] = []
+        self.scopes: list[Scope] = [Scope("module", module)]
+
+    # ---- traversal bookkeeping (called by the engine) ----
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.stack.append(node)
+        if isinstance(node, cst.Import):
+            self._add_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self._add_import_from(node)
+        elif isinstance(node, cst.FunctionDef):
+            self._bind(node.name.value, None)
+            outer = self.scope
+            cls = outer if outer.kind == "class" else None
+            scope = Scope("function", node, cls=cls)
+            self.scopes.append(scope)
+            for param in _params(node.params):
+                self._bind(param, None)
+        elif isinstance(node, cst.Lambda):
+            self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
+            for param in _params(node.params):
+                self._bind(param, None)
+        elif isinstance(node, cst.ClassDef):
+            self._bind(node.name.value, None)
+            self.scopes.append(Scope("class", node))
+        elif isinstance(node, _COMPREHENSIONS):
+            self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
+        elif isinstance(node, (cst.CompFor, cst.For)):
+            for name in _target_names(node.target):
+                self._bind(name, None)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self._bind(name, None)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS)):
+            self.scopes.pop()
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._assign(target.target, node.value, node)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            self._assign(node.target, node.value, node)
+        elif isinstance(node, cst.AugAssign):
+            self._aug_assign(node)
+        elif isinstance(node, cst.NamedExpr):
+            self._assign(node.target, node.value, node)
+        elif isinstance(node, cst.Return) and node.value is not None:
+            self._record_return(node.value)
+        elif isinstance(node, cst.Expr):
+            self._record_mutation(node)
+
+    # ---- names ----
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        """The innermost enclosing function definition."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                return scope.node  # type: ignore[return-value]
+        return None
+
+    @property
+    def class_scope(self) -> Scope | None:
+        """The class whose method is being visited (or the class body itself)."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "class":
+                return scope
+            if scope.kind == "function" and scope.cls is not None:
+                return scope.cls
+        return None
+
+    @property
+    def env(self) -> Env:
+        return self.scope.env
+
+    def lookup(self, name: str, env: Env | None = None) -> Binding | None:
+        """The binding of `name` in `env` (default: here), falling back to module scope."""
+        env = self.env if env is None else env
+        binding = env.get(name)
+        if binding is None and env is not self.scopes[0].env:
+            binding = self.scopes[0].env.get(name)
+        return binding
+
+    def qualname(self, expr: cst.BaseExpression, env: Env | None = None) -> str | None:
+        """The imported thing an expression names: `F.softmax` -> "torch.nn.functional.softmax"."""
+        parts: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return None
+        root = expr.value
+        binding = self.lookup(root, env)
+        if binding is not None and binding.value is not None:
+            return None  # a local value shadows the import
+        base = self.imports.get(root)
+        if base is None:
+            if root == "torch" and binding is None:
+                base = "torch"
+            elif self.star_imports and binding is None:
+                base = f"{self.star_imports[0]}.{root}"
+            else:
+                return None
+        return ".".join([base, *reversed(parts)])
+
+    def spell(self, qualname: str) -> str | None:
+        """How to write an importable name in this file given its imports (None: not reachable)."""
+        best: tuple[int, str] | None = None
+        for local, target in self.imports.items():
+            if qualname == target:
+                return local
+            if qualname.startswith(target + "."):
+                rest = qualname[len(target) :]
+                if best is None or len(target) > best[0]:
+                    best = (len(target), local + rest)
+        if best:
+            return best[1]
+        root = qualname.split(".")[0]
+        if root not in self.imports and self.lookup(root) is None and not self.imports:
+            return qualname  # a snippet without imports: use the full name
+        return None
+
+    # ---- values ----
+
+    def value(self, node: cst.BaseExpression) -> Value:
+        """`node` with the environment at the current position."""
+        return Value(node, self.env)
+
+    def deref(self, value: Value | cst.BaseExpression, depth: int = 8) -> Value:
+        """Follow names (and `self.attr`) to the expression last assigned to them."""
+        if not isinstance(value, Value):
+            value = self.value(value)
+        mutations = value.mutations
+        for _ in range(depth):
+            node = value.node
+            if isinstance(node, cst.Name):
+                binding = self.lookup(node.value, value.env)
+                if binding is None or binding.value is None:
+                    break
+                mutations = mutations + binding.mutations
+                value = Value(binding.value, binding.env, mutations)
+            elif (
+                isinstance(node, cst.Attribute)
+                and isinstance(node.value, cst.Name)
+                and node.value.value == "self"
+                and (cls := self.class_scope) is not None
+                and node.attr.value in cls.attrs
+            ):
+                attr = cls.attrs[node.attr.value]
+                value = Value(attr.node, attr.env, mutations + attr.mutations)
+            else:
+                break
+        return value
+
+    def callee(self, call: cst.Call, env: Env | None = None) -> Callee:
+        """Resolve what a call calls: an imported function, a method, or a module instance."""
+        func = call.func
+        qual = self.qualname(func, env)
+        if qual is not None:
+            return Callee(qualname=qual)
+        target = self.deref(Value(func, self.env if env is None else env))
+        if isinstance(target.node, cst.Call):
+            cls = self.qualname(target.node.func, target.env)
+            if cls is not None:
+                return Callee(instance_of=cls, constructor=target.node)
+        if isinstance(func, cst.Attribute):
+            return Callee(method=func.attr.value, receiver=func.value)
+        return Callee()
+
+    def method_returns(self, name: str) -> list[Value]:
+        """Return values of a method of the enclosing class seen so far."""
+        cls = self.class_scope
+        return cls.returns.get(name, []) if cls else []
+
+    # ---- source ----
+
+    def code(self, node: cst.CSTNode) -> str:
+        """The source text of a node."""
+        return self.module.code_for_node(node)
+
+    def ancestors(self) -> Iterator[cst.CSTNode]:
+        """Enclosing nodes, innermost first, excluding the node being visited."""
+        return reversed(self.stack[:-1])
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.stack[-2] if len(self.stack) > 1 else None
+
+    # ---- internals ----
+
+    def _bind(self, name: str, value: cst.BaseExpression | None) -> None:
+        scope = self.scope
+        if scope.kind == "class":
+            return
+        env = dict(scope.env)
+        env[name] = Binding(value, scope.env)
+        scope.env = env
+
+    def _assign(
+        self, target: cst.BaseExpression, value: cst.BaseExpression, stmt: cst.CSTNode
+    ) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for name in _target_names(target):
+                self._bind(name, None)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            cls = self.class_scope
+            if target.value.value == "self" and cls is not None:
+                cls.attrs[target.attr.value] = Value(value, self.env)
+        elif isinstance(target, cst.Subscript):
+            self._mutate(target.value, stmt)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            op = _BINARY_FOR_AUG.get(type(node.operator))
+            if op is None:
+                self._bind(node.target.value, None)
+            else:
+                expr = cst.BinaryOperation(left=node.target, operator=op(), right=node.value)
+                self._bind(node.target.value, expr)
+        elif isinstance(node.target, cst.Subscript):
+            self._mutate(node.target.value, node)
+
+    def _record_mutation(self, stmt: cst.Expr) -> None:
+        call = stmt.value
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value.endswith("_")
+            and not call.func.attr.value.startswith("_")
+        ):
+            self._mutate(call.func.value, stmt)
+
+    def _mutate(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        if not isinstance(target, cst.Name):
+            return
+        scope = self.scope
+        old = scope.env.get(target.value)
+        if old is None:
+            return
+        env = dict(scope.env)
+        env[target.value] = Binding(old.value, old.env, old.mutations + (stmt,))
+        scope.env = env
+
+    def _record_return(self, value: cst.BaseExpression) -> None:
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                if scope.cls is not None:
+                    name = scope.node.name.value  # type: ignore[attr-defined]
+                    scope.cls.returns.setdefault(name, []).append(Value(value, scope.env))
+                return
+
+    def _add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            dotted = _dotted(alias.name)
+            if alias.asname is not None:
+                local = alias.asname.name
+                if isinstance(local, cst.Name):
+                    self.imports[local.value] = dotted
+            else:
+                root = dotted.split(".")[0]
+                self.imports[root] = root
+
+    def _add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            return
+        module = _dotted(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            self.star_imports.append(module)
+            return
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.imports[local] = f"{module}.{name}"
+
+
+_BINARY_FOR_AUG = {
+    cst.AddAssign: cst.Add,
+    cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide,
+    cst.PowerAssign: cst.Power,
+}
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _params(params: cst.Parameters) -> Iterator[str]:
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        yield p.name.value
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            yield star.name.value
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)

@@ -1,0 +1,78 @@
+"""The finding a rule reports, and the fix it may carry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Applicability = Literal["safe", "unsafe", "display-only"]
+
+DOCS_URL = "https://github.com/numlint/numlint/blob/main/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (row, column) positions with `content`."""
+
+    content: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "location": {"row": self.row, "column": self.column},
+            "end_location": {"row": self.end_row, "column": self.end_column},
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A set of edits with how safe it is to apply them automatically."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding. Rows and columns are 1-based; columns count characters."""
+
+    code: str
+    name: str
+    message: str
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    fix: Fix | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def url(self) -> str:
+        return DOCS_URL.format(code=self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "filename": self.filename,
+            "location": {"row": self.row, "column": self.column},
+            "end_location": {"row": self.end_row, "column": self.end_column},
+            "fix": self.fix.to_json() if self.fix else None,
+            "url": self.url,
+        }
+        data.update(self.extra)
+        return data

@@ -1,0 +1,150 @@
+"""Lint one source text: prefilter, parse once, run every enabled rule in one traversal."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from numlint import suppress
+from numlint.context import Context
+from numlint.diagnostic import Diagnostic, Edit, Fix
+from numlint.rule import Report, Rule
+
+PARSE_ERROR = "NUM000"
+PARSE_ERROR_NAME = "parse-error"
+
+RuleSpec = tuple[type[Rule], dict[str, Any]]
+
+
+def parse_error(path: str, message: str, row: int = 1, column: int = 1) -> Diagnostic:
+    """The NUM000 finding for a file numlint could not read or parse."""
+    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, path, row, column, row, column)
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """Calls each rule's visit_/leave_ methods for the node types they name."""
+
+    def __init__(self, ctx: Context, rules: Sequence[Rule]) -> None:
+        self.ctx = ctx
+        self.visits: dict[str, list[Callable[[cst.CSTNode], Any]]] = {}
+        self.leaves: dict[str, list[Callable[[cst.CSTNode], Any]]] = {}
+        for rule in rules:
+            for name in rule.handlers():
+                kind, _, node_type = name.partition("_")
+                table = self.visits if kind == "visit" else self.leaves
+                table.setdefault(node_type, []).append(getattr(rule, name))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ctx.enter(node)
+        for handler in self.visits.get(type(node).__name__, ()):
+            handler(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for handler in self.leaves.get(type(original_node).__name__, ()):
+            handler(original_node)
+        self.ctx.leave(original_node)
+
+
+def parse(source: str) -> cst.Module:
+    """Parse with libcst; raises cst.ParserSyntaxError, RecursionError or ValueError."""
+    return cst.parse_module(source)
+
+
+def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
+    """Every finding of `rules` in `source`, suppressions applied, sorted by position."""
+    active = [
+        (r, opts) for r, opts in rules if not r.TRIGGERS or any(t in source for t in r.TRIGGERS)
+    ]
+    if not active:
+        return []
+    try:
+        module = parse(source)
+    except cst.ParserSyntaxError as exc:
+        line = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
+        return [parse_error(path, f"could not parse: {line}", exc.raw_line, exc.raw_column + 1)]
+    except RecursionError:
+        return [parse_error(path, "could not parse: the code is nested too deeply")]
+    except Exception as exc:  # libcst raises assorted errors on odd input
+        return [parse_error(path, f"could not parse: {exc}")]
+    ctx = Context(module, path)
+    instances = [r(ctx, opts) for r, opts in active]
+    try:
+        module.visit(_Dispatcher(ctx, instances))
+    except RecursionError:
+        return [parse_error(path, "could not analyse: the code is nested too deeply")]
+    reports = [rep for rule in instances for rep in rule.reports]
+    if not reports:
+        return []
+    diagnostics = _locate(module, path, reports)
+    supp = suppress.parse(source)
+    kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
+    return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def _locate(module: cst.Module, path: str, reports: list[Report]) -> list[Diagnostic]:
+    """Turn node-based reports into positioned diagnostics (positions only computed here)."""
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out = []
+    for rep in reports:
+        where = positions[rep.node]
+        fix = None
+        if rep.fix is not None:
+            edits = []
+            for repl in rep.fix.replacements:
+                r = positions[repl.node]
+                edits.append(
+                    Edit(repl.code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+                )
+            fix = Fix(rep.fix.applicability, rep.fix.message, tuple(edits))
+        out.append(
+            Diagnostic(
+                rep.rule.CODE,
+                rep.rule.NAME,
+                rep.message,
+                path,
+                where.start.line,
+                where.start.column + 1,
+                where.end.line,
+                where.end.column + 1,
+                fix,
+            )
+        )
+    return out
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def line_offsets(source: str) -> list[int]:
+    """Offset of the start of each line (index 0 is line 1)."""
+    return [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
+
+
+def apply_fixes(
+    source: str, diagnostics: Sequence[Diagnostic], unsafe: bool = False
+) -> tuple[str, int]:
+    """Apply the non-overlapping fixes that are allowed; return the text and how many."""
+    offsets = line_offsets(source)
+
+    def at(row: int, column: int) -> int:
+        return offsets[row - 1] + column - 1
+
+    allowed = {"safe", "unsafe"} if unsafe else {"safe"}
+    chosen: list[tuple[int, int, str]] = []
+    count = 0
+    for d in diagnostics:
+        if d.fix is None or d.fix.applicability not in allowed or not d.fix.edits:
+            continue
+        spans = [(at(e.row, e.column), at(e.end_row, e.end_column), e.content) for e in d.fix.edits]
+        if any(s < ce and cs < e for s, e, _ in spans for cs, ce, _ in chosen):
+            continue  # overlaps an edit already taken; the next pass picks it up
+        chosen.extend(spans)
+        count += 1
+    for start, end, content in sorted(chosen, reverse=True):
+        source = source[:start] + content + source[end:]
+    return source, count

@@ -1,0 +1,69 @@
+"""Output formats: one small module per format, each with `render(diagnostics, env) -> str`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from numlint.diagnostic import Diagnostic
+
+
+@dataclass
+class RenderEnv:
+    """What a format may need besides the findings."""
+
+    #: Source text of a checked file, by the filename diagnostics carry.
+    sources: dict[str, str] = field(default_factory=dict)
+    unsafe_fixes: bool = False
+    fixed: int = 0
+
+    def line(self, filename: str, row: int) -> str | None:
+        text = self.sources.get(filename)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        return lines[row - 1] if 0 < row <= len(lines) else None
+
+
+Renderer = Callable[[Sequence[Diagnostic], RenderEnv], str]
+
+
+def formats() -> dict[str, Renderer]:
+    from numlint.output import concise, full, github, json, lsp, sarif
+
+    return {
+        "full": full.render,
+        "concise": concise.render,
+        "json": json.render,
+        "sarif": sarif.render,
+        "github": github.render,
+        "lsp": lsp.render,
+    }
+
+
+def fixable(d: Diagnostic, unsafe: bool) -> bool:
+    return d.fix is not None and d.fix.applicability in (
+        ("safe", "unsafe") if unsafe else ("safe",)
+    )
+
+
+def summary(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
+    """ruff-style closing lines: counts, and how many --fix would repair."""
+    lines = []
+    if env.fixed:
+        lines.append(f"Fixed {env.fixed} error{'s' * (env.fixed != 1)}.")
+    n = len(diagnostics)
+    if n:
+        lines.append(f"Found {n} error{'s' * (n != 1)}.")
+        safe = sum(fixable(d, False) for d in diagnostics)
+        unsafe = sum(fixable(d, True) for d in diagnostics) - safe
+        if safe:
+            lines.append(f"[*] {safe} fixable with the `--fix` option.")
+        if unsafe:
+            lines.append(
+                f"{unsafe} hidden fix{'es' * (unsafe != 1)} can be enabled with the "
+                "`--unsafe-fixes` option."
+            )
+    elif not env.fixed:
+        lines.append("All checks passed!")
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""LSP `PublishDiagnosticsParams` per file (0-based positions), as a JSON array."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from numlint.diagnostic import Diagnostic
+from numlint.output import RenderEnv
+
+SEVERITY_ERROR = 1
+SEVERITY_WARNING = 2
+
+
+def to_lsp(d: Diagnostic) -> dict[str, Any]:
+    """One diagnostic in LSP form (lsprotocol's Diagnostic, as JSON)."""
+    return {
+        "range": {
+            "start": {"line": d.row - 1, "character": d.column - 1},
+            "end": {"line": d.end_row - 1, "character": d.end_column - 1},
+        },
+        "severity": SEVERITY_ERROR if d.code == "NUM000" else SEVERITY_WARNING,
+        "code": d.code,
+        "codeDescription": {"href": d.url},
+        "source": "numlint",
+        "message": d.message,
+        "data": {"name": d.name, "fix": d.fix.to_json() if d.fix else None},
+    }
+
+
+def uri(filename: str) -> str:
+    if filename.startswith("<") or filename == "-":
+        return filename
+    return Path(filename).resolve().as_uri()
+
+
+def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
+    by_file: dict[str, list[dict[str, Any]]] = {name: [] for name in env.sources}
+    for d in diagnostics:
+        by_file.setdefault(d.filename, []).append(to_lsp(d))
+    return json.dumps(
+        [{"uri": uri(name), "diagnostics": diags} for name, diags in by_file.items()], indent=2
+    )

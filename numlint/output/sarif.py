@@ -1,0 +1,103 @@
+"""SARIF 2.1.0: one run, the rules that fired in its driver, one result per finding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from numlint import __version__
+from numlint.diagnostic import Diagnostic
+from numlint.output import RenderEnv
+from numlint.rule import rule_by_selector
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _uri(filename: str) -> str:
+    p = Path(filename)
+    return p.as_posix() if not p.is_absolute() else p.as_uri()
+
+
+def _rule(code: str, name: str, url: str) -> dict[str, Any]:
+    rule = rule_by_selector(code)
+    text = rule.summary() if rule else "The file could not be read or parsed."
+    return {
+        "id": code,
+        "name": name,
+        "shortDescription": {"text": text},
+        "fullDescription": {"text": rule.MESSAGE if rule else text},
+        "helpUri": url,
+        "defaultConfiguration": {"level": "error" if code == "NUM000" else "warning"},
+    }
+
+
+def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
+    rules: dict[str, dict[str, Any]] = {}
+    for d in diagnostics:
+        rules.setdefault(d.code, _rule(d.code, d.name, d.url))
+    index = {code: i for i, code in enumerate(rules)}
+    results = []
+    for d in diagnostics:
+        result: dict[str, Any] = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": "error" if d.code == "NUM000" else "warning",
+            "message": {"text": d.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(d.filename)},
+                        "region": {
+                            "startLine": d.row,
+                            "startColumn": d.column,
+                            "endLine": d.end_row,
+                            "endColumn": d.end_column,
+                        },
+                    }
+                }
+            ],
+        }
+        if d.fix is not None and d.fix.edits:
+            result["fixes"] = [
+                {
+                    "description": {"text": d.fix.message},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": _uri(d.filename)},
+                            "replacements": [
+                                {
+                                    "deletedRegion": {
+                                        "startLine": e.row,
+                                        "startColumn": e.column,
+                                        "endLine": e.end_row,
+                                        "endColumn": e.end_column,
+                                    },
+                                    "insertedContent": {"text": e.content},
+                                }
+                                for e in d.fix.edits
+                            ],
+                        }
+                    ],
+                }
+            ]
+        results.append(result)
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "numlint",
+                        "version": __version__,
+                        "informationUri": "https://github.com/numlint/numlint",
+                        "rules": list(rules.values()),
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2)

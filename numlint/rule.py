@@ -1,0 +1,192 @@
+"""The shape of a rule: metadata, examples, the report() call, and its probe declaration."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+from numlint.diagnostic import Applicability
+
+if TYPE_CHECKING:
+    from numlint.context import Context
+
+
+def dedent(code: str) -> str:
+    """Normalise an example snippet: dedent and drop the leading blank line."""
+    return textwrap.dedent(code).lstrip("\n")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """A near miss the rule must stay silent on."""
+
+    code: str
+    note: str = ""
+
+    @property
+    def source(self) -> str:
+        return dedent(self.code)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must flag at (line, column), 1-based; `fixed` is the code after its fix."""
+
+    code: str
+    line: int
+    column: int
+    fixed: str | None = None
+    note: str = ""
+
+    @property
+    def source(self) -> str:
+        return dedent(self.code)
+
+    @property
+    def fixed_source(self) -> str | None:
+        return None if self.fixed is None else dedent(self.fixed)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How to show the hazard at run time (see numlint/probe).
+
+    `hazard` and `fix` are torch expressions over the names in `inputs`; each input is a
+    torch expression building a sample tensor (e.g. "torch.tensor([[0., 90.]])").
+    `scenario` names a scripted check in numlint.probe.scenarios for hazards that are
+    not one expression (training-loop order, GradScaler protocol).
+    """
+
+    hazard: str = ""
+    fix: str = ""
+    inputs: dict[str, str] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
+    backward: bool = True
+    scenario: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace `node` (its whole source range) with `code`."""
+
+    node: cst.CSTNode
+    code: str
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    """A fix as a rule builds it; the engine turns it into positioned edits."""
+
+    applicability: Applicability
+    message: str
+    replacements: tuple[Replacement, ...] = ()
+
+
+@dataclass
+class Report:
+    """A finding as a rule reports it, before positions are known."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    message: str
+    fix: FixSpec | None
+
+
+class Rule:
+    """Base class: subclass it in a file under numlint/rules/<category>/.
+
+    Define `visit_<NodeType>` / `leave_<NodeType>` methods; the engine calls them during its
+    single traversal. Use `self.ctx` for name resolution and data flow and `self.report()`
+    for findings. Rules never print, read files or import each other.
+    """
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    #: Substrings one of which must occur in the source for the rule to run at all.
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    DEFAULT_ENABLED: ClassVar[bool] = True
+    #: Per-rule options with their defaults; `[tool.numlint.options.NUMxxx]` overrides them.
+    OPTIONS: ClassVar[dict[str, Any]] = {}
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+    PROBE: ClassVar[Probe | None] = None
+
+    def __init__(self, ctx: Context, options: dict[str, Any] | None = None) -> None:
+        self.ctx = ctx
+        self.options = {**self.OPTIONS, **(options or {})}
+        self.reports: list[Report] = []
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        fix: FixSpec | None = None,
+    ) -> None:
+        """Record a finding at `node` (its start is the reported position)."""
+        self.reports.append(Report(type(self), node, message or self.MESSAGE, fix))
+
+    @classmethod
+    def fix(
+        cls, applicability: Applicability, message: str, *replacements: tuple[cst.CSTNode, str]
+    ) -> FixSpec:
+        """Shorthand: `self.fix("unsafe", "Use log_softmax", (node, "F.log_softmax(x)"))`."""
+        return FixSpec(applicability, message, tuple(Replacement(n, c) for n, c in replacements))
+
+    @classmethod
+    def handlers(cls) -> dict[str, Callable[..., None]]:
+        """The `visit_*` / `leave_*` methods this rule defines, by method name."""
+        return {
+            name: getattr(cls, name)
+            for name in dir(cls)
+            if name.startswith(("visit_", "leave_")) and callable(getattr(cls, name))
+        }
+
+    @classmethod
+    def docstring(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docstring."""
+        return cls.docstring().splitlines()[0] if cls.__doc__ else cls.MESSAGE
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule under numlint.rules, found by importing its modules; sorted by code."""
+    import numlint.rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Rule)
+                and obj is not Rule
+                and obj.__module__ == module.__name__
+                and getattr(obj, "CODE", None)
+            ):
+                if obj.CODE in found and found[obj.CODE] is not obj:
+                    raise RuntimeError(f"rule code {obj.CODE} is defined twice")
+                found[obj.CODE] = obj
+    return tuple(found[c] for c in sorted(found))
+
+
+def rule_by_selector(selector: str) -> type[Rule] | None:
+    """Look a rule up by exact code or name."""
+    for rule in all_rules():
+        if selector in (rule.CODE, rule.NAME):
+            return rule
+    return None

@@ -1,0 +1,1 @@
+"""Rules, one per file, grouped by category; found automatically by numlint.rule.all_rules()."""

@@ -1,0 +1,1 @@
+"""NUM1xx: the log / exp / softmax family."""

@@ -1,0 +1,290 @@
+"""NUM101 log-of-softmax."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.semantics import Activation, activation, format_args, log_argument, same_bindings
+
+_LOG_SOFTMAX = {
+    "torch.softmax": "torch.log_softmax",
+    "torch.Tensor.softmax": "torch.Tensor.log_softmax",
+    "torch.nn.functional.softmax": "torch.nn.functional.log_softmax",
+    "torch.special.softmax": "torch.special.log_softmax",
+}
+
+
+class LogOfSoftmax(Rule):
+    """Log of a softmax: underflows to -inf and gives NaN gradients; use `log_softmax`.
+
+    What it does:
+    Flags a natural log taken of a softmax output: `torch.log(torch.softmax(x, d))`,
+    `F.softmax(x, dim=d).log()`, `x.softmax(d).log()`, an `nn.Softmax` module stored on
+    `self`, and a softmax result that reaches the log through a variable of the same function.
+
+    Why is this bad?
+    A softmax probability underflows to exactly 0 once its logit trails the largest by more
+    than 103.97 (float32), 17.34 (float16) or 92.75 (bfloat16); its log is then -inf, and the
+    gradient is already NaN from a gap of 88.72 in float32 (11.09 in float16) while the
+    forward value still looks finite. `log_softmax` computes `x - logsumexp(x)` directly and
+    stays finite for any finite logits.
+
+    Fix safety:
+    The fix rewrites `log(softmax(x, d))` into `log_softmax(x, d)`, keeping `dim` and `dtype`.
+    It is unsafe: the results differ in the last bits (they are more accurate). When the
+    softmax reaches the log through a variable, the fix is offered only if the softmax's
+    inputs were not reassigned in between.
+
+    Known limitations:
+    Follows values within one function (and `self.` modules set in the same class); a softmax
+    computed in another function or file is not seen. A log of a slice or gather of the
+    probabilities is flagged without a fix.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.log_softmax.html
+    - numlint HAZARDS row 1
+    """
+
+    CODE = "NUM101"
+    NAME = "log-of-softmax"
+    MESSAGE = (
+        "log of softmax: probabilities underflow to 0, giving -inf and NaN gradients; "
+        "use `log_softmax` (or `F.cross_entropy` on the logits)"
+    )
+    TRIGGERS = ("softmax", "Softmax")
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn.functional as F
+            y = F.log_softmax(x, dim=-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import math
+            y = math.log(0.5)
+            """,
+            "`math.log` is not a tensor log",
+        ),
+        Valid(
+            """
+            import torch
+            p = torch.softmax(x, dim=-1).clamp(min=1e-6)
+            y = torch.log(p)
+            """,
+            "the probabilities are clamped away from 0 before the log",
+        ),
+        Valid(
+            """
+            import torch
+            p = torch.softmax(x, dim=-1)
+            p = p.clamp_min(1e-6)
+            y = p.log()
+            """,
+            "a guard in an earlier statement",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(torch.softmax(x, dim=-1) + 1e-6)
+            """,
+            "an eps inside the log",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x, p):
+                s = torch.softmax(x, -1)
+                return torch.log(p)
+            """,
+            "a different variable",
+        ),
+        Valid(
+            """
+            import torch
+            p = torch.softmax(x, -1)
+            p = p * mask + 0.5
+            y = torch.log(p)
+            """,
+            "reassigned to something else before the log",
+        ),
+        Valid(
+            """
+            class Model:
+                def training_step(self, batch):
+                    probs = self.softmax(batch)
+                    self.log("loss", probs)
+            """,
+            "`self.log(...)` is a logging call, not a tensor log",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.softmax(x, dim=-1))
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.log_softmax(x, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn.functional as F
+            y = F.softmax(logits, dim=1, dtype=torch.float32).log()
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch.nn.functional as F
+            y = F.log_softmax(logits, dim=1, dtype=torch.float32)
+            """,
+            note="method form; dim and dtype are kept",
+        ),
+        Invalid(
+            """
+            import torch as th
+            y = x.softmax(-1).log()
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch as th
+            y = x.log_softmax(-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch as th
+            import torch.nn.functional as F
+            y = th.log(F.softmax(z, dim=-1))
+            """,
+            line=3,
+            column=5,
+            fixed="""
+            import torch as th
+            import torch.nn.functional as F
+            y = F.log_softmax(z, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            from torch.nn.functional import softmax as sm
+            from torch import log
+            y = log(sm(z, -1))
+            """,
+            line=3,
+            column=5,
+            note="imported names; no fix, since no import reaches `log_softmax`",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def loss(z, y):
+                p = F.softmax(z, dim=-1)
+                return -(y * torch.log(p)).sum(-1)
+            """,
+            line=5,
+            column=18,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            def loss(z, y):
+                p = F.softmax(z, dim=-1)
+                return -(y * F.log_softmax(z, dim=-1)).sum(-1)
+            """,
+            note="through a variable",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=-1)
+                def forward(self, x):
+                    return torch.log(self.softmax(x))
+            """,
+            line=8,
+            column=16,
+            fixed="""
+            import torch
+            from torch import nn
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=-1)
+                def forward(self, x):
+                    return nn.functional.log_softmax(x, dim=-1)
+            """,
+            note="an nn.Softmax stored on self",
+        ),
+        Invalid(
+            """
+            import torch
+            def nll(z, idx):
+                probs = torch.softmax(z, -1)
+                return -torch.log(probs.gather(1, idx))
+            """,
+            line=4,
+            column=13,
+            note="through gather: flagged, no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(z):
+                p = torch.softmax(z, -1)
+                z = z * 2
+                return torch.log(p)
+            """,
+            line=5,
+            column=12,
+            note="the softmax input was reassigned: flagged, no fix",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.log(torch.softmax(x, -1))",
+        fix="torch.log_softmax(x, -1)",
+        inputs={"x": "torch.tensor([[0.0, 20.0], [0.0, 90.0], [0.0, 110.0]])"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        arg = log_argument(self.ctx, node)
+        if arg is None:
+            return
+        act = activation(self.ctx, self.ctx.value(arg), ("softmax",))
+        if act is None:
+            return
+        self.report(node, fix=self._fix(node, act))
+
+    def _fix(self, node: cst.Call, act: Activation) -> FixSpec | None:
+        if act.indirect:
+            return None
+        if act.through_variable and not same_bindings(self.ctx, act.call, act.env):
+            return None
+        ctx = self.ctx
+        if act.spelling == "method":
+            receiver = ctx.code(act.input)
+            args = ", ".join(format_args(ctx, act.args))
+            code = f"{receiver}.log_softmax({args})"
+        else:
+            args = [ctx.code(act.input), *format_args(ctx, act.args, ("dim",) if act.spelling == "module" else ())]
+            if act.spelling == "module":
+                func = ctx.spell("torch.nn.functional.log_softmax")
+            elif isinstance(act.call.func, cst.Attribute):
+                func = f"{ctx.code(act.call.func.value)}.log_softmax"
+            else:
+                func = ctx.spell(_LOG_SOFTMAX[act.func_qualname or "torch.softmax"])
+            if func is None:
+                return None
+            code = f"{func}({', '.join(args)})"
+        return self.fix("unsafe", "Replace with `log_softmax`", (node, code))

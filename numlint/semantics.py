@@ -1,0 +1,250 @@
+"""Shared questions rules ask about expressions: is this a softmax output, a log, a guard?
+
+Everything here is syntactic plus the data flow in numlint.context: nothing is imported
+or executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.context import Context, Value
+
+SOFTMAX_FUNCTIONS = frozenset(
+    {
+        "torch.softmax",
+        "torch.nn.functional.softmax",
+        "torch.special.softmax",
+        "torch.Tensor.softmax",
+    }
+)
+SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
+SIGMOID_FUNCTIONS = frozenset(
+    {
+        "torch.sigmoid",
+        "torch.nn.functional.sigmoid",
+        "torch.special.expit",
+        "torch.Tensor.sigmoid",
+    }
+)
+SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
+LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"})
+
+#: Tensor methods that keep zeros zero (a softmax output stays able to reach 0 through them).
+TRANSPARENT_METHODS = frozenset(
+    {
+        "float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
+        "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
+        "gather", "index_select", "masked_select", "expand", "expand_as", "cpu", "cuda",
+    }
+)  # fmt: skip
+TRANSPARENT_FUNCTIONS = frozenset(
+    {"torch.gather", "torch.index_select", "torch.squeeze", "torch.unsqueeze", "torch.flatten"}
+)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """A softmax or sigmoid call found behind an expression."""
+
+    kind: str  # "softmax" | "sigmoid"
+    call: cst.Call
+    env: object  # the Env the call was evaluated in
+    spelling: str  # "function" | "method" | "module"
+    input: cst.BaseExpression
+    #: The remaining arguments (dim, dtype, ...): for a module, its constructor's.
+    args: Sequence[cst.Arg]
+    func_qualname: str | None = None
+    #: True when the value reached the use through copies, indexing or in-place edits.
+    indirect: bool = False
+    through_variable: bool = False
+
+
+def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
+    """Argument `index` of a call, given positionally or by `keyword`."""
+    for arg in call.args:
+        if keyword is not None and arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    plain = [a for a in call.args if a.keyword is None and not a.star]
+    return plain[index].value if index < len(plain) else None
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def number(ctx: Context, expr: cst.BaseExpression, env: object = None) -> float | None:
+    """The value of a numeric constant expression (`1e-8`, `-1`, `EPS` bound to a literal)."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        try:
+            return float(expr.evaluated_value)
+        except (OverflowError, ValueError):
+            return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        inner = number(ctx, expr.expression, env)
+        if inner is None:
+            return None
+        return -inner if isinstance(expr.operator, cst.Minus) else inner
+    if isinstance(expr, cst.Name):
+        binding = ctx.lookup(expr.value, env)  # type: ignore[arg-type]
+        if binding is not None and binding.value is not None and not binding.mutations:
+            return number(ctx, binding.value, binding.env)
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "float"
+    ):
+        arg = positional(expr, 0)
+        if isinstance(arg, cst.SimpleString):
+            try:
+                return float(arg.evaluated_value)
+            except (ValueError, TypeError):
+                return None
+    return None
+
+
+def strip(ctx: Context, value: Value) -> tuple[Value, bool]:
+    """Follow names and zero-preserving operations (`.float()`, indexing, gather).
+
+    Returns the innermost value and whether anything besides plain names was crossed.
+    """
+    crossed = False
+    for _ in range(16):
+        value = ctx.deref(value)
+        node = value.node
+        if value.mutations:
+            crossed = True
+        if isinstance(node, cst.Subscript):
+            value, crossed = Value(node.value, value.env, value.mutations), True
+            continue
+        if isinstance(node, cst.Call):
+            callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+            if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+                value, crossed = Value(callee.receiver, value.env, value.mutations), True
+                continue
+            if callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):
+                value, crossed = Value(arg, value.env, value.mutations), True
+                continue
+        break
+    return value, crossed
+
+
+def activation(
+    ctx: Context, value: Value, kinds: tuple[str, ...] = ("softmax", "sigmoid")
+) -> Activation | None:
+    """The softmax or sigmoid whose output `value` is, following variables and `self.` modules."""
+    direct = ctx.deref(Value(value.node, value.env))
+    through_variable = direct.node is not value.node
+    found, indirect = strip(ctx, value)
+    node = found.node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, found.env)  # type: ignore[arg-type]
+    for kind, functions, modules in (
+        ("softmax", SOFTMAX_FUNCTIONS, SOFTMAX_MODULES),
+        ("sigmoid", SIGMOID_FUNCTIONS, SIGMOID_MODULES),
+    ):
+        if kind not in kinds:
+            continue
+        common = dict(
+            kind=kind,
+            call=node,
+            env=found.env,
+            indirect=indirect,
+            through_variable=through_variable,
+        )
+        if callee.qualname in functions:
+            inp = positional(node, 0, "input")
+            if inp is None:
+                return None
+            rest = [a for a in node.args if a.value is not inp]
+            return Activation(
+                spelling="function", input=inp, args=rest, func_qualname=callee.qualname, **common
+            )  # type: ignore[arg-type]
+        if callee.method == kind and callee.receiver is not None:
+            if kind == "sigmoid" and node.args:
+                return None  # Tensor.sigmoid takes no arguments: not a tensor method
+            return Activation(
+                spelling="method", input=callee.receiver, args=list(node.args), **common
+            )  # type: ignore[arg-type]
+        if callee.instance_of in modules and callee.constructor is not None and node.args:
+            return Activation(
+                spelling="module",
+                input=node.args[0].value,
+                args=list(callee.constructor.args),
+                **common,  # type: ignore[arg-type]
+            )
+    return None
+
+
+def log_argument(
+    ctx: Context, call: cst.Call, names: frozenset[str] = LOG_FUNCTIONS, method: str = "log"
+) -> cst.BaseExpression | None:
+    """If `call` is a natural log (`torch.log(x)`, `x.log()`), return what it takes the log of."""
+    callee = ctx.callee(call)
+    if callee.qualname in names:
+        return positional(call, 0, "input")
+    if callee.method == method and callee.receiver is not None and not call.args:
+        if callee.qualname is None:
+            return callee.receiver
+    return None
+
+
+def is_one(ctx: Context, expr: cst.BaseExpression) -> bool:
+    return number(ctx, expr) == 1.0
+
+
+def format_args(
+    ctx: Context, args: Sequence[cst.Arg], positional_as: Sequence[str] = ()
+) -> list[str]:
+    """Source text of call arguments, naming the first positional ones as `positional_as`."""
+    out = []
+    index = 0
+    for arg in args:
+        text = ctx.code(arg.value)
+        if arg.keyword is not None:
+            out.append(f"{arg.keyword.value}={text}")
+        elif arg.star:
+            out.append(f"{arg.star}{text}")
+        else:
+            out.append(f"{positional_as[index]}={text}" if index < len(positional_as) else text)
+            index += 1
+    return out
+
+
+def needs_parens(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` must be parenthesised as the operand of a unary minus or a method call."""
+    if expr.lpar:
+        return False
+    return not isinstance(
+        expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+    )
+
+
+def same_bindings(ctx: Context, expr: cst.CSTNode, env: object) -> bool:
+    """True when every name in `expr` means here what it meant in `env` (safe to move it)."""
+    for name in _names(expr):
+        if ctx.lookup(name, env) is not ctx.lookup(name):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(_Collect())
+    return found

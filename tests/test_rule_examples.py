@@ -1,0 +1,77 @@
+"""Every rule's VALID / INVALID examples become tests (adding a rule adds its tests)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from numlint import check_source
+from numlint.api import fix_source
+from numlint.rule import Rule, all_rules
+
+RULES = all_rules()
+
+
+def _cases(kind: str) -> list:
+    out = []
+    for rule in RULES:
+        for i, ex in enumerate(getattr(rule, kind)):
+            out.append(pytest.param(rule, ex, id=f"{rule.CODE}-{kind.lower()}-{i}"))
+    return out
+
+
+def _only(rule: type[Rule]) -> dict:
+    return {"select": [rule.CODE]}
+
+
+@pytest.mark.parametrize(("rule", "example"), _cases("VALID"))
+def test_valid_is_silent(rule, example):
+    found = check_source(example.source, "example.py", _only(rule))
+    assert found == [], f"{rule.CODE} flagged a near miss:\n{example.source}\n{found}"
+
+
+@pytest.mark.parametrize(("rule", "example"), _cases("INVALID"))
+def test_invalid_is_reported_where_expected(rule, example):
+    found = check_source(example.source, "example.py", _only(rule))
+    positions = [(d.row, d.column) for d in found]
+    assert (example.line, example.column) in positions, (
+        f"{rule.CODE} expected at {example.line}:{example.column}, got {positions}\n{example.source}"
+    )
+    assert all(d.code == rule.CODE and d.message for d in found)
+
+
+@pytest.mark.parametrize(("rule", "example"), _cases("INVALID"))
+def test_fix_gives_expected_code(rule, example):
+    result = fix_source(example.source, "example.py", _only(rule), unsafe=True)
+    assert result.error is None
+    if example.fixed_source is None:
+        assert result.source == example.source, "a fix was applied where the example expects none"
+        return
+    assert result.source == example.fixed_source
+    cst.parse_module(result.source)
+    assert check_source(result.source, "example.py", _only(rule)) == []
+
+
+def test_rule_metadata_is_complete():
+    codes = [r.CODE for r in RULES]
+    assert len(codes) == len(set(codes))
+    names = [r.NAME for r in RULES]
+    assert len(names) == len(set(names))
+    for rule in RULES:
+        assert rule.CODE[:3] == "NUM" and rule.CODE[3:].isdigit() and len(rule.CODE) == 6
+        assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME and "_" not in rule.NAME
+        doc = rule.docstring()
+        for section in ("What it does:", "Why is this bad?", "Known limitations:", "References:"):
+            assert section in doc, f"{rule.CODE} docstring lacks {section}"
+        assert rule.VALID, f"{rule.CODE} has no near-miss examples"
+        assert rule.INVALID, f"{rule.CODE} has no examples to flag"
+        assert rule.TRIGGERS or rule.CODE.startswith("NUM9"), f"{rule.CODE} has no prefilter triggers"
+        if any(ex.fixed is not None for ex in rule.INVALID):
+            assert "Fix safety:" in doc, f"{rule.CODE} has a fix but no Fix safety section"
+
+
+def test_examples_pass_prefilter():
+    """A rule's triggers must not hide its own examples (the prefilter is a pure speed-up)."""
+    for rule in RULES:
+        for ex in rule.INVALID:
+            assert not rule.TRIGGERS or any(t in ex.source for t in rule.TRIGGERS), rule.CODE
