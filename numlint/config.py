@@ -209,14 +209,30 @@ def load(pyproject: Path) -> Config | None:
     return Config.from_table(table, root=pyproject.parent, source=pyproject)
 
 
+@lru_cache(maxsize=1024)
+def _candidates(directory: Path) -> tuple[Path, ...]:
+    """pyproject.toml files from `directory` upward (existence is cached; contents are not)."""
+    return tuple(
+        parent / "pyproject.toml"
+        for parent in (directory, *directory.parents)
+        if (parent / "pyproject.toml").is_file()
+    )
+
+
 @lru_cache(maxsize=256)
+def _load_cached(path: Path, mtime_ns: int, size: int) -> Config | None:
+    return load(path)
+
+
 def _discover_dir(directory: Path) -> Config:
-    for parent in (directory, *directory.parents):
-        candidate = parent / "pyproject.toml"
-        if candidate.is_file():
-            found = load(candidate)
-            if found is not None:
-                return found
+    for candidate in _candidates(directory):
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue
+        found = _load_cached(candidate, st.st_mtime_ns, st.st_size)
+        if found is not None:
+            return found
     return Config()
 
 
@@ -231,4 +247,6 @@ def discover(path: str | Path) -> Config:
 
 
 def clear_cache() -> None:
-    _discover_dir.cache_clear()
+    """Forget which pyproject.toml files exist (after files were created or deleted)."""
+    _candidates.cache_clear()
+    _load_cached.cache_clear()

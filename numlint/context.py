@@ -102,6 +102,11 @@ class Context:
             self.scopes.append(Scope("class", node))
         elif isinstance(node, _COMPREHENSIONS):
             self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:  # the element is visited before its `for` clauses
+                for name in _target_names(comp.target):
+                    self._bind(name, None)
+                comp = comp.inner_for_in
         elif isinstance(node, (cst.CompFor, cst.For)):
             for name in _target_names(node.target):
                 self._bind(name, None)

@@ -72,8 +72,8 @@ def _shift_headings(doc: str) -> str:
     out = []
     for line in doc.splitlines():
         stripped = line.strip()
-        if stripped.endswith(":") and stripped[:-1] in _SECTIONS:
-            out.append(f"## {stripped[:-1]}")
+        if stripped in _SECTIONS or (stripped.endswith(":") and stripped[:-1] in _SECTIONS):
+            out.append(f"## {stripped.rstrip(':')}")
         elif set(stripped) <= {"-"} and stripped:
             continue
         else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -61,7 +63,7 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
         (r, opts) for r, opts in rules if not r.TRIGGERS or any(t in source for t in r.TRIGGERS)
     ]
     if not active:
-        return []
+        return _syntax_check(source, path)
     try:
         module = parse(source)
     except cst.ParserSyntaxError as exc:
@@ -84,6 +86,23 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
     supp = suppress.parse(source)
     kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def _syntax_check(source: str, path: str) -> list[Diagnostic]:
+    """A file no rule needs to parse still gets NUM000 when it is not valid Python.
+
+    CPython's own parser is several times faster than a libcst parse.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        row = exc.lineno or 1
+        return [parse_error(path, f"could not parse: {exc.msg}", row, (exc.offset or 1))]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return [parse_error(path, f"could not parse: {exc}")]
+    return []
 
 
 def _locate(module: cst.Module, path: str, reports: list[Report]) -> list[Diagnostic]:

@@ -143,8 +143,8 @@ def activation(
     through_variable = direct.node is not value.node
     found, indirect = strip(ctx, value)
     node = found.node
-    if not isinstance(node, cst.Call):
-        return None
+    if not isinstance(node, cst.Call) or found.mutations:
+        return None  # edited in place since (`p[p < eps] = eps`, `p.clamp_(...)`): unknown
     callee = ctx.callee(node, found.env)  # type: ignore[arg-type]
     for kind, functions, modules in (
         ("softmax", SOFTMAX_FUNCTIONS, SOFTMAX_MODULES),

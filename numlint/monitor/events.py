@@ -1,0 +1,145 @@
+"""Events: the record every check produces, the bounded in-memory log and the JSONL file."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+# Every JSONL line carries these keys (None where a key does not apply to the event type).
+BASE_KEYS: tuple[str, ...] = (
+    "event",
+    "step",
+    "iteration",
+    "phase",
+    "module",
+    "kind",
+    "nan_count",
+    "inf_count",
+    "dtype",
+    "shape",
+    "min",
+    "max",
+    "mean",
+    "absmax",
+    "rank",
+    "origin",
+)
+
+# Event types. Only NONFINITE and AMP_DIVERGENCE are errors (raised with action="raise").
+NONFINITE = "nonfinite"
+NONFINITE_REMOTE = "nonfinite_remote"
+STEP = "step"
+GRAD_STATS = "grad_stats"
+EXPLOSION = "grad_explosion"
+VANISHING = "grad_vanishing"
+AMP_SKIP = "amp_overflow_skip"
+AMP_DIVERGENCE = "amp_divergence"
+ERROR_EVENTS = frozenset({NONFINITE, NONFINITE_REMOTE, AMP_DIVERGENCE})
+
+Event = dict[str, Any]
+
+
+def make_event(event: str, **fields: Any) -> Event:
+    """A new event with every base key present, then `fields`."""
+    ev: Event = dict.fromkeys(BASE_KEYS)
+    ev["event"] = event
+    ev.update(fields)
+    ev.setdefault("time", time.time())
+    return ev
+
+
+def _json_safe(value: Any) -> Any:
+    """Floats JSON cannot hold (nan, inf) become strings, so every line is valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def to_json_line(event: Event) -> str:
+    """One event as one line of strict JSON (no NaN/Infinity tokens)."""
+    return json.dumps(_json_safe(event), allow_nan=False, separators=(",", ":"))
+
+
+def describe(event: Event) -> str:
+    """A one-line human summary of an error event."""
+    where = f"{event.get('phase')} of {event.get('module')!r}"
+    if event["event"] == AMP_DIVERGENCE:
+        return (
+            f"numlint: AMP divergence at step {event.get('step')}: {event.get('reason')} "
+            f"(loss scale {event.get('scale')})"
+        )
+    if event["event"] == NONFINITE_REMOTE:
+        return (
+            f"numlint: non-finite value on rank {event.get('source_rank')} during "
+            f"{event.get('phase')} at step {event.get('step')}; stopping rank {event.get('rank')}"
+        )
+    counts = f"{event.get('nan_count')} NaN, {event.get('inf_count')} Inf"
+    tensor = f"{event.get('dtype')}{list(event.get('shape') or [])}"
+    origin = " (origin: inputs finite, output not)" if event.get("origin") else ""
+    text = (
+        f"numlint: first {event.get('kind')} at step {event.get('step')}, {where}{origin}: "
+        f"{counts} in {event.get('tensor') or 'tensor'} {tensor}"
+    )
+    static = event.get("static") or []
+    if static:
+        text += "; static findings: " + ", ".join(f"{s['code']} {s['location']}" for s in static)
+    return text
+
+
+class NonFiniteError(FloatingPointError):
+    """Raised by the monitor (action="raise") on the first non-finite value or AMP divergence.
+
+    `.event` is the origin event (the same dict written to the JSONL log), `.events` every event
+    of the failing check, `.snapshot` the snapshot path (or dict when kept in memory)."""
+
+    def __init__(
+        self, event: Event, events: list[Event] | None = None, snapshot: Any = None
+    ) -> None:
+        super().__init__(describe(event))
+        self.event = event
+        self.events = events if events is not None else [event]
+        self.snapshot = snapshot
+
+
+class EventLog:
+    """Thread-safe event sink: a ring buffer of the last `maxlen` events plus an optional
+    line-buffered JSONL file (appended to, one event per line)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, maxlen: int = 10_000) -> None:
+        self.path = Path(path) if path is not None else None
+        self.events: deque[Event] = deque(maxlen=maxlen)
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._file = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+
+    def emit(self, event: Event) -> Event:
+        """Record one event (ring buffer, counters, file)."""
+        line = to_json_line(event) if self._file is not None else None
+        with self._lock:
+            self.events.append(event)
+            self.counts[event["event"]] = self.counts.get(event["event"], 0) + 1
+            if self._file is not None and line is not None:
+                self._file.write(line + "\n")
+        return event
+
+    def close(self) -> None:
+        """Flush and close the file; the ring buffer stays readable."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None

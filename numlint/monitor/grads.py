@@ -1,0 +1,120 @@
+"""Gradient norms with multi-tensor ops, per-parameter statistics, explosion and vanishing."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class ParamGroup:
+    """A named set of parameter indices (an optimizer param group or a top-level child)."""
+
+    name: str
+    indices: list[int]
+
+
+def norms(tensors: list[Tensor], ord: float = 2.0) -> list[Tensor]:
+    """Per-tensor norms on the device with one multi-tensor kernel (`torch._foreach_norm`)."""
+    if not tensors:
+        return []
+    try:
+        return list(torch._foreach_norm(tensors, ord))
+    except (RuntimeError, TypeError):  # mixed devices or dtypes the fused kernel refuses
+        return [torch.linalg.vector_norm(t, ord) for t in tensors]
+
+
+def stack_on(values: list[Tensor], device: torch.device) -> Tensor:
+    """Stack 0-dim tensors onto one device as float32."""
+    return torch.stack([v.to(device=device, dtype=torch.float32) for v in values])
+
+
+@dataclass
+class GradNorms:
+    """Device-side gradient norms for one step: read with one `.tolist()`."""
+
+    present: list[int]  # indices (into the watched parameter list) with a gradient
+    per_param: Tensor  # float32 [len(present)] L2 norms
+    total: Tensor  # 0-dim global L2 norm
+    group_sq: Tensor  # float32 [n_groups] sum of squared norms per group
+
+
+def grad_norms(
+    params: list[Tensor], groups: list[ParamGroup], device: torch.device
+) -> GradNorms | None:
+    """Norms of all present gradients, the global norm and the per-group squared norms, all kept
+    on the device (no synchronisation)."""
+    present = [i for i, p in enumerate(params) if p.grad is not None]
+    if not present:
+        return None
+    grads = [params[i].grad for i in present]
+    per = stack_on(norms(grads), device)  # type: ignore[arg-type]
+    total = torch.linalg.vector_norm(per)
+    slot = {i: k for k, i in enumerate(present)}
+    group_ids = torch.full((len(present),), len(groups), dtype=torch.long)
+    for g, group in enumerate(groups):
+        for i in group.indices:
+            if i in slot:
+                group_ids[slot[i]] = g
+    group_sq = torch.zeros(len(groups) + 1, device=device, dtype=torch.float32)
+    group_sq.index_add_(0, group_ids.to(device), per * per)
+    return GradNorms(present, per, total, group_sq[:-1])
+
+
+def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> list[dict[str, Any]]:
+    """Per-parameter gradient statistics (name, mean, std, max |g|, nan/inf flags): one
+    multi-tensor op per statistic and one read for all parameters."""
+    if not present:
+        return []
+    grads = [params[i].grad.detach() for i in present]  # type: ignore[union-attr]
+    dev = grads[0].device
+    l2 = stack_on(norms(grads, 2.0), dev)
+    linf = stack_on(norms(grads, math.inf), dev)
+    sums = stack_on([g.sum(dtype=torch.float32) for g in grads], dev)
+    table = torch.stack([l2, linf, sums]).tolist()
+    rows = []
+    for k, i in enumerate(present):
+        n = max(grads[k].numel(), 1)
+        l2v, linfv, sumv = table[0][k], table[1][k], table[2][k]
+        mean = sumv / n
+        var = max(l2v * l2v / n - mean * mean, 0.0) if math.isfinite(l2v) else math.nan
+        finite = math.isfinite(l2v) and math.isfinite(sumv)
+        rows.append(
+            {
+                "name": names[i],
+                "mean": mean,
+                "std": math.sqrt(var) if math.isfinite(var) else math.nan,
+                "absmax": linfv,
+                "norm": l2v,
+                "nonfinite": not finite,
+                "has_nan": math.isnan(l2v) or math.isnan(sumv),
+                "has_inf": not finite and not (math.isnan(l2v) or math.isnan(sumv)),
+            }
+        )
+    return rows
+
+
+class ExplosionDetector:
+    """Flags a gradient norm above `factor` times the running median of the last `window`
+    finite norms, once `warmup` norms have been seen."""
+
+    def __init__(self, factor: float = 10.0, window: int = 100, warmup: int = 10) -> None:
+        self.factor = factor
+        self.warmup = warmup
+        self.history: deque[float] = deque(maxlen=window)
+
+    def update(self, norm: float) -> float | None:
+        """Add one norm; return the running median when `norm` is an explosion, else None."""
+        if not math.isfinite(norm):
+            return None
+        median = statistics.median(self.history) if len(self.history) >= self.warmup else None
+        self.history.append(norm)
+        if median is not None and median > 0 and norm > self.factor * median:
+            return median
+        return None

@@ -1,0 +1,257 @@
+"""The failure path: re-run the failing forward (and backward) with exact per-module checks.
+
+The fast path only knows *that* a module output (or gradient) was non-finite, from one device flag
+per module read once per forward or backward. When that read fails, this module re-runs the same
+forward on the same inputs with the same RNG state and the same grad/autocast mode, under detailed
+hooks that look at every module's inputs before it runs and its outputs after, and (for backward)
+at every gradient flowing into and out of every module and parameter. That gives exact origins
+(inputs finite, output not), counts and statistics at the cost of one extra forward (+ backward),
+paid only when something already went wrong. Buffers (BatchNorm running statistics) and the RNG
+are restored afterwards, so training numerics are untouched when the monitor only records."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from numlint.monitor.stats import first_nonfinite, is_checked, iter_tensors, tensor_stats
+
+
+@dataclass
+class Finding:
+    """One module (or parameter, or the model input) seen non-finite on the failure path."""
+
+    module: str
+    tensor: str
+    stats: dict[str, Any]
+    origin: bool
+    obj: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RngState:
+    """CPU and CUDA generator states captured before a forward."""
+
+    cpu: Tensor
+    cuda: list[Tensor] | None = None
+
+    @classmethod
+    def capture(cls) -> RngState:
+        cuda = None
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            cuda = torch.cuda.get_rng_state_all()
+        return cls(torch.get_rng_state(), cuda)
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(self.cuda)
+
+
+@contextlib.contextmanager
+def preserved_state(model: nn.Module, rng: RngState | None) -> Iterator[None]:
+    """Run with the RNG set to `rng`, then put back the caller's RNG and the model's buffers."""
+    saved_rng = RngState.capture()
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    if rng is not None:
+        rng.restore()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, copy in buffers:
+                if b.shape == copy.shape:
+                    b.copy_(copy)
+        saved_rng.restore()
+
+
+def _params_finite(module: nn.Module) -> list[str]:
+    """Names of the module's own parameters (not its children's) holding NaN/Inf."""
+    return [
+        n for n, p in module.named_parameters(recurse=False) if not bool(torch.isfinite(p).all())
+    ]
+
+
+def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Tensor]]:
+    found = list(iter_tensors(args, "input"))
+    if kwargs:
+        found += list(iter_tensors(kwargs, "input"))
+    return [(n, t) for n, t in found if is_checked(t)]
+
+
+def _call(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool) -> Any:
+    with torch.set_grad_enabled(grad):
+        return model(*args, **kwargs)
+
+
+def locate_forward(
+    model: nn.Module,
+    names: dict[nn.Module, str],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    rng: RngState | None,
+    grad_enabled: bool,
+    limit: int = 20,
+) -> list[Finding]:
+    """Re-run one forward; return the modules whose output was non-finite, in completion order,
+    the origin (first module whose inputs were finite and whose output was not) marked. An empty
+    list means the failure did not reproduce."""
+    records: list[Finding] = []
+    inputs_ok: dict[int, list[bool]] = {}
+    handles = []
+
+    def pre(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any]) -> None:
+        ok = all(bool(torch.isfinite(t.detach()).all()) for _, t in _inputs(a, kw))
+        inputs_ok.setdefault(id(module), []).append(ok)
+
+    def post(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any], out: Any) -> None:
+        stack = inputs_ok.get(id(module)) or [True]
+        ok = stack.pop()
+        if len(records) >= limit:
+            return
+        bad = first_nonfinite(out, "output")
+        if bad is None:
+            return
+        path, t = bad
+        finding = Finding(names[module], path, tensor_stats(t), False, module)
+        finding.extra["inputs_finite"] = ok
+        bad_params = _params_finite(module)
+        if bad_params:
+            finding.extra["nonfinite_params"] = bad_params
+        records.append(finding)
+
+    input_bad = first_nonfinite(args, "input") or first_nonfinite(kwargs, "input")
+    try:
+        for module in names:
+            handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            handles.append(module.register_forward_hook(post, with_kwargs=True))
+        with preserved_state(model, rng):
+            _call(model, args, kwargs, grad_enabled)
+    except Exception:
+        pass  # whatever was recorded before the failure is still valid
+    finally:
+        for h in handles:
+            h.remove()
+    if input_bad is not None:
+        path, t = input_bad
+        records.insert(0, Finding("<input>", path, tensor_stats(t), True, None))
+        return records
+    for r in records:
+        if r.extra.get("inputs_finite"):
+            r.origin = True
+            break
+    return records
+
+
+def locate_backward(
+    model: nn.Module,
+    names: dict[nn.Module, str],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    rng: RngState | None,
+    out_grads: list[Tensor],
+    limit: int = 20,
+) -> list[Finding]:
+    """Re-run forward and backward (seeded with the recorded gradient of the model output, so
+    the user's loss function is not needed); return modules and parameters whose gradients were
+    non-finite, in the order backward produced them. The origin is the first module whose
+    incoming gradient (w.r.t. its output) was finite and whose outgoing gradient (w.r.t. its
+    inputs or its own parameters) was not."""
+    # (group, kind, path, module, stats or None); hooks on one tensor share a group number
+    order: list[tuple[int, str, str, nn.Module | None, dict[str, Any] | None]] = []
+    handles = []
+    tensor_handles = []
+    param_owner = {}
+    last: list[Any] = [None, 0]  # the last gradient seen and its group number
+    for module, mname in names.items():
+        for pname, p in module.named_parameters(recurse=False):
+            param_owner[p] = (module, f"{mname}.{pname}" if mname else pname)
+
+    def record(kind: str, path: str, module: nn.Module | None, g: Tensor) -> None:
+        if g is not last[0]:
+            last[0], last[1] = g, last[1] + 1
+        if len(order) < 100_000:
+            bad = not bool(torch.isfinite(g.detach()).all())
+            order.append((last[1], kind, path, module, tensor_stats(g) if bad else None))
+
+    def watch_grad(kind: str, path: str, module: nn.Module | None, t: Tensor) -> None:
+        if t.requires_grad and is_checked(t):
+            tensor_handles.append(t.register_hook(lambda g: record(kind, path, module, g)))
+
+    def pre(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any]) -> None:
+        for path, t in _inputs(a, kw):
+            watch_grad("in", "grad_" + path, module, t)
+
+    def post(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any], out: Any) -> None:
+        for path, t in iter_tensors(out, "output"):
+            watch_grad("out", "grad_" + path, module, t)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        owner, pname = param_owner.get(p, (None, "?"))
+        tensor_handles.append(
+            p.register_hook(lambda g, o=owner, n=pname: record("param", n, o, g))
+        )
+    try:
+        for module in names:
+            handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            handles.append(module.register_forward_hook(post, with_kwargs=True))
+        with preserved_state(model, rng):
+            out = _call(model, args, kwargs, True)
+            outs = [t for _, t in iter_tensors(out, "output") if t.requires_grad]
+            pairs = [(o, g) for o, g in zip(outs, out_grads) if g is not None]
+            if pairs and params:
+                torch.autograd.grad(
+                    [o for o, _ in pairs],
+                    params,
+                    grad_outputs=[g for _, g in pairs],
+                    allow_unused=True,
+                )
+    except Exception:
+        pass
+    finally:
+        for h in handles + tensor_handles:
+            h.remove()
+
+    # Hooks on one tensor fire together in registration order (outer modules first); put the
+    # gradient-of-output entries first and the inner modules' gradient-of-input entries next.
+    groups: dict[int, list[Any]] = {}
+    for entry in order:
+        groups.setdefault(entry[0], []).append(entry)
+    ordered = []
+    for entries in groups.values():
+        ordered += [e for e in entries if e[1] != "in"]
+        ordered += [e for e in entries if e[1] == "in"][::-1]
+
+    out_bad: set[int] = set()
+    findings: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for _, kind, path, module, stats in ordered:
+        if stats is None:
+            continue
+        if kind == "out" and module is not None:
+            out_bad.add(id(module))
+        if len(findings) >= limit:
+            continue
+        name = path if kind == "param" else names.get(module, "?")
+        if (name, kind) in seen:
+            continue
+        seen.add((name, kind))
+        f = Finding(name, "grad" if kind == "param" else path, stats, False, module)
+        f.extra["gradient_of"] = {"in": "input", "out": "output", "param": "parameter"}[kind]
+        # Outgoing gradient non-finite while the incoming one was finite: the NaN began here.
+        f.extra["candidate"] = kind in ("in", "param") and id(module) not in out_bad
+        findings.append(f)
+    for f in findings:
+        if f.extra.pop("candidate"):
+            f.origin = True
+            break
+    for f in findings:
+        f.extra.pop("candidate", None)
+    return findings

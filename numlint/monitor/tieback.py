@@ -1,0 +1,57 @@
+"""Tie runtime events back to the static linter: the findings in the origin's source file."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from typing import Any
+
+import torch
+
+_cache: dict[str, list[dict[str, Any]]] = {}
+_lock = threading.Lock()
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def findings_for_file(path: str | None) -> list[dict[str, Any]]:
+    """Static findings (code, location "file:line", message) for one source file, cached per file.
+    Empty for torch's own modules, unreadable files, or when the static side fails to load."""
+    if not path or not os.path.isfile(path):
+        return []
+    path = os.path.abspath(path)
+    if path.startswith(_TORCH_DIR + os.sep):
+        return []
+    with _lock:
+        if path in _cache:
+            return _cache[path]
+    try:
+        from numlint.api import check_paths
+
+        found = [
+            {
+                "code": d.code,
+                "location": f"{d.filename}:{d.row}",
+                "row": d.row,
+                "message": d.message,
+            }
+            for d in check_paths([path])
+        ]
+    except Exception:  # the monitor must keep working whatever the static side does
+        found = []
+    with _lock:
+        _cache[path] = found
+    return found
+
+
+def source_file_of(module: Any) -> str | None:
+    """The file that defines `module`'s class, or None (builtins, C extensions, REPL)."""
+    try:
+        return inspect.getsourcefile(type(module))
+    except (TypeError, OSError):
+        return None
+
+
+def findings_for_module(module: Any) -> list[dict[str, Any]]:
+    """Static findings in the file defining the module's class."""
+    return findings_for_file(source_file_of(module))

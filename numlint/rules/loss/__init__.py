@@ -1,0 +1,1 @@
+"""NUM3xx: loss-function misuse."""

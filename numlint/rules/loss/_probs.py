@@ -1,0 +1,331 @@
+"""Is this value a probability? Softmax / sigmoid outputs that reach a loss function.
+
+A value counts as a probability when, following variables of the same function, copies,
+indexing and clamps, it is:
+- a softmax or sigmoid call in any spelling (`torch.softmax`, `F.softmax`, `x.softmax(d)`,
+  `torch.sigmoid`, `torch.special.expit`, an `nn.Softmax` / `nn.Sigmoid` module, also one
+  stored on `self` in `__init__`), see `numlint.semantics.activation`;
+- a hand-written sigmoid `1 / (1 + torch.exp(-z))`, `torch.reciprocal(1 + torch.exp(-z))`,
+  `torch.exp(z) / (1 + torch.exp(z))`, or a hand-written softmax
+  `torch.exp(x) / torch.exp(x).sum(d, keepdim=True)`;
+- the output of a model whose `forward()` returns such a value on every path: `self(x)` and
+  `self.forward(x)` in the same class, `model(x)` / `self.model(x)` where the model is an
+  instance of a class defined in the same file, or an `nn.Sequential(...)` whose last module
+  is `nn.Softmax` / `nn.Sigmoid`.
+A value edited in place by anything but a clamp or an indexed assignment is not followed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.context import Context, Env, Scope, Value
+from numlint.semantics import (
+    SIGMOID_MODULES,
+    SOFTMAX_MODULES,
+    Activation,
+    activation,
+    format_args,
+    number,
+    positional,
+    strip,
+)
+
+KINDS = ("softmax", "sigmoid")
+_CLAMP_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "clip"})
+_CLAMP_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max"})
+#: In-place edits after which a probability is still a probability.
+_KEEP_MUTATIONS = frozenset(
+    {"clamp_", "clamp_min_", "clamp_max_", "clip_", "masked_fill_", "fill_diagonal_",
+     "requires_grad_", "unsqueeze_", "squeeze_", "resize_"}
+)  # fmt: skip
+_EXP = frozenset({"torch.exp", "torch.special.exp"})
+_SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+_LOG_SOFTMAX = {
+    "torch.softmax": "torch.log_softmax",
+    "torch.Tensor.softmax": "torch.Tensor.log_softmax",
+    "torch.nn.functional.softmax": "torch.nn.functional.log_softmax",
+    "torch.special.softmax": "torch.special.log_softmax",
+}
+
+
+@dataclass(frozen=True)
+class Probability:
+    """Where a probability came from."""
+
+    kind: str  # "softmax" | "sigmoid"
+    origin: str  # "activation" | "hand-written" | "model"
+    #: The softmax / sigmoid call, for origin "activation".
+    activation: Activation | None = None
+    #: The pre-activation expression (the logits) when it is known, and its environment.
+    logits: cst.BaseExpression | None = None
+    negated: bool = False
+    env: Env | None = None
+    #: True when the value crossed copies, indexing, clamps or in-place edits on its way.
+    indirect: bool = False
+
+
+def probability(
+    ctx: Context, value: Value, kinds: tuple[str, ...] = KINDS, depth: int = 3
+) -> Probability | None:
+    """The softmax / sigmoid output that `value` is, if it is one (see the module docstring)."""
+    found, indirect = _strip_all(ctx, value)
+    if not _mutations_keep(found.mutations):
+        return None
+    act = activation(ctx, found, kinds)
+    if act is not None:
+        return Probability(
+            act.kind,
+            "activation",
+            act,
+            act.input,
+            env=act.env,  # type: ignore[arg-type]
+            indirect=indirect or act.indirect,
+        )
+    node = found.node
+    if "sigmoid" in kinds and (hand := _hand_sigmoid(ctx, found)) is not None:
+        logits, negated = hand
+        return Probability("sigmoid", "hand-written", None, logits, negated, found.env, indirect)
+    if "softmax" in kinds and _hand_softmax(ctx, found):
+        return Probability("softmax", "hand-written", None, None, False, found.env, indirect)
+    if isinstance(node, cst.Call) and depth > 0:
+        kind = _model_output(ctx, node, found.env, depth)
+        if kind in kinds:
+            return Probability(kind, "model", env=found.env, indirect=True)
+    return None
+
+
+def log_softmax_code(ctx: Context, act: Activation) -> str | None:
+    """`log_softmax` written the way the softmax `act` was written (None: not spellable)."""
+    if act.spelling == "method":
+        return f"{ctx.code(act.input)}.log_softmax({', '.join(format_args(ctx, act.args))})"
+    dims = ("dim",) if act.spelling == "module" else ()
+    args = [ctx.code(act.input), *format_args(ctx, act.args, dims)]
+    if act.spelling == "module":
+        func = ctx.spell("torch.nn.functional.log_softmax")
+    elif isinstance(act.call.func, cst.Attribute):
+        func = f"{ctx.code(act.call.func.value)}.log_softmax"
+    else:
+        func = ctx.spell(_LOG_SOFTMAX.get(act.func_qualname or "", "torch.log_softmax"))
+    return None if func is None else f"{func}({', '.join(args)})"
+
+
+# ---- following values ----
+
+
+def _strip_all(ctx: Context, value: Value) -> tuple[Value, bool]:
+    """Follow names, copies, indexing (numlint.semantics.strip) and clamps."""
+    crossed = False
+    for _ in range(16):
+        value, more = strip(ctx, value)
+        crossed = crossed or more
+        node = value.node
+        if not isinstance(node, cst.Call):
+            break
+        callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+        if callee.method in _CLAMP_METHODS and callee.receiver is not None:
+            value = Value(callee.receiver, value.env, value.mutations)
+        elif callee.qualname in _CLAMP_FUNCTIONS and (arg := positional(node, 0, "input")):
+            value = Value(arg, value.env, value.mutations)
+        else:
+            break
+        crossed = True
+    return value, crossed
+
+
+def _mutations_keep(mutations: tuple[cst.CSTNode, ...]) -> bool:
+    for stmt in mutations:
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            func = stmt.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value not in _KEEP_MUTATIONS:
+                return False
+    return True
+
+
+def _exp_argument(ctx: Context, value: Value) -> cst.BaseExpression | None:
+    """`torch.exp(a)` / `a.exp()` (through variables) -> a."""
+    value = ctx.deref(value)
+    node = value.node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+    if callee.qualname in _EXP:
+        return positional(node, 0, "input")
+    if callee.method == "exp" and callee.receiver is not None and not node.args:
+        return callee.receiver
+    return None
+
+
+def _one_plus(ctx: Context, value: Value) -> cst.BaseExpression | None:
+    """`1 + e` / `e + 1` (through variables) -> e."""
+    value = ctx.deref(value)
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if number(ctx, node.left, value.env) == 1.0:
+            return node.right
+        if number(ctx, node.right, value.env) == 1.0:
+            return node.left
+    return None
+
+
+def _hand_sigmoid(ctx: Context, value: Value) -> tuple[cst.BaseExpression, bool] | None:
+    """A hand-written sigmoid: (its logits, whether they appear negated in `-logits`)."""
+    node, env = value.node, value.env
+    den: cst.BaseExpression | None = None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        if number(ctx, node.left, env) == 1.0:
+            den = node.right
+        else:
+            top = _exp_argument(ctx, Value(node.left, env))
+            rest = _one_plus(ctx, Value(node.right, env))
+            bottom = _exp_argument(ctx, Value(rest, env)) if rest is not None else None
+            if top is not None and bottom is not None and ctx.code(top) == ctx.code(bottom):
+                return top, False
+            return None
+    elif isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)  # type: ignore[arg-type]
+        if callee.qualname == "torch.reciprocal":
+            den = positional(node, 0, "input")
+        elif callee.method == "reciprocal" and callee.receiver is not None and not node.args:
+            den = callee.receiver
+    if den is None:
+        return None
+    rest = _one_plus(ctx, Value(den, env))
+    if rest is None:
+        return None
+    arg = _exp_argument(ctx, Value(rest, env))
+    if arg is None:
+        return None
+    if isinstance(arg, cst.UnaryOperation) and isinstance(arg.operator, cst.Minus):
+        return arg.expression, False
+    return arg, True  # 1 / (1 + exp(z)) is sigmoid(-z)
+
+
+def _hand_softmax(ctx: Context, value: Value) -> bool:
+    """`torch.exp(x) / torch.exp(x).sum(d, keepdim=True)` (through variables)."""
+    node, env = value.node, value.env
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)):
+        return False
+    top = _exp_argument(ctx, Value(node.left, env))
+    if top is None:
+        return False
+    den = ctx.deref(Value(node.right, env))
+    if not isinstance(den.node, cst.Call):
+        return False
+    callee = ctx.callee(den.node, den.env)  # type: ignore[arg-type]
+    if callee.method == "sum" and callee.receiver is not None:
+        summed = callee.receiver
+    elif callee.qualname == "torch.sum":
+        summed = positional(den.node, 0, "input")
+    else:
+        return False
+    bottom = _exp_argument(ctx, Value(summed, den.env)) if summed is not None else None
+    return bottom is not None and ctx.code(bottom) == ctx.code(top)
+
+
+# ---- model outputs ----
+
+
+def _model_output(ctx: Context, call: cst.Call, env: Env, depth: int) -> str | None:
+    """The kind of probability a model call returns: `self(x)`, `model(x)`, `self.net(x)`."""
+    func = call.func
+    cls = ctx.class_scope
+    if cls is not None and isinstance(func, cst.Name) and func.value == "self":
+        return _forward_kind(ctx, cls.node, depth)  # type: ignore[arg-type]
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and cls is not None:
+            return _forward_kind(ctx, cls.node, depth)  # type: ignore[arg-type]
+        func = func.value
+    target = ctx.deref(Value(func, env))
+    return _module_kind(ctx, target, depth)
+
+
+def _module_kind(ctx: Context, target: Value, depth: int) -> str | None:
+    """The kind of probability a module instance (its constructor call) returns."""
+    node = target.node
+    if not isinstance(node, cst.Call):
+        return None
+    qual = ctx.qualname(node.func, target.env)
+    if qual in SOFTMAX_MODULES:
+        return "softmax"
+    if qual in SIGMOID_MODULES:
+        return "sigmoid"
+    if qual in _SEQUENTIAL:
+        last = [a for a in node.args if a.keyword is None and not a.star]
+        if last:
+            return _module_kind(ctx, ctx.deref(Value(last[-1].value, target.env)), depth)
+        return None
+    if qual is None and isinstance(node.func, cst.Name):
+        classdef = _local_class(ctx, node.func.value)
+        if classdef is not None:
+            return _forward_kind(ctx, classdef, depth)
+    return None
+
+
+def _local_class(ctx: Context, name: str) -> cst.ClassDef | None:
+    """A class of that name defined at the top level of this file."""
+    binding = ctx.lookup(name)
+    if binding is None or binding.value is not None:
+        return None
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == name:
+            return stmt
+    return None
+
+
+_FORWARD_CACHE: weakref.WeakKeyDictionary[Context, dict[int, str | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _forward_kind(ctx: Context, classdef: cst.ClassDef, depth: int) -> str | None:
+    """"softmax" / "sigmoid" when every `return` of the class's `forward()` returns one."""
+    cache = _FORWARD_CACHE.setdefault(ctx, {})
+    key = id(classdef)
+    if key in cache:
+        return cache[key]
+    cache[key] = None  # guards against recursion through self(x) in forward
+    sub, scope = _analyse_class(ctx, classdef)
+    kinds = set()
+    returns = scope.returns.get("forward", [])
+    for ret in returns:
+        prob = probability(sub, ret, KINDS, depth - 1)
+        kinds.add(prob.kind if prob is not None else None)
+    result = kinds.pop() if len(kinds) == 1 else None
+    cache[key] = result
+    return result
+
+
+class _Walker(cst.CSTVisitor):
+    """Runs a fresh Context over one class, keeping the class scope it builds."""
+
+    def __init__(self, sub: Context, target: cst.ClassDef) -> None:
+        self.sub = sub
+        self.target = target
+        self.scope: Scope | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.sub.enter(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if original_node is self.target:
+            self.scope = self.sub.scope
+        self.sub.leave(original_node)
+
+
+def _analyse_class(ctx: Context, classdef: cst.ClassDef) -> tuple[Context, Scope]:
+    """A Context positioned inside `classdef` after seeing all of it (attrs, returns)."""
+    sub = Context(ctx.module, ctx.path)
+    sub.imports = dict(ctx.imports)
+    sub.star_imports = list(ctx.star_imports)
+    module_scope = Scope("module", ctx.module, env=dict(ctx.scopes[0].env))
+    sub.scopes = [module_scope]
+    walker = _Walker(sub, classdef)
+    classdef.visit(walker)
+    scope = walker.scope or Scope("class", classdef)
+    sub.scopes = [module_scope, scope]
+    return sub, scope

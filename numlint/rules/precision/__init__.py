@@ -1,0 +1,1 @@
+"""NUM4xx: half precision and dtype."""

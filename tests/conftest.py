@@ -1,0 +1,44 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HAZARD = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn.functional as F
+
+    def f(x):
+        return torch.log(F.softmax(x, dim=-1))
+    """
+)
+CLEAN = "import torch\n\ndef f(x):\n    return torch.log_softmax(x, dim=-1)\n"
+
+
+def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m numlint` as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "numlint", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A small project: one hazardous file, one clean file."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(HAZARD)
+    (tmp_path / "pkg" / "good.py").write_text(CLEAN)
+    return tmp_path

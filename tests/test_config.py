@@ -1,0 +1,149 @@
+"""[tool.numlint] discovery, merging, per-file ignores, options, warnings."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import HAZARD, run_cli
+
+from numlint import check_paths, check_source
+from numlint.config import Config, ConfigError, discover, load
+from numlint.rule import Invalid, Rule, Valid
+
+
+def _pyproject(root: Path, body: str) -> None:
+    (root / "pyproject.toml").write_text(textwrap.dedent(body))
+
+
+def test_ignore_from_pyproject(project: Path):
+    _pyproject(project, '[tool.numlint]\nignore = ["NUM101"]\n')
+    assert check_paths([project / "pkg"]) == []
+    assert run_cli("check", "pkg", cwd=project).returncode == 0
+
+
+def test_found_from_checked_path_upward(project: Path, tmp_path: Path):
+    _pyproject(project, '[tool.numlint]\nselect = ["NUM102"]\n')
+    cfg = discover(project / "pkg" / "bad.py")
+    assert cfg.select == ("NUM102",) and cfg.source == project / "pyproject.toml"
+    # a nearer pyproject without [tool.numlint] does not stop the search
+    (project / "pkg" / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert discover(project / "pkg" / "bad.py").select == ("NUM102",)
+
+
+def test_cli_flags_override_config(project: Path):
+    _pyproject(project, '[tool.numlint]\nignore = ["NUM101"]\n')
+    assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 0  # ignore still applies
+    _pyproject(project, '[tool.numlint]\nselect = ["NUM102"]\n')
+    assert run_cli("check", "pkg", cwd=project).returncode == 0
+    assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 1
+    assert run_cli("check", "--isolated", "pkg", cwd=project).returncode == 1
+
+
+def test_per_file_ignores(project: Path):
+    _pyproject(project, '[tool.numlint.per-file-ignores]\n"pkg/bad.py" = ["NUM101"]\n')
+    assert check_paths([project / "pkg"]) == []
+    _pyproject(project, '[tool.numlint.per-file-ignores]\n"pkg/*" = ["NUM1"]\n')
+    assert check_paths([project / "pkg"]) == []
+    _pyproject(project, '[tool.numlint.per-file-ignores]\n"other/*" = ["NUM1"]\n')
+    assert len(check_paths([project / "pkg"])) == 1
+
+
+def test_exclude(project: Path):
+    _pyproject(project, '[tool.numlint]\nexclude = ["pkg/bad.py"]\n')
+    assert run_cli("check", ".", cwd=project).returncode == 0
+    # a file named explicitly is still checked (as in ruff)
+    assert run_cli("check", "pkg/bad.py", cwd=project).returncode == 1
+    assert run_cli("check", "--exclude", "pkg", ".", cwd=project.parent).returncode in (0, 1)
+
+
+def test_unknown_key_and_code_warn(project: Path):
+    _pyproject(
+        project,
+        '[tool.numlint]\nselct = ["NUM1"]\nignore = ["NUM777"]\n[tool.numlint.options.NUM101]\nfoo = 1\n',
+    )
+    r = run_cli("check", "pkg", cwd=project)
+    assert "unknown key `selct`" in r.stderr
+    assert "unknown rule selector `NUM777`" in r.stderr
+    assert "unknown option `foo` for NUM101" in r.stderr
+    assert r.returncode == 1
+
+
+def test_invalid_toml_is_a_clear_error(project: Path):
+    (project / "pyproject.toml").write_text("[tool.numlint\n")
+    r = run_cli("check", "pkg", cwd=project)
+    assert r.returncode == 2 and "not valid TOML" in r.stderr and "Traceback" not in r.stderr
+    with pytest.raises(ConfigError):
+        load(project / "pyproject.toml")
+
+
+def test_wrong_type_is_a_clear_error(project: Path):
+    _pyproject(project, '[tool.numlint]\nselect = "NUM1"\nignore = 3\n')
+    r = run_cli("check", "pkg", cwd=project)
+    assert r.returncode == 2 and "`ignore`" in r.stderr
+
+
+class _Threshold(Rule):
+    """Test rule: flags integer literals above a configurable threshold.
+
+    What it does:
+    x
+    Why is this bad?
+    x
+    Known limitations:
+    x
+    References:
+    x
+    """
+
+    CODE = "NUM998"
+    NAME = "test-threshold"
+    MESSAGE = "too big"
+    OPTIONS = {"limit": 10}
+    VALID = [Valid("x = 1")]
+    INVALID = [Invalid("x = 100", 1, 5)]
+
+    def visit_Integer(self, node):
+        if int(node.value) > self.options["limit"]:
+            self.report(node)
+
+
+def test_options_reach_the_rule(monkeypatch):
+    from numlint import config as config_mod
+
+    monkeypatch.setattr(config_mod, "all_rules", lambda: (_Threshold,))
+    cfg = Config.from_table({"select": ["NUM998"], "options": {"NUM998": {"limit": 500}}})
+    assert [r for r, _ in cfg.rules_for()] == [_Threshold]
+    assert check_source("x = 100\n", config=cfg) == []
+    assert len(check_source("x = 1000\n", config=cfg)) == 1
+    default = Config.from_table({"select": ["NUM998"]})
+    assert len(check_source("x = 100\n", config=default)) == 1
+
+
+def test_opinionated_rules_need_selection(monkeypatch):
+    from numlint import config as config_mod
+
+    class Off(_Threshold):
+        CODE = "NUM997"
+        NAME = "off-rule"
+        DEFAULT_ENABLED = False
+
+    monkeypatch.setattr(config_mod, "all_rules", lambda: (_Threshold, Off))
+    assert [r.CODE for r, _ in Config().rules_for()] == ["NUM998"]
+    assert [r.CODE for r, _ in Config.from_table({"extend-select": ["NUM997"]}).rules_for()] == [
+        "NUM998",
+        "NUM997",
+    ]
+
+
+def test_config_dict_in_api():
+    assert check_source(HAZARD, config={"ignore": ["NUM101"]}) == []
+    assert [d.code for d in check_source(HAZARD, config={"select": ["NUM1"]})] == ["NUM101"]
+
+
+def test_json_output_with_config(project: Path):
+    _pyproject(project, '[tool.numlint]\nselect = ["ALL"]\n')
+    r = run_cli("check", "--output-format", "json", "pkg", cwd=project)
+    assert [d["code"] for d in json.loads(r.stdout)] == ["NUM101"]

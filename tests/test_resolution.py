@@ -1,0 +1,130 @@
+"""Name resolution and data flow (numlint.context) seen through the log-of-softmax rule."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from numlint import check_source
+
+
+def codes(src: str) -> list[str]:
+    return [d.code for d in check_source(textwrap.dedent(src), config={"select": ["NUM101", "NUM102"]})]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch as th\ny = th.log(th.softmax(x, 1))",
+        "import torch.nn.functional as F\nimport torch\ny = torch.log(F.softmax(x, 1))",
+        "from torch.nn import functional as fn\nimport torch\ny = torch.log(fn.softmax(x, 1))",
+        "from torch import log, softmax\ny = log(softmax(x, 1))",
+        "from torch.nn.functional import softmax as sm\nfrom torch import log as ln\ny = ln(sm(x, 1))",
+        "import torch\ny = x.softmax(1).log()",
+        "import torch\ny = torch.nn.functional.softmax(x, 1).log()",
+        "import torch\ny = torch.special.softmax(x, 1).log()",
+        "import torch\ny = torch.Tensor.log(torch.softmax(x, 1))",
+        "from torch import nn\nimport torch\ny = torch.log(nn.Softmax(dim=1)(x))",
+        "import torch\nsm = torch.nn.Softmax(1)\ny = torch.log(sm(x))",
+        "import torch\ny = torch.log(torch.softmax(x, 1).float())",
+        "import torch\ny = torch.log(torch.softmax(x, 1)[:, 0])",
+        "from torch import *\ny = log(softmax(x, 1))",
+    ],
+)
+def test_spellings_resolve(src):
+    assert codes(src) == ["NUM101"], src
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import math\ny = math.log(softmax(x))",
+        "import numpy as np\ny = np.log(np.softmax(x))",
+        "from scipy.special import softmax\nimport numpy as np\ny = np.log(softmax(x))",
+        "import jax.numpy as jnp\nimport jax\ny = jnp.log(jax.nn.softmax(x))",
+        "import torch\ndef softmax(x): return x\ny = torch.log(my.softmax(x) + 1)",
+        "import torch\nself.log(torch.softmax(x, 1))",
+        "import torch\nlogger.log(torch.softmax(x, 1))",
+        "import torch\ny = torch.log(torch.softmax(x, 1).clamp(min=1e-6))",
+    ],
+)
+def test_near_misses_are_silent(src):
+    assert codes(src) == [], src
+
+
+def test_flow_follows_latest_binding():
+    assert codes(
+        """
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+            p = p.clamp(min=1e-6)
+            return torch.log(p)
+        """
+    ) == []
+    assert codes(
+        """
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+            p[p < 1e-6] = 1e-6
+            return torch.log(p)
+        """
+    ) == []
+    assert codes(
+        """
+        import torch
+        def f(x):
+            p = x.abs() + 1
+            q = p
+            p = torch.softmax(x, -1)
+            return torch.log(q)
+        """
+    ) == []
+    assert codes(
+        """
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+            q = p
+            return q.log()
+        """
+    ) == ["NUM101"]
+
+
+def test_scopes_do_not_leak():
+    assert codes(
+        """
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+        def g(p):
+            return torch.log(p)
+        """
+    ) == []
+    assert codes(
+        """
+        import torch
+        def f(x, probs):
+            p = torch.softmax(x, -1)
+            return [torch.log(p) for p in probs]
+        """
+    ) == []
+
+
+def test_self_module_in_other_class_is_not_confused():
+    assert codes(
+        """
+        import torch
+        from torch import nn
+        class A(nn.Module):
+            def __init__(self):
+                self.act = nn.Softmax(-1)
+        class B(nn.Module):
+            def __init__(self):
+                self.act = nn.Identity()
+            def forward(self, x):
+                return torch.log(self.act(x))
+        """
+    ) == []
