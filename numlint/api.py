@@ -15,9 +15,12 @@ from numlint import config as config_mod
 from numlint.config import Config
 from numlint.diagnostic import Diagnostic
 from numlint.engine import apply_fixes, lint, parse, parse_error
+from numlint.rule import all_rules
 
 ConfigLike = Config | dict[str, Any] | None
 MAX_FIX_PASSES = 10
+#: Below this many files to lint, a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 24
 
 
 def resolve_config(
@@ -131,12 +134,76 @@ def check_file(
     return check_source(text, name, resolve_config(config, name, overrides))
 
 
+def _rules_key(cfg: Config, name: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    return tuple((r.CODE, tuple(sorted(opts.items()))) for r, opts in cfg.rules_for(name))
+
+
+def _check_bytes(job: tuple[str, bytes, tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]]) -> list[Diagnostic]:
+    """Worker: lint one file's bytes with the given rules (codes and options)."""
+    name, data, spec = job
+    try:
+        text, _, _ = decode(data)
+    except SourceError as exc:
+        return [parse_error(name, f"could not read: {exc}")]
+    by_code = {r.CODE: r for r in all_rules()}
+    return lint(text, name, [(by_code[code], dict(opts)) for code, opts in spec])
+
+
 def lint_paths(
-    paths: Iterable[str | Path], config: ConfigLike = None, overrides: dict[str, Any] | None = None
+    paths: Iterable[str | Path],
+    config: ConfigLike = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    cache: bool = False,
+    jobs: int | None = None,
 ) -> Iterator[tuple[Path, list[Diagnostic]]]:
-    """(file, findings) for every Python file under `paths`, in order."""
-    for f in iter_files(paths, config, overrides):
-        yield f, check_file(f, config, overrides)
+    """(file, findings) for every Python file under `paths`, in order.
+
+    With `cache=True` unchanged files reuse their results from `.numlint_cache/`; files still
+    to lint are spread over `jobs` processes (default: one per core) when there are many.
+    """
+    from numlint.cache import ResultCache, key
+
+    results = ResultCache() if cache else None
+    files = list(iter_files(paths, config, overrides))
+    done: dict[int, list[Diagnostic]] = {}
+    todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
+    for i, f in enumerate(files):
+        name = str(f)
+        try:
+            data = f.read_bytes()
+        except IsADirectoryError:
+            done[i] = [parse_error(name, "could not read: is a directory")]
+            continue
+        except OSError as exc:
+            done[i] = [parse_error(name, f"could not read: {exc.strerror or exc}")]
+            continue
+        spec = _rules_key(resolve_config(config, name, overrides), name)
+        k = key(data, repr(spec)) if results is not None else ""
+        hit = results.get(k, name) if results is not None else None
+        if hit is not None:
+            done[i] = hit
+        else:
+            todo.append((i, k, (name, data, spec)))
+    workers = jobs or os.cpu_count() or 1
+    if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+            chunk = max(1, min(32, len(todo) // (workers * 8)))
+            found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
+    else:
+        found = [_check_bytes(job) for _, _, job in todo]
+    for (i, k, _), diags in zip(todo, found, strict=True):
+        done[i] = diags
+        if results is not None:
+            results.put(k, diags)
+    if results is not None:
+        results.save()
+    for i, f in enumerate(files):
+        yield f, done[i]
 
 
 def check_paths(paths: Iterable[str | Path], config: ConfigLike = None) -> list[Diagnostic]:

@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--isolated", action="store_true", help="ignore configuration files")
     check.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write .numlint_cache/"
+    )
+    check.add_argument(
         "--probe", action="store_true", help="confirm each finding on sample tensors (needs torch)"
     )
     check.add_argument("--probe-device", default="cpu", help="device for --probe (cpu, cuda)")
@@ -89,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     docs = sub.add_parser("docs", help="write the rule reference in rules/")
     docs.add_argument("--check", action="store_true", help="exit 1 when rules/ is stale")
     docs.add_argument("--dir", default="rules", help="output directory (default: rules)")
+    sub.add_parser("clean", help="remove .numlint_cache/")
     for name, text in (
         ("probe", "run a rule's runtime probe and print the evidence"),
         ("lsp", "start the language server on stdio"),
@@ -115,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rule(args.selector)
         if args.command == "rules":
             return cmd_rules(args.json)
+        if args.command == "clean":
+            from numlint.cache import clean
+
+            print("removed .numlint_cache/" if clean() else "no cache to remove")
+            return EXIT_CLEAN
         if args.command == "docs":
             from numlint.docs import write_docs
 
@@ -223,12 +232,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         diagnostics.extend(result)
         if args.fix and not args.diff:
             sys.stdout.write(env.sources[name])
-    else:
-        try:
-            files = list(api.iter_files(args.paths, config, overrides))
-        except FileNotFoundError as exc:
-            raise UsageError(f"{exc}: no such file or directory") from None
-        for f in files:
+    elif args.fix or args.diff:
+        for f in _files(args, config, overrides):
             name = str(f)
             cfg = api.resolve_config(config, name, overrides)
             warnings.update(cfg.warnings)
@@ -240,6 +245,23 @@ def cmd_check(args: argparse.Namespace) -> int:
             found = _check_text(source, name, cfg, args, env, diffs)
             if args.fix and not args.diff and env.sources[name] != source:
                 api.write_atomic(f, env.sources[name], encoding)
+            diagnostics.extend(found)
+    else:
+        try:
+            results = list(
+                api.lint_paths(args.paths, config, overrides, cache=not args.no_cache)
+            )
+        except FileNotFoundError as exc:
+            raise UsageError(f"{exc}: no such file or directory") from None
+        for f, found in results:
+            name = str(f)
+            warnings.update(api.resolve_config(config, name, overrides).warnings)
+            env.files.append(name)
+            if found and any(d.code != "NUM000" for d in found):
+                try:
+                    env.sources[name] = api.read_source(f)[0]
+                except api.SourceError:
+                    pass
             diagnostics.extend(found)
     for w in sorted(warnings):
         print(f"warning: {w}", file=sys.stderr)
@@ -268,6 +290,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN if args.exit_zero or not diagnostics else EXIT_FINDINGS
 
 
+def _files(args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]) -> list[Path]:
+    try:
+        return list(api.iter_files(args.paths, config, overrides))
+    except FileNotFoundError as exc:
+        raise UsageError(f"{exc}: no such file or directory") from None
+
+
 def _summary_lines(diagnostics: list[Diagnostic], env: RenderEnv) -> list[str]:
     from numlint.output import summary
 
@@ -283,6 +312,7 @@ def _check_text(
     diffs: list[str],
 ) -> list[Diagnostic]:
     """Lint (and with --fix/--diff, fix) one text; record its final text in env.sources."""
+    env.files.append(name)
     if args.fix or args.diff:
         result = api.fix_source(source, name, cfg, unsafe=args.unsafe_fixes)
         if result.error:

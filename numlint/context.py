@@ -81,56 +81,67 @@ class Context:
 
     def enter(self, node: cst.CSTNode) -> None:
         self.stack.append(node)
-        if isinstance(node, cst.Import):
-            self._add_import(node)
-        elif isinstance(node, cst.ImportFrom):
-            self._add_import_from(node)
-        elif isinstance(node, cst.FunctionDef):
-            self._bind(node.name.value, None)
-            outer = self.scope
-            cls = outer if outer.kind == "class" else None
-            scope = Scope("function", node, cls=cls)
-            self.scopes.append(scope)
-            for param in _params(node.params):
-                self._bind(param, None)
-        elif isinstance(node, cst.Lambda):
-            self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
-            for param in _params(node.params):
-                self._bind(param, None)
-        elif isinstance(node, cst.ClassDef):
-            self._bind(node.name.value, None)
-            self.scopes.append(Scope("class", node))
-        elif isinstance(node, _COMPREHENSIONS):
-            self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
-            comp: cst.CompFor | None = node.for_in
-            while comp is not None:  # the element is visited before its `for` clauses
-                for name in _target_names(comp.target):
-                    self._bind(name, None)
-                comp = comp.inner_for_in
-        elif isinstance(node, (cst.CompFor, cst.For)):
-            for name in _target_names(node.target):
-                self._bind(name, None)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            for name in _target_names(node.asname.name):
-                self._bind(name, None)
+        handler = _ENTER.get(type(node))
+        if handler is not None:
+            handler(self, node)
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS)):
-            self.scopes.pop()
-        elif isinstance(node, cst.Assign):
-            for target in node.targets:
-                self._assign(target.target, node.value, node)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        handler = _LEAVE.get(type(node))
+        if handler is not None:
+            handler(self, node)
+
+    def _enter_function(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name.value, None)
+        outer = self.scope
+        cls = outer if outer.kind == "class" else None
+        self.scopes.append(Scope("function", node, cls=cls))
+        for param in _params(node.params):
+            self._bind(param, None)
+
+    def _enter_lambda(self, node: cst.Lambda) -> None:
+        self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
+        for param in _params(node.params):
+            self._bind(param, None)
+
+    def _enter_class(self, node: cst.ClassDef) -> None:
+        self._bind(node.name.value, None)
+        self.scopes.append(Scope("class", node))
+
+    def _enter_comprehension(self, node: cst.ListComp) -> None:
+        self.scopes.append(Scope("comprehension", node, env=dict(self.scope.env)))
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:  # the element is visited before its `for` clauses
+            for name in _target_names(comp.target):
+                self._bind(name, None)
+            comp = comp.inner_for_in
+
+    def _enter_for(self, node: cst.For | cst.CompFor) -> None:
+        for name in _target_names(node.target):
+            self._bind(name, None)
+
+    def _enter_with_item(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self._bind(name, None)
+
+    def _pop_scope(self, node: cst.CSTNode) -> None:
+        self.scopes.pop()
+
+    def _leave_assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._assign(target.target, node.value, node)
+
+    def _leave_ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
             self._assign(node.target, node.value, node)
-        elif isinstance(node, cst.AugAssign):
-            self._aug_assign(node)
-        elif isinstance(node, cst.NamedExpr):
-            self._assign(node.target, node.value, node)
-        elif isinstance(node, cst.Return) and node.value is not None:
+
+    def _leave_named_expr(self, node: cst.NamedExpr) -> None:
+        self._assign(node.target, node.value, node)
+
+    def _leave_return(self, node: cst.Return) -> None:
+        if node.value is not None:
             self._record_return(node.value)
-        elif isinstance(node, cst.Expr):
-            self._record_mutation(node)
 
     # ---- names ----
 
@@ -363,6 +374,30 @@ class Context:
                 local = alias.asname.name.value
             self.imports[local] = f"{module}.{name}"
 
+
+_ENTER = {
+    cst.Import: Context._add_import,
+    cst.ImportFrom: Context._add_import_from,
+    cst.FunctionDef: Context._enter_function,
+    cst.Lambda: Context._enter_lambda,
+    cst.ClassDef: Context._enter_class,
+    cst.For: Context._enter_for,
+    cst.CompFor: Context._enter_for,
+    cst.WithItem: Context._enter_with_item,
+    **{kind: Context._enter_comprehension for kind in _COMPREHENSIONS},
+}
+_LEAVE = {
+    cst.FunctionDef: Context._pop_scope,
+    cst.Lambda: Context._pop_scope,
+    cst.ClassDef: Context._pop_scope,
+    **{kind: Context._pop_scope for kind in _COMPREHENSIONS},
+    cst.Assign: Context._leave_assign,
+    cst.AnnAssign: Context._leave_ann_assign,
+    cst.AugAssign: Context._aug_assign,
+    cst.NamedExpr: Context._leave_named_expr,
+    cst.Return: Context._leave_return,
+    cst.Expr: Context._record_mutation,
+}
 
 _BINARY_FOR_AUG = {
     cst.AddAssign: cst.Add,

@@ -59,18 +59,24 @@ class Probe:
     """How to show the hazard at run time (see numlint/probe).
 
     `hazard` and `fix` are torch expressions over the names in `inputs`; each input is a
-    torch expression building a sample tensor (e.g. "torch.tensor([[0., 90.]])").
-    `scenario` names a scripted check in numlint.probe.scenarios for hazards that are
-    not one expression (training-loop order, GradScaler protocol).
+    torch expression building a sample tensor (e.g. "torch.tensor([[0., 90.]])"), or a
+    tuple of them: one trigger case each (cases are zipped across names; a plain string
+    serves every case). Expressions may use `torch.`, `F.` and `nn.`; floating inputs are
+    cast to each dtype in `dtypes`. By default the hazard is confirmed when its output or an
+    input gradient is non-finite; `compare` ("value", "gradient" or "both") also confirms it
+    when it is silently wrong: further from the fix evaluated in float64 than the dtype's
+    tolerance. `scenario` names a scripted check in numlint.probe.scenarios for hazards that
+    are not one expression (training-loop order, GradScaler protocol).
     """
 
     hazard: str = ""
     fix: str = ""
-    inputs: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
     backward: bool = True
     scenario: str = ""
     note: str = ""
+    compare: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,27 @@ def norms(tensors: list[Tensor], ord: float = 2.0) -> list[Tensor]:
     """Per-tensor norms on the device with one multi-tensor kernel (`torch._foreach_norm`)."""
     if not tensors:
         return []
+    low = tensors[0].dtype in (torch.float16, torch.bfloat16)
     try:
+        if low:  # accumulate and return in float32: a half norm overflows at 65504
+            return list(torch._foreach_norm(tensors, ord, dtype=torch.float32))
         return list(torch._foreach_norm(tensors, ord))
     except (RuntimeError, TypeError):  # mixed devices or dtypes the fused kernel refuses
-        return [torch.linalg.vector_norm(t, ord) for t in tensors]
+        return [
+            torch.linalg.vector_norm(
+                t, ord, dtype=torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else None
+            )
+            for t in tensors
+        ]
 
 
 def stack_on(values: list[Tensor], device: torch.device) -> Tensor:
     """Stack 0-dim tensors onto one device as float32."""
-    return torch.stack([v.to(device=device, dtype=torch.float32) for v in values])
+    try:
+        out = torch.stack(values)
+    except RuntimeError:  # tensors on several devices
+        out = torch.stack([v.to(device) for v in values])
+    return out if out.dtype == torch.float32 else out.float()
 
 
 @dataclass
@@ -45,26 +57,43 @@ class GradNorms:
     group_sq: Tensor  # float32 [n_groups] sum of squared norms per group
 
 
-def grad_norms(
-    params: list[Tensor], groups: list[ParamGroup], device: torch.device
-) -> GradNorms | None:
-    """Norms of all present gradients, the global norm and the per-group squared norms, all kept
-    on the device (no synchronisation)."""
-    present = [i for i, p in enumerate(params) if p.grad is not None]
-    if not present:
-        return None
-    grads = [params[i].grad for i in present]
-    per = stack_on(norms(grads), device)  # type: ignore[arg-type]
-    total = torch.linalg.vector_norm(per)
-    slot = {i: k for k, i in enumerate(present)}
-    group_ids = torch.full((len(present),), len(groups), dtype=torch.long)
-    for g, group in enumerate(groups):
-        for i in group.indices:
-            if i in slot:
-                group_ids[slot[i]] = g
-    group_sq = torch.zeros(len(groups) + 1, device=device, dtype=torch.float32)
-    group_sq.index_add_(0, group_ids.to(device), per * per)
-    return GradNorms(present, per, total, group_sq[:-1])
+class GradNormer:
+    """Computes per-parameter, global and per-group gradient norms, all kept on the device (no
+    synchronisation); the group layout is cached for the set of parameters with gradients."""
+
+    def __init__(self, params: list[Tensor], groups: list[ParamGroup]) -> None:
+        self.params = params
+        self.groups = groups
+        self._layout: dict[tuple[int, ...], Tensor] = {}
+
+    def _group_ids(self, present: tuple[int, ...], device: torch.device) -> Tensor:
+        ids = self._layout.get(present)
+        if ids is None or ids.device != device:
+            slot = {i: k for k, i in enumerate(present)}
+            ids = torch.full((len(present),), len(self.groups), dtype=torch.long)
+            for g, group in enumerate(self.groups):
+                for i in group.indices:
+                    if i in slot:
+                        ids[slot[i]] = g
+            ids = ids.to(device)
+            if len(self._layout) > 16:
+                self._layout.clear()
+            self._layout[present] = ids
+        return ids
+
+    def compute(self) -> GradNorms | None:
+        """Norms for the gradients present now, or None when no parameter has a gradient."""
+        params = self.params
+        present = tuple(i for i, p in enumerate(params) if p.grad is not None)
+        if not present:
+            return None
+        grads = [params[i].grad for i in present]
+        device = grads[0].device  # type: ignore[union-attr]
+        per = stack_on(norms(grads), device)  # type: ignore[arg-type]
+        total = torch.linalg.vector_norm(per)
+        group_sq = torch.zeros(len(self.groups) + 1, device=device, dtype=torch.float32)
+        group_sq.index_add_(0, self._group_ids(present, device), per * per)
+        return GradNorms(list(present), per, total, group_sq[:-1])
 
 
 def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> list[dict[str, Any]]:

@@ -19,7 +19,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from numlint.monitor.stats import first_nonfinite, is_checked, iter_tensors, tensor_stats
+from numlint.monitor.stats import (
+    first_nonfinite,
+    flat_tensors,
+    is_checked,
+    iter_tensors,
+    tensor_stats,
+)
 
 
 @dataclass
@@ -103,24 +109,33 @@ def locate_forward(
     the origin (first module whose inputs were finite and whose output was not) marked. An empty
     list means the failure did not reproduce."""
     records: list[Finding] = []
-    inputs_ok: dict[int, list[bool]] = {}
+    inputs_seen: dict[int, list[tuple[bool, bool]]] = {}
     handles = []
 
     def pre(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any]) -> None:
-        ok = all(bool(torch.isfinite(t.detach()).all()) for _, t in _inputs(a, kw))
-        inputs_ok.setdefault(id(module), []).append(ok)
+        ins = [t.detach() for _, t in _inputs(a, kw)]
+        has_nan = any(bool(torch.isnan(t).any()) for t in ins)
+        has_inf = any(bool(torch.isinf(t).any()) for t in ins)
+        inputs_seen.setdefault(id(module), []).append((has_nan, has_inf))
 
     def post(module: nn.Module, a: tuple[Any, ...], kw: dict[str, Any], out: Any) -> None:
-        stack = inputs_ok.get(id(module)) or [True]
-        ok = stack.pop()
+        stack = inputs_seen.get(id(module)) or [(False, False)]
+        in_nan, in_inf = stack.pop()
         if len(records) >= limit:
             return
         bad = first_nonfinite(out, "output")
         if bad is None:
             return
         path, t = bad
-        finding = Finding(names[module], path, tensor_stats(t), False, module)
-        finding.extra["inputs_finite"] = ok
+        stats = tensor_stats(t)
+        finding = Finding(names[module], path, stats, False, module)
+        finding.extra["inputs_finite"] = not (in_nan or in_inf)
+        # A NaN where no input had one, or an Inf where no input had one, began here (an
+        # attention module fed a -inf mask that outputs NaN is an origin; one passing the
+        # -inf through is not).
+        out_nan = any(bool(torch.isnan(x).any()) for _, x in iter_tensors(out) if is_checked(x))
+        out_inf = any(bool(torch.isinf(x).any()) for _, x in iter_tensors(out) if is_checked(x))
+        finding.extra["candidate"] = (out_nan and not in_nan) or (out_inf and not in_inf)
         bad_params = _params_finite(module)
         if bad_params:
             finding.extra["nonfinite_params"] = bad_params
@@ -141,11 +156,12 @@ def locate_forward(
     if input_bad is not None:
         path, t = input_bad
         records.insert(0, Finding("<input>", path, tensor_stats(t), True, None))
-        return records
+    else:
+        for r in records:
+            if r.extra.get("candidate") and not any(x.origin for x in records):
+                r.origin = True
     for r in records:
-        if r.extra.get("inputs_finite"):
-            r.origin = True
-            break
+        r.extra.pop("candidate", None)
     return records
 
 
@@ -155,7 +171,7 @@ def locate_backward(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     rng: RngState | None,
-    out_grads: list[Tensor],
+    out_grads: list[Tensor | None],
     limit: int = 20,
 ) -> list[Finding]:
     """Re-run forward and backward (seeded with the recorded gradient of the model output, so
@@ -195,17 +211,19 @@ def locate_backward(
     params = [p for p in model.parameters() if p.requires_grad]
     for p in params:
         owner, pname = param_owner.get(p, (None, "?"))
-        tensor_handles.append(
-            p.register_hook(lambda g, o=owner, n=pname: record("param", n, o, g))
-        )
+        tensor_handles.append(p.register_hook(lambda g, o=owner, n=pname: record("param", n, o, g)))
     try:
         for module in names:
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
         with preserved_state(model, rng):
             out = _call(model, args, kwargs, True)
-            outs = [t for _, t in iter_tensors(out, "output") if t.requires_grad]
-            pairs = [(o, g) for o, g in zip(outs, out_grads) if g is not None]
+            outs = flat_tensors(out)
+            pairs = [
+                (o, g)
+                for o, g in zip(outs, out_grads, strict=False)
+                if g is not None and o.requires_grad
+            ]
             if pairs and params:
                 torch.autograd.grad(
                     [o for o, _ in pairs],

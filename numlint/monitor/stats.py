@@ -100,9 +100,7 @@ def tensor_stats(t: Tensor) -> dict[str, Any]:
     else:
         lo = hi = mean = absmax = None
     kind = "nan" if nan else ("inf" if inf else None)
-    out.update(
-        kind=kind, nan_count=nan, inf_count=inf, min=lo, max=hi, mean=mean, absmax=absmax
-    )
+    out.update(kind=kind, nan_count=nan, inf_count=inf, min=lo, max=hi, mean=mean, absmax=absmax)
     return out
 
 

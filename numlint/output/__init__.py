@@ -14,6 +14,8 @@ class RenderEnv:
 
     #: Source text of a checked file, by the filename diagnostics carry.
     sources: dict[str, str] = field(default_factory=dict)
+    #: Every checked file, findings or not.
+    files: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     fixed: int = 0
 

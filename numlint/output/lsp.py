@@ -37,7 +37,7 @@ def uri(filename: str) -> str:
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
-    by_file: dict[str, list[dict[str, Any]]] = {name: [] for name in env.sources}
+    by_file: dict[str, list[dict[str, Any]]] = {name: [] for name in env.files or env.sources}
     for d in diagnostics:
         by_file.setdefault(d.filename, []).append(to_lsp(d))
     return json.dumps(

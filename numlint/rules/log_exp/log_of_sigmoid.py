@@ -196,7 +196,7 @@ class LogOfSigmoid(Rule):
     PROBE = Probe(
         hazard="torch.log(1 - torch.sigmoid(z))",
         fix="torch.nn.functional.logsigmoid(-z)",
-        inputs={"z": "torch.tensor([7.0, 9.0, 17.0])"},
+        inputs={"z": ("torch.tensor([7.0])", "torch.tensor([9.0])", "torch.tensor([17.0])")},
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -21,6 +21,7 @@ import weakref
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.matchers as m
 
 from numlint.context import Context, Env, Scope, Value
 from numlint.semantics import (
@@ -31,6 +32,7 @@ from numlint.semantics import (
     format_args,
     number,
     positional,
+    same_bindings,
     strip,
 )
 
@@ -66,6 +68,8 @@ class Probability:
     env: Env | None = None
     #: True when the value crossed copies, indexing, clamps or in-place edits on its way.
     indirect: bool = False
+    #: True when the value reached the use through a variable.
+    through_variable: bool = False
 
 
 def probability(
@@ -73,6 +77,7 @@ def probability(
 ) -> Probability | None:
     """The softmax / sigmoid output that `value` is, if it is one (see the module docstring)."""
     found, indirect = _strip_all(ctx, value)
+    via = ctx.deref(Value(value.node, value.env)).node is not value.node
     if not _mutations_keep(found.mutations):
         return None
     act = activation(ctx, found, kinds)
@@ -84,18 +89,39 @@ def probability(
             act.input,
             env=act.env,  # type: ignore[arg-type]
             indirect=indirect or act.indirect,
+            through_variable=via,
         )
     node = found.node
     if "sigmoid" in kinds and (hand := _hand_sigmoid(ctx, found)) is not None:
         logits, negated = hand
-        return Probability("sigmoid", "hand-written", None, logits, negated, found.env, indirect)
+        return Probability(
+            "sigmoid", "hand-written", None, logits, negated, found.env, indirect, via
+        )
     if "softmax" in kinds and _hand_softmax(ctx, found):
-        return Probability("softmax", "hand-written", None, None, False, found.env, indirect)
+        return Probability("softmax", "hand-written", env=found.env, indirect=True)
     if isinstance(node, cst.Call) and depth > 0:
         kind = _model_output(ctx, node, found.env, depth)
         if kind in kinds:
-            return Probability(kind, "model", env=found.env, indirect=True)
+            return Probability(kind, "model", env=found.env, indirect=True, through_variable=via)
     return None
+
+
+def movable(ctx: Context, prob: Probability) -> cst.BaseExpression | None:
+    """The logits of `prob` when the loss input can be rewritten to use them here.
+
+    Not through indexing or clamps; through a variable only when the logits are a name or
+    attribute chain (no call would run twice) that still means what it meant.
+    """
+    logits = prob.logits
+    if logits is None or prob.indirect or prob.env is None:
+        return None
+    if prob.through_variable and _has_call(logits):
+        return None
+    return logits if same_bindings(ctx, logits, prob.env) else None
+
+
+def _has_call(node: cst.CSTNode) -> bool:
+    return bool(m.findall(node, m.Call()))
 
 
 def log_softmax_code(ctx: Context, act: Activation) -> str | None:
@@ -282,7 +308,7 @@ _FORWARD_CACHE: weakref.WeakKeyDictionary[Context, dict[int, str | None]] = (
 
 
 def _forward_kind(ctx: Context, classdef: cst.ClassDef, depth: int) -> str | None:
-    """"softmax" / "sigmoid" when every `return` of the class's `forward()` returns one."""
+    """ "softmax" / "sigmoid" when every `return` of the class's `forward()` returns one."""
     cache = _FORWARD_CACHE.setdefault(ctx, {})
     key = id(classdef)
     if key in cache:

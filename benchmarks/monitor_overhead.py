@@ -1,0 +1,202 @@
+"""Step-time overhead of the runtime monitor against its peers, measured side by side.
+
+For an MLP, a small CNN and a small transformer (CPU, Adam), four copies of the same model train
+interleaved round-robin in one process:
+
+  none        no monitoring
+  numlint     numlint.watch(model, optimizer) (forward, backward, gradient norm, parameter checks)
+  isnan-hook  a forward hook per module doing `if out.isnan().any(): raise` (a host read per layer)
+  anomaly     torch.autograd.set_detect_anomaly(True) around the step
+
+Prints the median step time of each and its ratio to `none`. Usage:
+
+    python benchmarks/monitor_overhead.py [--quick] [--rounds N] [--models mlp,cnn,transformer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+import numlint
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def mlp() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.Tensor]]:
+    model = nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
+
+    def batch() -> Batch:
+        return torch.randn(128, 784), torch.randint(0, 10, (128,))
+
+    return model, batch, nn.functional.cross_entropy
+
+
+def cnn() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.Tensor]]:
+    model = nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(64 * 8 * 8, 10),
+    )
+
+    def batch() -> Batch:
+        return torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+    return model, batch, nn.functional.cross_entropy
+
+
+class TinyTransformer(nn.Module):
+    """Embedding, two pre-norm encoder layers and a vocabulary head."""
+
+    def __init__(self, vocab: int = 1000, d: int = 128, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        layer = nn.TransformerEncoderLayer(
+            d, heads, dim_feedforward=4 * d, dropout=0.1, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(self.encoder(self.embed(tokens))))
+
+
+def transformer() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.Tensor]]:
+    model = TinyTransformer()
+
+    def batch() -> Batch:
+        return torch.randint(0, 1000, (16, 64)), torch.randint(0, 1000, (16, 64))
+
+    def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(out.flatten(0, 1), y.flatten())
+
+    return model, batch, loss
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
+VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
+
+
+class Runner:
+    """One model copy, its optimizer and the monitoring variant wrapped around its steps."""
+
+    def __init__(self, variant: str, model: nn.Module, loss_fn: Callable[..., Any], log: Path):
+        self.variant = variant
+        self.model = model
+        self.loss_fn = loss_fn
+        self.opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        self.stack = contextlib.ExitStack()
+        if variant == "numlint":
+            self.stack.enter_context(numlint.watch(model, self.opt, log=log / "events.jsonl"))
+        elif variant == "isnan-hook":
+            for name, module in model.named_modules():
+                self.stack.callback(module.register_forward_hook(self._isnan_hook(name)).remove)
+
+    @staticmethod
+    def _isnan_hook(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, out: Any) -> None:
+            if isinstance(out, torch.Tensor) and out.isnan().any():
+                raise FloatingPointError(f"NaN in {name}")
+
+        return hook
+
+    @contextlib.contextmanager
+    def _mode(self) -> Iterator[None]:
+        if self.variant == "anomaly":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with torch.autograd.set_detect_anomaly(True):
+                    yield
+        else:
+            yield
+
+    def step(self, batch: Batch) -> float:
+        x, y = batch
+        with self._mode():
+            self.opt.zero_grad(set_to_none=True)
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+        return float(loss)
+
+
+def measure(name: str, rounds: int, block: int, warmup: int, log: Path) -> dict[str, float]:
+    """Median per-step seconds per variant, variants interleaved round-robin."""
+    torch.manual_seed(0)
+    base, make_batch, loss_fn = MODELS[name]()
+    runners = []
+    for v in VARIANTS:
+        (log / f"{name}-{v}").mkdir(parents=True, exist_ok=True)
+        runners.append(Runner(v, copy.deepcopy(base), loss_fn, log / f"{name}-{v}"))
+    batches = [make_batch() for _ in range(8)]
+    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    try:
+        for r in range(warmup + rounds):
+            order = runners if r % 2 == 0 else runners[::-1]  # no variant always runs first
+            for runner in order:
+                t0 = time.perf_counter()
+                for k in range(block):
+                    runner.step(batches[(r * block + k) % len(batches)])
+                if r >= warmup:
+                    times[runner.variant].append((time.perf_counter() - t0) / block)
+    finally:
+        for runner in runners:
+            runner.stack.close()
+    return {v: statistics.median(ts) for v, ts in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (fewer rounds)")
+    parser.add_argument("--rounds", type=int, default=None, help="measured rounds per model")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated models")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (6 if args.quick else 30)
+    block, warmup = (2, 2) if args.quick else (3, 3)
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s): {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {rounds} rounds x "
+        f"{block} steps per variant, interleaved"
+    )
+    header = f"{'model':<12}" + "".join(f"{v:>20}" for v in VARIANTS)
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            med = measure(name, rounds, block, warmup, Path(tmp))
+            cells = [
+                f"{med[v] * 1e3:8.2f} ms {med[v] / med['none']:5.3f}x" for v in VARIANTS
+            ]
+            print(f"{name:<12}" + "".join(f"{c:>20}" for c in cells))
+            sys.stdout.flush()
+    print("ratio = median step time / median step time of 'none' (lower is better)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

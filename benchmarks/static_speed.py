@@ -1,0 +1,139 @@
+"""Static engine speed: numlint (cold and warm) against TorchFix, Fixit and libcst parse-only.
+
+Builds a corpus of real PyTorch code (pinned wheels of timm, transformers and
+pytorch-lightning, downloaded into benchmarks/.corpus, plus the installed torch package's own
+sources), installs TorchFix and Fixit each in its own virtual environment under
+benchmarks/.envs, and times every tool on the same files in one run. Prints times and ratios.
+
+    python benchmarks/static_speed.py                 # the whole corpus
+    python benchmarks/static_speed.py --max-files 300 # a quicker, smaller sample
+    python benchmarks/static_speed.py --skip-peers    # numlint and libcst only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / ".corpus"
+ENVS = HERE / ".envs"
+WHEELS = ["timm==1.0.11", "transformers==4.46.1", "pytorch-lightning==2.4.0"]
+PEERS = {"torchfix": ["torchfix==0.7.0"], "fixit": ["fixit==2.2.1"]}
+
+
+def build_corpus(max_files: int | None, seed: int = 0) -> Path:
+    """Unpack the pinned wheels' and torch's .py files into one tree; return its root."""
+    wheels = CORPUS / "wheels"
+    src = CORPUS / "src"
+    if not (src / ".done").exists():
+        wheels.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels), *WHEELS],
+            check=True,
+        )
+        shutil.rmtree(src, ignore_errors=True)
+        for whl in wheels.glob("*.whl"):
+            with zipfile.ZipFile(whl) as z:
+                for name in z.namelist():
+                    if name.endswith(".py"):
+                        z.extract(name, src / whl.name.split("-")[0])
+        import torch
+
+        torch_root = Path(torch.__file__).parent
+        for path in torch_root.rglob("*.py"):
+            dest = src / "torch" / path.relative_to(torch_root.parent)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+        (src / ".done").write_text("")
+    if not max_files:
+        return src
+    sample = CORPUS / f"sample-{max_files}"
+    if not sample.exists():
+        files = sorted(src.rglob("*.py"))
+        random.Random(seed).shuffle(files)
+        for f in files[:max_files]:
+            dest = sample / f.relative_to(src)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+    return sample
+
+
+def peer_env(name: str) -> Path:
+    env = ENVS / name
+    py = env / "bin" / "python"
+    if not (env / ".done").exists():
+        venv.create(env, with_pip=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *PEERS[name]], check=True)
+        (env / ".done").write_text("")
+    return env
+
+
+def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, int]:
+    """Wall time of a command, and the peak RSS (MiB) of its largest process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, max(before, after) // 1024
+
+
+PARSE_ONLY = """
+import sys, time, libcst
+from pathlib import Path
+files = sorted(Path(sys.argv[1]).rglob('*.py'))
+t = time.perf_counter()
+for f in files:
+    try:
+        libcst.parse_module(f.read_bytes())
+    except Exception:
+        pass
+print(time.perf_counter() - t)
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-files", type=int, default=0, help="a random sample of this many files")
+    ap.add_argument("--skip-peers", action="store_true", help="do not run TorchFix and Fixit")
+    args = ap.parse_args()
+    corpus = build_corpus(args.max_files or None)
+    files = list(corpus.rglob("*.py"))
+    lines = sum(f.read_bytes().count(b"\n") for f in files)
+    print(f"corpus: {len(files)} files, {lines / 1000:.0f}k lines ({corpus})")
+    numlint = [sys.executable, "-m", "numlint", "check", "--exit-zero", "-q", "--output-format", "concise"]
+    cache_dir = CORPUS / "cache"
+    env = {**os.environ, "NUMLINT_CACHE_DIR": str(cache_dir)}
+    rows: dict[str, tuple[float, int]] = {}
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    rows["numlint cold (2 processes, no cache)"] = timed([*numlint, "--no-cache", str(corpus)], env=env)
+    timed([*numlint, str(corpus)], env=env)  # fill the cache
+    rows["numlint warm (cache, nothing changed)"] = timed([*numlint, str(corpus)], env=env)
+    parse_out = subprocess.run(
+        [sys.executable, "-c", PARSE_ONLY, str(corpus)], capture_output=True, text=True, check=True
+    )
+    rows["libcst parse-only (1 core)"] = (float(parse_out.stdout), 0)
+    if not args.skip_peers:
+        tf = peer_env("torchfix") / "bin" / "torchfix"
+        rows["TorchFix 0.7.0"] = timed([str(tf), str(corpus)])
+        fx = peer_env("fixit") / "bin" / "fixit"
+        rows["Fixit 2.2.1"] = timed([str(fx), "lint", str(corpus)], cwd=corpus)
+    cold = rows["numlint cold (2 processes, no cache)"][0]
+    print(f"{'tool':<40} {'seconds':>9} {'peak MiB':>9} {'x numlint cold':>15}")
+    for name, (secs, mem) in rows.items():
+        print(f"{name:<40} {secs:>9.2f} {mem or '':>9} {secs / cold:>15.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,810 @@
+"""The training-loop monitor: `watch(model, optimizer)` and the Monitor it returns.
+
+Fast path (every step). Each submodule's forward hook reduces each floating output to one 0-dim
+device tensor (its sum: non-finite iff the output holds a NaN/Inf) and appends it to a list; it
+never reads it. The top-level module's forward hook stacks the list and reads one boolean: one
+host synchronisation per forward. Reading there, not only at optimizer.step, lets the error
+surface at the `model(x)` call of the failing step, before the loss and backward run. Backward is
+the same with tensor hooks on module outputs (the gradient flowing back into each module),
+read once when the autograd engine finishes (a queued engine callback). Around optimizer.step one
+multi-tensor norm (`torch._foreach_norm`) gives every gradient norm, the global norm and the
+per-group norms (one read before the step, so a non-finite gradient never reaches the weights),
+and one more checks the parameters after the step. Hooks never modify a tensor.
+
+Failure path (only when a read says non-finite): the forward (and backward) of that step is
+re-run on the same batch with the same RNG state under exact per-module checks (see `locate`),
+the events are written, a snapshot is saved, and the action ("raise", "warn", "record") applied."""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+from torch.autograd import Variable
+
+from numlint.monitor import distributed as dist
+from numlint.monitor import events as ev
+from numlint.monitor import snapshot as snap_mod
+from numlint.monitor.amp import ScalerPatch
+from numlint.monitor.events import Event, EventLog, NonFiniteError, make_event
+from numlint.monitor.grads import ExplosionDetector, GradNormer, ParamGroup, norms, param_stats
+from numlint.monitor.locate import Finding, RngState, locate_backward, locate_forward
+from numlint.monitor.stats import all_finite, flag, flat_tensors, is_checked, tensor_stats
+from numlint.monitor.tieback import findings_for_file, findings_for_module, source_file_of
+
+Action = Literal["raise", "warn", "record"]
+ACTIONS = ("raise", "warn", "record")
+DEFAULT_LOG = "numlint-events.jsonl"
+LOSS = "<loss>"
+
+
+class NumlintWarning(RuntimeWarning):
+    """Issued for error events when action="warn"."""
+
+
+def _queue_callback(fn: Callable[[], None]) -> None:
+    Variable._execution_engine.queue_callback(fn)
+
+
+class Monitor:
+    """Watches one model (and optionally its optimizer and GradScaler) while active.
+
+    Use as a context manager (`with monitor:`) or with `start()` / `stop()`. Events are kept in
+    a ring buffer (`events`) and appended to the JSONL `log`."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        scaler: Any = None,
+        log: str | Path | None = DEFAULT_LOG,
+        action: Action = "raise",
+        criterion: nn.Module | None = None,
+        snapshot: str | Path | Literal["auto"] | None = "auto",
+        grad_stats: bool | int = False,
+        explosion_factor: float = 10.0,
+        explosion_window: int = 100,
+        explosion_warmup: int = 10,
+        max_skips: int = 10,
+        min_scale: float = 1.0,
+        check_backward: bool = True,
+        check_params: bool = True,
+        static: bool = True,
+        max_events: int = 10_000,
+        max_findings: int = 20,
+    ) -> None:
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"watch() needs an nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.optimizer = optimizer
+        self.scaler = scaler
+        self.action: Action = action
+        self.criterion = criterion
+        self.grad_stats_every = int(grad_stats)  # True: every step; N: every N steps
+        self.max_skips = max_skips
+        self.min_scale = min_scale
+        self.check_backward = check_backward
+        self.check_params = check_params
+        self.static = static
+        self.max_findings = max_findings
+        self.rank = dist.rank()
+        self.log_path = self._log_path(log)
+        self.snapshot_path = self._snapshot_path(snapshot, self.log_path)
+        self._max_events = max_events
+        self._explosion = ExplosionDetector(explosion_factor, explosion_window, explosion_warmup)
+        self._log: EventLog | None = None
+        self._handles: list[Any] = []
+        self._scaler_patch: ScalerPatch | None = None
+        self._active = False
+        self._paused = True
+        self._lock = threading.RLock()
+        # per-step state
+        self.step = 0  # optimizer steps completed
+        self.iteration = 0  # optimizer steps attempted (GradScaler skips included)
+        self.failed = False
+        self.snapshot: Any = None
+        self.last_grad_norm: float | None = None
+        self._consecutive_skips = 0
+        self._fflags: list[Tensor] = []
+        self._fidx: list[int] = []
+        self._bflags: list[Tensor] = []
+        self._bidx: list[int] = []
+        self._bw_queued = False
+        self._last_out: Tensor | None = None
+        self._last_flag: Tensor | None = None
+        self._args: tuple[Any, ...] | None = None
+        self._kwargs: dict[str, Any] | None = None
+        self._rng: RngState | None = None
+        self._grad_enabled = True
+        self._out_grads: list[Tensor | None] | None = None
+        self._loss: Tensor | None = None
+        self._loss_finite = True
+        self._targets: tuple[Any, ...] | None = None
+        self._stepped = False
+        self._pending_step: Event | None = None
+        self._opt_seen: dict[int, bool] = {}
+        self._pending: tuple[Any, ...] | None = None
+        self._overflow_hint: tuple[list[Tensor], list[int]] | None = None
+
+    # ------------------------------------------------------------------ set-up
+    def _log_path(self, log: str | Path | None) -> Path | None:
+        if log is None:
+            return None
+        path = Path(str(log).format(rank=self.rank))
+        if self.rank and "{rank}" not in str(log):
+            path = path.with_name(f"{path.stem}.rank{self.rank}{path.suffix}")
+        return path
+
+    def _snapshot_path(self, snapshot: Any, log: Path | None) -> Path | None:
+        if snapshot == "auto":
+            return log.with_name(log.stem + ".snapshot.pt") if log is not None else None
+        if snapshot is None:
+            return None
+        path = Path(str(snapshot).format(rank=self.rank))
+        if self.rank and "{rank}" not in str(snapshot):
+            path = path.with_name(f"{path.stem}.rank{self.rank}{path.suffix}")
+        return path
+
+    @property
+    def events(self) -> list[Event]:
+        """The events recorded so far (the last `max_events` of them; kept after stop())."""
+        return list(self._log.events) if self._log is not None else []
+
+    def __enter__(self) -> Monitor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> Monitor:
+        """Install the hooks. Idempotent only in pairs with stop()."""
+        if self._active:
+            raise RuntimeError("this monitor is already active")
+        self._log = EventLog(self.log_path, self._max_events)
+        self.rank = dist.rank()
+        named = list(self.model.named_modules())
+        self._names = [n for n, _ in named]
+        self._name_of: dict[nn.Module, str] = {m: n for n, m in named}
+        named_params = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        self._param_names = [n for n, _ in named_params]
+        self._params = [p for _, p in named_params]
+        self._normer = GradNormer(self._params, self._groups_from(self.optimizer))
+        try:
+            for i, (_, module) in enumerate(named):
+                if module is self.model:
+                    continue
+                self._handles.append(module.register_forward_hook(self._make_forward_hook(i)))
+            root = self.model
+            self._handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
+            self._handles.append(root.register_forward_hook(self._root_post, with_kwargs=True))
+            self._install_optimizer_hooks()
+            if self.scaler is not None:
+                self._scaler_patch = ScalerPatch(self.scaler, self._on_scale, self._on_update)
+            if self.criterion is not None:
+                self._handles.append(
+                    self.criterion.register_forward_hook(self._on_criterion, with_kwargs=True)
+                )
+        except BaseException:
+            self.stop()
+            raise
+        self._active = True
+        self._paused = False
+        return self
+
+    def stop(self) -> None:
+        """Remove every hook and restore the scaler; safe to call twice and after errors."""
+        self._paused = True
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        if self._scaler_patch is not None:
+            self._scaler_patch.remove()
+            self._scaler_patch = None
+        if self._log is not None:
+            self._log.close()
+        self._active = False
+        self._last_out = self._last_flag = None
+        self._fflags.clear()
+        self._fidx.clear()
+        self._bflags.clear()
+        self._bidx.clear()
+
+    @property
+    def active(self) -> bool:
+        """True between start() and stop()."""
+        return self._active
+
+    def _groups_from(self, optimizer: torch.optim.Optimizer | None) -> list[ParamGroup]:
+        index = {id(p): i for i, p in enumerate(self._params)}
+        if optimizer is not None:
+            groups = []
+            for g, group in enumerate(optimizer.param_groups):
+                ids = [index[id(p)] for p in group["params"] if id(p) in index]
+                groups.append(ParamGroup(str(group.get("name", f"group{g}")), ids))
+            return groups
+        by_child: dict[str, list[int]] = {}
+        for i, name in enumerate(self._param_names):
+            by_child.setdefault(name.split(".", 1)[0], []).append(i)
+        return [ParamGroup(k, v) for k, v in by_child.items()]
+
+    def _install_optimizer_hooks(self) -> None:
+        if self.optimizer is not None:
+            self._handles.append(self.optimizer.register_step_pre_hook(self._pre_step))
+            self._handles.append(self.optimizer.register_step_post_hook(self._post_step))
+            return
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        self._handles.append(register_optimizer_step_pre_hook(self._global_pre_step))
+        self._handles.append(register_optimizer_step_post_hook(self._global_post_step))
+
+    def _owns(self, opt: torch.optim.Optimizer) -> bool:
+        known = self._opt_seen.get(id(opt))
+        if known is None:
+            mine = {id(p) for p in self._params}
+            known = any(id(p) in mine for g in opt.param_groups for p in g["params"])
+            self._opt_seen[id(opt)] = known
+            if known and self.optimizer is None:
+                self.optimizer = opt
+                self._normer = GradNormer(self._params, self._groups_from(opt))
+        return known
+
+    def _global_pre_step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._owns(opt):
+            self._pre_step(opt, args, kwargs)
+
+    def _global_post_step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._owns(opt):
+            self._post_step(opt, args, kwargs)
+
+    # ------------------------------------------------------------------ forward
+    def _make_forward_hook(self, i: int) -> Callable[..., None]:
+        flags, idx = self._fflags, self._fidx
+        grad_hook = self._make_grad_hook(i) if self.check_backward else None
+
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            if self._paused:
+                return
+            if isinstance(output, Tensor):
+                if output is self._last_out:  # a container passing a child's output through
+                    flags.append(self._last_flag)  # type: ignore[arg-type]
+                    idx.append(i)
+                    return
+                if not is_checked(output):
+                    return
+                f = flag(output)
+                flags.append(f)
+                idx.append(i)
+                self._last_out, self._last_flag = output, f
+                if grad_hook is not None and output.requires_grad:
+                    output.register_hook(grad_hook)
+                return
+            for t in flat_tensors(output):
+                flags.append(flag(t))
+                idx.append(i)
+                if grad_hook is not None and t.requires_grad:
+                    t.register_hook(grad_hook)
+
+        return hook
+
+    def _root_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
+        if self._paused:
+            return
+        self._rng = RngState.capture()
+        self._grad_enabled = torch.is_grad_enabled()
+        self._out_grads = None
+
+    def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        if self._paused:
+            return
+        flags, idx = self._fflags, self._fidx
+        outs = flat_tensors(output)
+        for t in outs:
+            flags.append(self._last_flag if t is self._last_out else flag(t))  # type: ignore[arg-type]
+            idx.append(0)
+        self._last_out = self._last_flag = None
+        self._args, self._kwargs = args, kwargs
+        if self.check_backward:
+            grads: list[Tensor | None] = [None] * len(outs)
+            self._out_grads = grads
+            for k, t in enumerate(outs):
+                if t.requires_grad:
+                    t.register_hook(self._make_root_grad_hook(grads, k))
+        if not flags:
+            return
+        ok = bool(all_finite(flags))  # the one host read of this forward
+        bad_rank = dist.agree(not ok)
+        if bad_rank is None:
+            flags.clear()
+            idx.clear()
+            return
+        saved, saved_idx = list(flags), list(idx)
+        flags.clear()
+        idx.clear()
+        self._forward_failure(saved, saved_idx, bad_rank)
+
+    def _forward_failure(self, flags: list[Tensor], idx: list[int], bad_rank: int) -> None:
+        if bad_rank != self.rank:
+            self._fail_remote("forward", bad_rank)
+            return
+        findings: list[Finding] = []
+        if not self.failed and self._args is not None:
+            findings = self._paused_call(
+                locate_forward,
+                self.model,
+                self._name_of,
+                self._args,
+                self._kwargs or {},
+                self._rng,
+                self._grad_enabled,
+                self.max_findings,
+            )
+        if not findings:
+            findings = self._from_flags(flags, idx, "output")
+        phase = "forward"
+        first = next((f for f in findings if f.origin), findings[0])
+        if first.module == "" and first.tensor.endswith(".loss"):
+            phase = "loss"  # a model that computes its own loss (Hugging Face style)
+        self._fail(phase, findings)
+
+    # ------------------------------------------------------------------ backward
+    def _make_grad_hook(self, i: int) -> Callable[[Tensor], None]:
+        flags, idx = self._bflags, self._bidx
+
+        def hook(grad: Tensor) -> None:
+            if self._paused or grad is None:
+                return
+            if is_checked(grad):
+                flags.append(flag(grad))
+                idx.append(i)
+            if not self._bw_queued:
+                self._bw_queued = True
+                _queue_callback(self._end_backward)
+
+        return hook
+
+    def _make_root_grad_hook(self, store: list[Tensor | None], k: int) -> Callable[[Tensor], None]:
+        flags, idx = self._bflags, self._bidx
+
+        def hook(grad: Tensor) -> None:
+            if self._paused or grad is None:
+                return
+            store[k] = grad
+            if is_checked(grad):
+                flags.append(flag(grad))
+                idx.append(0)
+            if not self._bw_queued:
+                self._bw_queued = True
+                _queue_callback(self._end_backward)
+
+        return hook
+
+    def _end_backward(self) -> None:
+        """Runs once when the autograd engine finishes a backward pass."""
+        self._bw_queued = False
+        if self._paused:
+            return
+        flags, idx = self._bflags, self._bidx
+        saved, saved_idx = list(flags), list(idx)
+        flags.clear()
+        idx.clear()
+        ok = bool(all_finite(saved)) if saved else True
+        if ok and self.optimizer is None:
+            ok = self._grads_finite()  # no optimizer step to check gradients at
+        scaler_on = self._scaler_patch is not None and self._scaler_patch.enabled()
+        if scaler_on:
+            # GradScaler handles overflowing gradients (it skips the step); decided in update().
+            self._overflow_hint = (saved, saved_idx) if not ok else None
+            if not self.failed:
+                self._out_grads = None
+            return
+        bad_rank = dist.agree(not ok)
+        if bad_rank is None:
+            self._out_grads = None
+            return
+        if bad_rank != self.rank:
+            self._fail_remote("backward", bad_rank)
+            return
+        self._backward_failure(saved, saved_idx)
+
+    def _grads_finite(self) -> bool:
+        grads = [p.grad for p in self._params if p.grad is not None]
+        if not grads:
+            return True
+        return bool(all_finite(norms(grads)))  # type: ignore[arg-type]
+
+    def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
+        values = torch.stack(flags).tolist() if flags else []
+        first_bad = next((k for k, v in enumerate(values) if not math.isfinite(v)), None)
+        grads = self._out_grads or []
+        if first_bad is not None and idx[first_bad] == 0:
+            # The gradient arriving at the model output is already non-finite: the loss did it.
+            g = next(
+                (t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None
+            )
+            if g is not None:
+                f = Finding(LOSS, "grad_output", tensor_stats(g), True, self.criterion)
+                f.extra["gradient_of"] = "model output"
+                self._fail("loss", [f])
+                return
+        findings: list[Finding] = []
+        if not self.failed and self._args is not None and any(g is not None for g in grads):
+            findings = self._paused_call(
+                locate_backward,
+                self.model,
+                self._name_of,
+                self._args,
+                self._kwargs or {},
+                self._rng,
+                list(grads),
+                self.max_findings,
+            )
+        if not findings and flags:
+            findings = self._from_flags(flags, idx, "grad_output")
+        if not findings:
+            findings = self._param_findings("grad")
+        self._fail("backward", findings or [Finding("?", "grad", {}, True)])
+
+    # ------------------------------------------------------------------ loss
+    def _check_loss(self, loss: Any, inputs: Any = None) -> None:
+        tensors = flat_tensors(loss)
+        if not tensors:
+            return
+        self._loss = tensors[0].detach()
+        ok = bool(all_finite([flag(t) for t in tensors]))
+        self._loss_finite = ok
+        bad_rank = dist.agree(not ok)
+        if bad_rank is None:
+            return
+        if bad_rank != self.rank:
+            self._fail_remote("loss", bad_rank)
+            return
+        t = next(t for t in tensors if not bool(torch.isfinite(t).all()))
+        inputs_ok = all(bool(torch.isfinite(x).all()) for x in flat_tensors(inputs))
+        f = Finding(LOSS, "loss", tensor_stats(t), inputs_ok, self.criterion)
+        f.extra["inputs_finite"] = inputs_ok
+        self._fail("loss", [f])
+
+    def _on_criterion(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        if self._paused:
+            return
+        self._targets = tuple(args[1:]) + tuple(kwargs.values())
+        self._check_loss(output, (args, kwargs))
+
+    def _on_scale(self, outputs: Any) -> None:
+        if not self._paused:
+            self._check_loss(outputs)
+
+    # ------------------------------------------------------------------ optimizer
+    def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        if self._paused:
+            return
+        self._stepped = True
+        gn = self._normer.compute()
+        if gn is None:
+            self._pending = None
+            return
+        parts = [gn.total.view(1), gn.group_sq]
+        if self._loss is not None and self._loss.numel() == 1:
+            parts.append(self._loss.reshape(1).to(gn.total.device, torch.float32))
+        read = torch.cat(parts).tolist()  # the one host read before the step
+        total = read[0]
+        group_sq = read[1 : 1 + len(self._normer.groups)]
+        loss = read[-1] if len(parts) == 3 else None
+        bad = not math.isfinite(total) and not self._grads_finite_exact()
+        bad_rank = dist.agree(bad)
+        if bad_rank is not None:
+            if bad_rank != self.rank:
+                self._fail_remote("grad", bad_rank)
+            else:
+                self._fail("grad", self._param_findings("grad"))
+        rows = None
+        if self.grad_stats_every and self.iteration % self.grad_stats_every == 0:
+            rows = param_stats(self._params, self._param_names, gn.present)
+        self._pending = (total, group_sq, gn.present, loss, rows)
+
+    def _grads_finite_exact(self) -> bool:
+        return all(bool(torch.isfinite(p.grad).all()) for p in self._params if p.grad is not None)
+
+    def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        if self._paused:
+            return
+        self.step += 1
+        if self.check_params and self._params:
+            ok = bool(all_finite(norms([p.detach() for p in self._params])))
+            bad_rank = dist.agree(not ok)
+            if bad_rank is not None:
+                self.iteration += 1
+                if bad_rank != self.rank:
+                    self._fail_remote("param", bad_rank)
+                else:
+                    self._fail("param", self._param_findings("param"))
+                return
+        if self._scaler_patch is None or not self._scaler_patch.enabled():
+            self.iteration += 1
+            self._log_step(None)
+
+    def _on_update(self, before: float, after: float) -> None:
+        if self._paused:
+            return
+        skipped = not self._stepped
+        self._stepped = False
+        if not skipped:
+            self.iteration += 1
+            self._consecutive_skips = 0
+            self._log_step(after)
+            return
+        self.iteration += 1
+        if not self._loss_finite:
+            return  # already reported as a loss event
+        self._consecutive_skips += 1
+        hint = self._overflow_hint
+        where: dict[str, Any] = {}
+        if hint:
+            flags, idx = hint
+            vals = torch.stack(flags).tolist()
+            k = next((k for k, v in enumerate(vals) if not math.isfinite(v)), None)
+            if k is not None:
+                where = {
+                    "module": self._names[idx[k]],
+                    "kind": "nan" if math.isnan(vals[k]) else "inf",
+                }
+        self._overflow_hint = None
+        event = make_event(
+            ev.AMP_SKIP,
+            step=self.step,
+            iteration=self.iteration,
+            phase="grad",
+            rank=self.rank,
+            origin=False,
+            scale_before=before,
+            scale=after,
+            loss=float(self._loss.float().item()) if self._loss is not None else None,
+            consecutive=self._consecutive_skips,
+            **where,
+        )
+        self._log.emit(event)  # type: ignore[union-attr]
+        reason = None
+        if self._consecutive_skips >= self.max_skips:
+            reason = (
+                f"{self._consecutive_skips} consecutive skipped steps (max_skips={self.max_skips})"
+            )
+        elif after < self.min_scale:
+            reason = f"loss scale {after:g} fell below min_scale={self.min_scale:g}"
+        if reason is not None:
+            div = dict(event)
+            div.update(event=ev.AMP_DIVERGENCE, reason=reason, origin=True)
+            div["time"] = event["time"]
+            self._fail_events([div])
+
+    def _log_step(self, scale: float | None) -> None:
+        pending = self._pending
+        self._pending = None
+        if pending is None:
+            return
+        total, group_sq, present, loss, rows = pending
+        self.last_grad_norm = total
+        log = self._log
+        assert log is not None
+        log.emit(
+            make_event(
+                ev.STEP,
+                step=self.step,
+                iteration=self.iteration,
+                rank=self.rank,
+                grad_norm=total,
+                loss=loss,
+                scale=scale,
+            )
+        )
+        median = self._explosion.update(total)
+        if median is not None:
+            log.emit(
+                make_event(
+                    ev.EXPLOSION,
+                    step=self.step,
+                    iteration=self.iteration,
+                    phase="grad",
+                    rank=self.rank,
+                    grad_norm=total,
+                    median=median,
+                    factor=self._explosion.factor,
+                    ratio=total / median,
+                )
+            )
+        have = set(present)
+        for g, group in enumerate(self._normer.groups):
+            with_grad = [i for i in group.indices if i in have]
+            if with_grad and g < len(group_sq) and group_sq[g] == 0.0:
+                log.emit(
+                    make_event(
+                        ev.VANISHING,
+                        step=self.step,
+                        iteration=self.iteration,
+                        phase="grad",
+                        rank=self.rank,
+                        group=group.name,
+                        module=group.name,
+                        params=[self._param_names[i] for i in with_grad][:50],
+                    )
+                )
+        if rows is not None:
+            log.emit(
+                make_event(
+                    ev.GRAD_STATS,
+                    step=self.step,
+                    iteration=self.iteration,
+                    phase="grad",
+                    rank=self.rank,
+                    params=rows,
+                )
+            )
+
+    # ------------------------------------------------------------------ failure path
+    def _paused_call(self, fn: Callable[..., list[Finding]], *args: Any) -> list[Finding]:
+        was = self._paused
+        self._paused = True
+        try:
+            return fn(*args)
+        except Exception:
+            return []
+        finally:
+            self._paused = was
+
+    def _from_flags(self, flags: list[Tensor], idx: list[int], tensor: str) -> list[Finding]:
+        """Events from the fast-path flags alone (the failure did not reproduce)."""
+        values = torch.stack(flags).tolist()
+        out: list[Finding] = []
+        seen: set[int] = set()
+        for i, v in zip(idx, values, strict=False):
+            if math.isfinite(v) or i in seen:
+                continue
+            seen.add(i)
+            kind = "nan" if math.isnan(v) else "inf"
+            f = Finding(self._names[i], tensor, {"kind": kind}, not out, None)
+            f.extra["reproduced"] = False
+            out.append(f)
+            if len(out) >= self.max_findings:
+                break
+        return out
+
+    def _param_findings(self, phase: str) -> list[Finding]:
+        out: list[Finding] = []
+        for name, p in zip(self._param_names, self._params, strict=True):
+            t = p.grad if phase == "grad" else p
+            if t is None or bool(torch.isfinite(t).all()):
+                continue
+            other = p if phase == "grad" else p.grad
+            other_ok = other is None or bool(torch.isfinite(other).all())
+            f = Finding(name, "grad" if phase == "grad" else "param", tensor_stats(t), False, None)
+            # origin: the value was finite and its gradient not (grad), or the gradient was
+            # finite and the updated value not (param: the optimizer made it)
+            f.extra["candidate"] = other_ok
+            out.append(f)
+            if len(out) >= self.max_findings:
+                break
+        for f in out:
+            if f.extra.pop("candidate", False) and not any(g.origin for g in out):
+                f.origin = True
+        return out or [Finding("?", phase, {}, True)]
+
+    def _event_from(self, phase: str, f: Finding) -> Event:
+        s = f.stats
+        event = make_event(
+            ev.NONFINITE,
+            step=self.step,
+            iteration=self.iteration,
+            phase=phase,
+            module=f.module,
+            kind=s.get("kind"),
+            nan_count=s.get("nan_count"),
+            inf_count=s.get("inf_count"),
+            dtype=s.get("dtype"),
+            shape=s.get("shape"),
+            min=s.get("min"),
+            max=s.get("max"),
+            mean=s.get("mean"),
+            absmax=s.get("absmax"),
+            rank=self.rank,
+            origin=bool(f.origin),
+            tensor=f.tensor,
+        )
+        event.update(f.extra)
+        if f.origin and self.static:
+            path = source_file_of(f.obj) if isinstance(f.obj, nn.Module) else None
+            event["source_file"] = path
+            event["static"] = findings_for_module(f.obj) if path else []
+        return event
+
+    def _fail(self, phase: str, findings: list[Finding]) -> None:
+        self._fail_events([self._event_from(phase, f) for f in findings])
+
+    def _fail_remote(self, phase: str, source_rank: int) -> None:
+        event = make_event(
+            ev.NONFINITE_REMOTE,
+            step=self.step,
+            iteration=self.iteration,
+            phase=phase,
+            rank=self.rank,
+            origin=False,
+            source_rank=source_rank,
+        )
+        self._fail_events([event])
+
+    def _fail_events(self, events: list[Event]) -> None:
+        log = self._log
+        assert log is not None
+        origin = next((e for e in events if e.get("origin")), events[0])
+        first = not self.failed
+        self.failed = True
+        if first:
+            self.snapshot = self._save_snapshot(origin)
+            if isinstance(self.snapshot, Path):
+                for e in events:
+                    e["snapshot"] = str(self.snapshot)
+        for e in events:
+            log.emit(e)
+        if self.action == "raise":
+            raise NonFiniteError(origin, events, self.snapshot)
+        if self.action == "warn":
+            warnings.warn(ev.describe(origin), NumlintWarning, stacklevel=3)
+
+    def _save_snapshot(self, event: Event) -> Any:
+        try:
+            data = snap_mod.build(
+                event=event,
+                model=self.model,
+                optimizer=self.optimizer,
+                scaler=self.scaler,
+                args=self._args,
+                kwargs=self._kwargs,
+                rng=self._rng,
+                grad_enabled=self._grad_enabled,
+                output_grads=self._out_grads
+                if self._out_grads and any(g is not None for g in self._out_grads)
+                else None,
+                targets=self._targets,
+            )
+            if self.snapshot_path is None:
+                return data
+            return snap_mod.save(data, self.snapshot_path)
+        except Exception as exc:  # a failed snapshot must not hide the real error
+            warnings.warn(f"numlint: could not save snapshot: {exc}", NumlintWarning, stacklevel=2)
+            return None
+
+
+def watch(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    *,
+    scaler: Any = None,
+    log: str | Path | None = DEFAULT_LOG,
+    action: Action = "raise",
+    **options: Any,
+) -> Monitor:
+    """Monitor `model` for the first NaN/Inf, gradient norms and AMP overflow.
+
+    Returns an inactive Monitor; `with monitor:` installs the hooks and removes them on exit
+    (also after an exception). `optimizer=None` picks up whichever torch optimizer steps this
+    model's parameters. `log=None` writes no file. `action`: "raise" (NonFiniteError),
+    "warn" (NumlintWarning) or "record" (events only). Options: criterion (an nn.Module loss whose
+    value is checked and whose targets go into the snapshot), snapshot ("auto": next to the log;
+    a path; None), grad_stats (per-parameter statistics every N steps), explosion_factor,
+    explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params,
+    static, max_events, max_findings."""
+    return Monitor(model, optimizer, scaler=scaler, log=log, action=action, **options)
+
+
+__all__ = ["Monitor", "NonFiniteError", "NumlintWarning", "watch", "findings_for_file"]

@@ -1,0 +1,314 @@
+"""Replay a snapshot with per-operation checks to name the exact aten op and source line.
+
+Every aten operation of the replayed forward, loss and backward runs under a TorchDispatchMode
+that checks its inputs and outputs (one host read per op: slow, and only for replay). The first
+op whose output holds a NaN while none of its inputs did, or an Inf while none of its inputs did,
+is where the value began. Ops that fill deliberately with a non-finite scalar
+(`masked_fill(mask, -inf)`, `full(..., -inf)`) and ops returning uninitialised memory are not
+counted. Backward ops are traced to the forward line that created them through autograd's
+anomaly-mode tracebacks."""
+
+from __future__ import annotations
+
+import linecache
+import math
+import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from numlint.monitor import snapshot as snap_mod
+from numlint.monitor.locate import RngState
+from numlint.monitor.stats import flat_tensors, is_checked, tensor_stats
+from numlint.monitor.tieback import findings_for_file
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_MONITOR_DIR = os.path.dirname(os.path.abspath(__file__))
+_UNINITIALISED = {
+    "aten::empty",
+    "aten::empty_like",
+    "aten::empty_strided",
+    "aten::new_empty",
+    "aten::new_empty_strided",
+    "aten::resize_",
+    "aten::set_",
+}
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
+
+
+@dataclass
+class ReplayResult:
+    """What replay found: the first op that produced a NaN/Inf, where, and from what."""
+
+    found: bool
+    phase: str | None = None  # "forward", "loss" or "backward"
+    op: str | None = None  # e.g. "aten::log"
+    overload: str | None = None  # e.g. "aten.log.default"
+    module: str | None = None  # innermost module running the op (qualified name)
+    source: str | None = None  # "path/to/file.py:42"
+    code: str | None = None  # the text of that source line
+    autograd_node: str | None = None  # e.g. "LogBackward0" for a backward op
+    kind: str | None = None  # "nan" or "inf"
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    output: dict[str, Any] | None = None
+    static: list[dict[str, Any]] = field(default_factory=list)
+    event: dict[str, Any] | None = None  # the event the snapshot was taken for
+
+    def __str__(self) -> str:
+        if not self.found:
+            return "numlint replay: the step ran without producing a NaN/Inf (did not reproduce)"
+        where = f" in module {self.module!r}" if self.module else ""
+        node = f" (backward of {self.autograd_node})" if self.autograd_node else ""
+        out = self.output or {}
+        lines = [
+            f"numlint replay: first {self.kind} produced by {self.op}{node} during "
+            f"{self.phase}{where}",
+            f"  at {self.source}: {self.code or ''}".rstrip(),
+            f"  output {out.get('dtype')}{out.get('shape')}: {out.get('nan_count')} NaN, "
+            f"{out.get('inf_count')} Inf; inputs finite-value ranges: "
+            + ", ".join(f"[{i.get('min')}, {i.get('max')}]" for i in self.inputs),
+        ]
+        for s in self.static:
+            mark = "  <- this line" if s.get("at_line") else ""
+            lines.append(f"  static: {s['code']} {s['location']} {s['message']}{mark}")
+        return "\n".join(lines)
+
+
+def _user_frame_from_stack() -> tuple[str, int] | None:
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (
+            path.startswith(_TORCH_DIR + os.sep)
+            or path.startswith(_MONITOR_DIR + os.sep)
+            or path.startswith("<")
+            or os.path.basename(os.path.dirname(path)) == "contextlib"
+            or path.endswith(os.sep + "contextlib.py")
+        ):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _user_frame_from_trace(trace: Any) -> tuple[str, int] | None:
+    text = "".join(trace) if isinstance(trace, (list, tuple)) else str(trace)
+    found = None
+    for m in _FRAME_RE.finditer(text):
+        path = os.path.abspath(m["file"])
+        if path.startswith(_TORCH_DIR + os.sep) or path.startswith(_MONITOR_DIR + os.sep):
+            continue
+        found = (m["file"], int(m["line"]))  # the innermost user frame wins
+    return found
+
+
+def _has(t: Tensor, what: str) -> bool:
+    t = torch.view_as_real(t) if t.is_complex() else t
+    return bool((torch.isnan(t) if what == "nan" else torch.isinf(t)).any())
+
+
+class _OpChecker(TorchDispatchMode):
+    """Checks each aten op; records the first that creates a NaN or Inf."""
+
+    def __init__(self, module_stack: list[str]) -> None:
+        super().__init__()
+        self.phase = "forward"
+        self.module_stack = module_stack
+        self.found: dict[str, Any] | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if self.found is not None:
+            return func(*args, **kwargs)
+        name = func._schema.name
+        leaves = tree_leaves((args, kwargs))
+        ins = [t for t in leaves if isinstance(t, Tensor) and is_checked(t)]
+        deliberate = any(isinstance(v, float) and not math.isfinite(v) for v in leaves)
+        in_nan = any(_has(t, "nan") for t in ins)
+        in_inf = any(_has(t, "inf") for t in ins)
+        in_stats = [tensor_stats(t) for t in ins[:4]] if not (in_nan and in_inf) else []
+        out = func(*args, **kwargs)
+        if name in _UNINITIALISED or deliberate or (in_nan and in_inf):
+            return out
+        for t in tree_leaves(out):
+            if not isinstance(t, Tensor) or not is_checked(t):
+                continue
+            new_nan = not in_nan and _has(t, "nan")
+            new_inf = not in_inf and _has(t, "inf")
+            if new_nan or new_inf:
+                self._record(func, name, "nan" if new_nan else "inf", in_stats, t)
+                break
+        return out
+
+    def _record(self, func: Any, name: str, kind: str, ins: list[Any], t: Tensor) -> None:
+        node = torch._C._current_autograd_node() if self.phase == "backward" else None
+        where = None
+        if node is not None:
+            where = _user_frame_from_trace(node.metadata.get("traceback_", ""))
+        if where is None and node is None:
+            where = _user_frame_from_stack()
+        self.found = {
+            "phase": self.phase,
+            "op": name,
+            "overload": str(func),
+            "kind": kind,
+            "module": self.module_stack[-1] if self.module_stack else None,
+            "node": node.name() if node is not None else None,
+            "where": where,
+            "inputs": ins,
+            "output": tensor_stats(t),
+        }
+
+
+def _to_device(obj: Any, device: torch.device) -> Any:
+    if isinstance(obj, Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_to_device(v, device) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(v, device) for v in obj)
+    return obj
+
+
+def _module_at(model: nn.Module, path: str, line: int) -> str | None:
+    """The innermost module whose class's forward() spans path:line."""
+    import inspect
+
+    best = None
+    target = os.path.abspath(path)
+    for name, m in model.named_modules():
+        fwd = getattr(type(m), "forward", None)
+        try:
+            file = inspect.getsourcefile(fwd)  # type: ignore[arg-type]
+            lines, start = inspect.getsourcelines(fwd)  # type: ignore[arg-type]
+        except (TypeError, OSError):
+            continue
+        if file and os.path.abspath(file) == target and start <= line < start + len(lines):
+            best = name
+    return best
+
+
+def replay(
+    snapshot: str | os.PathLike[str] | dict[str, Any],
+    model: nn.Module,
+    loss_fn: Any = None,
+    *,
+    backward: bool = True,
+) -> ReplayResult:
+    """Re-run the snapshot's step on `model` with per-operation checks.
+
+    Loads the snapshot's model state into `model` (as restoring a checkpoint would), restores the
+    RNG state of that step, runs the forward on the saved batch, then `loss_fn` and backward.
+    `loss_fn(output)` computes the loss; when the monitor was given `criterion=`, the snapshot
+    holds the targets and it is called as `loss_fn(output, *targets)`. Without `loss_fn`,
+    backward is seeded with the gradient of the model output recorded at that step, when the
+    snapshot has it. The caller's RNG state is restored afterwards."""
+    snap = snap_mod.load(snapshot)
+    model.load_state_dict(snap["model_state"])
+    model.train(bool(snap.get("training", True)))
+    model.zero_grad(set_to_none=True)
+    first = next(iter(model.parameters()), None)
+    device = first.device if first is not None else torch.device("cpu")
+    args = _to_device(snap.get("args") or (), device)
+    kwargs = _to_device(snap.get("kwargs") or {}, device)
+    targets = _to_device(snap.get("targets"), device)
+    out_grads = _to_device(snap.get("output_grads"), device)
+
+    stack: list[str] = []
+
+    def enter(name: str) -> Any:
+        def pre(mod: nn.Module, a: Any) -> None:
+            stack.append(name)
+
+        return pre
+
+    def leave(mod: nn.Module, a: Any, o: Any) -> None:
+        if stack:
+            stack.pop()
+
+    handles = []
+    for name, m in model.named_modules():
+        handles.append(m.register_forward_pre_hook(enter(name)))
+        handles.append(m.register_forward_hook(leave))
+    checker = _OpChecker(stack)
+    caller_rng = RngState.capture()
+    if snap.get("rng_cpu") is not None:
+        RngState(snap["rng_cpu"], snap.get("rng_cuda")).restore()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autograd.set_detect_anomaly(True, check_nan=False):
+                with torch.set_grad_enabled(bool(snap.get("grad_enabled", True)) or backward):
+                    loss = None
+                    with checker:
+                        output = model(*args, **kwargs)
+                        if checker.found is None and loss_fn is not None:
+                            checker.phase = "loss"
+                            loss = loss_fn(output, *targets) if targets else loss_fn(output)
+                    if backward and checker.found is None:
+                        checker.phase = "backward"
+                        with checker:
+                            if loss is not None and loss.requires_grad:
+                                (loss if loss.numel() == 1 else loss.sum()).backward()
+                            elif out_grads:
+                                pairs = [
+                                    (o, g)
+                                    for o, g in zip(flat_tensors(output), out_grads, strict=False)
+                                    if g is not None and o.requires_grad
+                                ]
+                                if pairs:
+                                    torch.autograd.backward(
+                                        [o for o, _ in pairs], [g for _, g in pairs]
+                                    )
+    finally:
+        for h in handles:
+            h.remove()
+        caller_rng.restore()
+    return _result(checker.found, model, snap.get("event"))
+
+
+def _result(found: dict[str, Any] | None, model: nn.Module, event: Any) -> ReplayResult:
+    if found is None:
+        return ReplayResult(found=False, event=event)
+    where = found["where"]
+    source = code = None
+    module = found["module"]
+    static: list[dict[str, Any]] = []
+    if where is not None:
+        path, line = where
+        source = f"{path}:{line}"
+        code = linecache.getline(path, line).strip() or None
+        if module is None or found["phase"] == "backward":
+            module = _module_at(model, path, line) or module
+        for s in findings_for_file(path):
+            entry = dict(s)
+            entry["at_line"] = s.get("row") == line
+            static.append(entry)
+    if module is None and found["phase"] == "loss":
+        module = "<loss>"
+    return ReplayResult(
+        found=True,
+        phase=found["phase"],
+        op=found["op"],
+        overload=found["overload"],
+        module=module,
+        source=source,
+        code=code,
+        autograd_node=found["node"],
+        kind=found["kind"],
+        inputs=found["inputs"],
+        output=found["output"],
+        static=static,
+        event=event,
+    )
+
+
+__all__ = ["ReplayResult", "replay"]

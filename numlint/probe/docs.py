@@ -1,0 +1,49 @@
+"""The "## Evidence" section of a rule page: the probe's table, in words only.
+
+Cells are verdict words ("NaN", "-inf", "wrong", "finite"), never raw measurements, so the
+page is identical on every machine and `numlint docs --check` is stable.
+"""
+
+from __future__ import annotations
+
+from numlint.rule import Rule
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def evidence_section(rule: type[Rule]) -> str:
+    """Markdown for the rule page ("" when torch is not installed or there is no probe)."""
+    if rule.PROBE is None:
+        return ""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return ""
+    from numlint.probe import probe_rule
+
+    ev = probe_rule(rule, "cpu")
+    probe = rule.PROBE
+    lines = ["## Evidence", ""]
+    if probe.scenario:
+        lines.append(
+            f"Measured by `numlint probe {rule.CODE}` (scripted scenario `{probe.scenario}`)."
+        )
+    else:
+        lines.append(
+            f"Measured by `numlint probe {rule.CODE}` on CPU: the hazard `{_escape(probe.hazard)}`"
+            + (f" and the fix `{_escape(probe.fix)}`" if probe.fix else "")
+            + " run forward and backward on each input in each dtype."
+        )
+    lines.append("")
+    if not ev.rows:
+        lines.append(f"Verdict: **{ev.verdict}** ({_escape(ev.summary)}).")
+        return "\n".join(lines) + "\n"
+    lines += ["| dtype | input | forward | gradient | fix |", "|---|---|---|---|---|"]
+    for r in ev.rows:
+        cells = [r.dtype, f"`{r.inputs}`", r.forward, r.gradient, r.fix]
+        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+    cleared = "; the fix is finite and correct on every input" if ev.fix_cleared else ""
+    lines += ["", f"Verdict: **{ev.verdict}**{cleared}."]
+    return "\n".join(lines) + "\n"

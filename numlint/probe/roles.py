@@ -1,0 +1,89 @@
+"""What each free name of a probed expression must be: a tensor, a dim, a target, a mask.
+
+Decided from where the name is used (`softmax(x, d)` makes `d` a dim, `cross_entropy(z, t)`
+makes `t` class indices); nothing is evaluated. Torch-free.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from numlint.probe.whitelist import Expression
+
+TENSOR, DIM, FLAG, TARGET, LABEL, MASK = "tensor", "dim", "flag", "target", "label", "mask"
+#: Roles whose samples do not get gradients (only TENSOR inputs are differentiated).
+NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK})
+
+#: Positional index of the `dim` argument, function form (the method form is one less).
+_DIM_POSITION = {
+    **dict.fromkeys(
+        """
+        softmax log_softmax softmin logsumexp sum mean var std amax amin cumsum cumprod prod
+        argmax argmin squeeze unsqueeze count_nonzero median nansum nanmean logcumsumexp
+        var_mean std_mean gumbel_softmax
+        """.split(),
+        1,
+    ),
+    "cosine_similarity": 2,
+    "normalize": 2,
+}
+_DIM_KEYWORDS = {"dim", "axis", "start_dim", "end_dim", "dim0", "dim1"}
+#: Losses whose second argument is class indices.
+_CLASS_TARGETS = {"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"}
+#: Losses whose second argument is a floating target (labels, a distribution).
+_FLOAT_TARGETS = {
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "soft_margin_loss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MSELoss", "L1Loss",
+    "SmoothL1Loss", "HuberLoss",
+}  # fmt: skip
+_MASK_POSITION = {"where": 0, "masked_fill": 1}
+
+
+def _callee(expr: Expression, node: ast.Call) -> tuple[str, bool]:
+    """The called function's last name, and whether it is called as a method."""
+    func = node.func
+    qual = expr.resolved.get(id(func), "")
+    if isinstance(func, ast.Call):  # nn.CrossEntropyLoss()(z, t)
+        return expr.resolved.get(id(func.func), "").rsplit(".", 1)[-1], False
+    if isinstance(func, ast.Attribute) and not qual:
+        return func.attr, True
+    return qual.rsplit(".", 1)[-1], False
+
+
+def roles(expr: Expression) -> dict[str, str]:
+    """Role of each free name of `expr`: TENSOR unless its uses say otherwise."""
+    found = dict.fromkeys(expr.free, TENSOR)
+
+    def set_role(node: ast.expr, role: str) -> None:
+        if isinstance(node, ast.Name) and node.id in found:
+            found[node.id] = role
+
+    for node in ast.walk(expr.tree):
+        if isinstance(node, ast.Subscript):
+            set_role(node.slice, MASK)
+        if not isinstance(node, ast.Call):
+            continue
+        name, method = _callee(expr, node)
+        target = TARGET if name in _CLASS_TARGETS else LABEL if name in _FLOAT_TARGETS else ""
+        for kw in node.keywords:
+            if kw.arg in _DIM_KEYWORDS:
+                set_role(kw.value, DIM)
+            elif kw.arg in ("keepdim", "unbiased"):
+                set_role(kw.value, FLAG)
+            elif kw.arg == "target" and target:
+                set_role(kw.value, target)
+            elif kw.arg in ("mask", "condition"):
+                set_role(kw.value, MASK)
+        args = node.args
+        if name in _DIM_POSITION and not isinstance(node.func, ast.Call):
+            i = _DIM_POSITION[name] - (1 if method else 0)
+            if 0 <= i < len(args):
+                set_role(args[i], DIM)
+        if target and len(args) > 1:
+            set_role(args[1], target)
+        if name in _MASK_POSITION:
+            i = _MASK_POSITION[name] - (1 if method else 0)
+            if 0 <= i < len(args):
+                set_role(args[i], MASK)
+    return found

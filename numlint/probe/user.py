@@ -1,0 +1,538 @@
+"""Probe the user's own flagged expression, never their code as a whole.
+
+The flagged source range is parsed with `ast`, variables assigned earlier in the same
+function are inlined (`p = F.softmax(z, -1)` makes `torch.log(p)` into
+`torch.log(F.softmax(z, -1))`), and the result is checked against the whitelist. Free
+names get sample tensors built from the rule's trigger inputs; the diagnostic's fix, when
+it has one, runs on the same samples. Nothing from the file is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from numlint.diagnostic import Diagnostic
+from numlint.engine import line_offsets
+from numlint.probe import runner, templates
+from numlint.probe.roles import DIM, FLAG, LABEL, MASK, NO_GRAD, TARGET, TENSOR, roles
+from numlint.probe.whitelist import (
+    Expression,
+    NotProbeable,
+    compile_expression,
+    module_imports,
+    parse_expression,
+)
+from numlint.rule import Probe
+
+Position = tuple[int, int]  # (line, column), 1-based line, 0-based column as ast gives
+
+
+@dataclass
+class FileInfo:
+    """What the probe needs from one checked file: its tree, imports and dtype hints."""
+
+    source: str
+    tree: ast.Module | None
+    imports: dict[str, str] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ()
+
+
+def file_info(source: str) -> FileInfo:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return FileInfo(source, None)
+    return FileInfo(source, tree, module_imports(tree), dtype_hints(source))
+
+
+_HALF = re.compile(r"\b(float16|half|fp16|autocast|GradScaler)\b")
+_BF16 = re.compile(r"\b(bfloat16|bf16)\b")
+
+
+def dtype_hints(source: str) -> tuple[str, ...]:
+    """The reduced-precision dtypes a file mentions (float16 before bfloat16)."""
+    hints = []
+    if _HALF.search(source):
+        hints.append("float16")
+    if _BF16.search(source):
+        hints.append("bfloat16")
+    return tuple(hints)
+
+
+def source_range(source: str, d: Diagnostic) -> str:
+    offsets = line_offsets(source)
+    if not (1 <= d.row <= len(offsets) and 1 <= d.end_row <= len(offsets)):
+        raise NotProbeable("the finding's range is outside the file")
+    start = offsets[d.row - 1] + d.column - 1
+    end = offsets[d.end_row - 1] + d.end_column - 1
+    return source[start:end]
+
+
+def fixed_range(source: str, d: Diagnostic) -> str | None:
+    """The flagged text with the diagnostic's fix edits that fall inside it applied."""
+    if d.fix is None or not d.fix.edits:
+        return None
+    offsets = line_offsets(source)
+
+    def at(row: int, column: int) -> int:
+        return offsets[row - 1] + column - 1
+
+    start, end = at(d.row, d.column), at(d.end_row, d.end_column)
+    inside = [
+        (at(e.row, e.column), at(e.end_row, e.end_column), e.content)
+        for e in d.fix.edits
+        if start <= at(e.row, e.column) and at(e.end_row, e.end_column) <= end
+    ]
+    if not inside:
+        return None
+    text = source[start:end]
+    for s, e, content in sorted(inside, reverse=True):
+        text = text[: s - start] + content + text[e - start :]
+    return text
+
+
+# ---- inlining earlier assignments -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Def:
+    """An assignment-like event for a name in a scope, in source order."""
+
+    start: Position
+    end: Position
+    kind: str  # "value" | "unknown" | "mutation"
+    value: ast.expr | None = None
+
+
+def _pos(node: ast.AST, end: bool = False) -> Position:
+    if end:
+        return (node.end_lineno or 0, node.end_col_offset or 0)  # type: ignore[attr-defined]
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _walk_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of one scope: nested functions, classes and lambdas are not entered."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield from _walk_scope(child)
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for el in target.elts:
+            yield from _target_names(el)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
+    defs: dict[str, list[_Def]] = {}
+
+    def add(name: str, d: _Def) -> None:
+        defs.setdefault(name, []).append(d)
+
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = scope.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+        defaults += list(args.defaults)
+        pairs = [
+            *zip(positional, defaults, strict=True),
+            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+        ]
+        for arg, default in pairs:
+            constant = default is not None and _is_number(default)
+            add(
+                arg.arg,
+                _Def(_pos(scope), _pos(scope), "value" if constant else "unknown", default),
+            )
+        for star in (args.vararg, args.kwarg):
+            if star is not None:
+                add(star.arg, _Def(_pos(scope), _pos(scope), "unknown"))
+    for node in _walk_scope(scope):
+        located = hasattr(node, "lineno") and hasattr(node, "end_lineno")
+        start = _pos(node) if located else (0, 0)
+        end = _pos(node, end=True) if located else (0, 0)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    add(target.id, _Def(start, end, "value", node.value))
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    add(target.value.id, _Def(start, end, "mutation"))
+                else:
+                    for name in _target_names(target):
+                        add(name, _Def(start, end, "unknown"))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            kind = "value" if node.value is not None else "unknown"
+            add(node.target.id, _Def(start, end, kind, node.value))
+        elif isinstance(node, ast.AugAssign):
+            target = node.target
+            if isinstance(target, ast.Name):
+                value = ast.BinOp(ast.Name(target.id, ast.Load()), node.op, node.value)
+                ast.copy_location(value, node)
+                add(target.id, _Def(start, end, "value", value))
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                add(target.value.id, _Def(start, end, "mutation"))
+        elif isinstance(node, ast.NamedExpr):
+            add(node.target.id, _Def(start, end, "value", node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for name in _target_names(node.target):
+                add(name, _Def(start, end, "unknown"))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            for name in _target_names(node.optional_vars):
+                add(name, _Def(_pos(node.context_expr), _pos(node.context_expr), "unknown"))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                add((alias.asname or alias.name).split(".")[0], _Def(start, end, "unknown"))
+        elif (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Name)
+            and node.value.func.attr.endswith("_")
+            and not node.value.func.attr.startswith("_")
+        ):
+            add(node.value.func.value.id, _Def(start, end, "mutation"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name, _Def(start, end, "unknown"))
+    return defs
+
+
+def _is_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+class _Scopes:
+    """Scopes of a module and the definitions in each, computed once per file."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.functions = [
+            n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        self.classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        self._defs: dict[int, dict[str, list[_Def]]] = {}
+
+    def innermost(self, where: Position) -> ast.AST:
+        best: ast.AST = self.tree
+        for f in self.functions:
+            if _pos(f) <= where <= _pos(f, end=True):
+                if best is self.tree or _pos(f) >= _pos(best):
+                    best = f
+        return best
+
+    def enclosing_class(self, where: Position) -> ast.ClassDef | None:
+        best = None
+        for c in self.classes:
+            if _pos(c) <= where <= _pos(c, end=True) and (best is None or _pos(c) >= _pos(best)):
+                best = c
+        return best
+
+    def defs(self, scope: ast.AST) -> dict[str, list[_Def]]:
+        if id(scope) not in self._defs:
+            self._defs[id(scope)] = _scope_defs(scope)
+        return self._defs[id(scope)]
+
+    def lookup(self, name: str, where: Position) -> _Def | None | str:
+        """The last definition of `name` before `where`: None when free, "mutated" when the
+        value was edited in place between its definition and `where`."""
+        inner = self.innermost(where)
+        for scope in (inner, self.tree) if inner is not self.tree else (self.tree,):
+            events = self.defs(scope).get(name, [])
+            if scope is inner:
+                events = [e for e in events if e.end <= where]
+            if not events:
+                continue
+            values = [i for i, e in enumerate(events) if e.kind != "mutation"]
+            if not values or any(e.kind == "mutation" for e in events[values[-1] + 1 :]):
+                return "mutated"
+            return events[values[-1]]
+        return None
+
+    def self_attribute(self, attr: str, where: Position) -> ast.expr | None:
+        """A numeric constant assigned to `self.attr` in the enclosing class."""
+        cls = self.enclosing_class(where)
+        if cls is None:
+            return None
+        found = []
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                        and t.attr == attr
+                    ):
+                        found.append(node.value)
+        return found[0] if len(found) == 1 and _is_number(found[0]) else None
+
+
+class _Inliner(ast.NodeTransformer):
+    """Replace names by the expressions last assigned to them (when those are probeable)."""
+
+    def __init__(
+        self, scopes: _Scopes, imports: Mapping[str, str], where: Position, depth: int
+    ) -> None:
+        self.scopes = scopes
+        self.imports = imports
+        self.where = where
+        self.depth = depth
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            value = self.scopes.self_attribute(node.attr, self.where)
+            if value is not None:
+                return copy.deepcopy(value)
+            return node
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.imports:
+            return node
+        found = self.scopes.lookup(node.id, self.where)
+        if found == "mutated":
+            raise NotProbeable(f"`{node.id}` is modified in place before this use")
+        if not isinstance(found, _Def) or found.kind != "value" or found.value is None:
+            return node
+        if self.depth <= 0:
+            return node
+        value = copy.deepcopy(found.value)
+        inner = _Inliner(self.scopes, self.imports, found.start, self.depth - 1)
+        value = inner.visit(value)
+        try:
+            compile_expression(value, self.imports)
+        except NotProbeable:
+            return node  # computed by something not probed: keep the name as a sample input
+        return value
+
+
+def inline(
+    tree: ast.expr, scopes: _Scopes, imports: Mapping[str, str], where: Position
+) -> ast.expr:
+    return _Inliner(scopes, imports, where, depth=4).visit(copy.deepcopy(tree))
+
+
+# ---- sample bindings ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    values: Mapping[str, Any]
+    label: str
+
+
+def _template_samples(probe: Probe) -> list[dict[str, Any]]:
+    return [{k: runner.build_input(v) for k, v in case.items()} for case in templates.cases(probe)]
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        if v.is_floating_point():
+            return "float"
+        return "bool" if v.dtype == torch.bool else "long"
+    return "number"
+
+
+def _sample_role(v: Any) -> str:
+    return {"float": TENSOR, "long": TARGET, "bool": MASK}.get(_kind(v), DIM)
+
+
+def _default(r: str, first: torch.Tensor | None) -> Any:
+    """A sample for a non-tensor role the rule's inputs do not provide."""
+    if r == DIM:
+        return -1
+    if r == FLAG:
+        return True
+    if r == TARGET:
+        if first is not None and first.ndim >= 2:
+            return torch.zeros(first.shape[0], dtype=torch.long)
+        return torch.tensor(0)
+    if r == LABEL:
+        return torch.ones_like(first) if first is not None else torch.tensor(1.0)
+    return torch.ones_like(first, dtype=torch.bool) if first is not None else torch.tensor(True)
+
+
+def bindings(expr: Expression, probe: Probe, template: Expression | None) -> list[Binding]:
+    """Sample values for the free names of `expr`, from the rule's trigger inputs.
+
+    First each case of the rule's inputs mapped onto the user's names by role and order
+    (`F.cross_entropy(torch.softmax(logits, 1), labels)` gets the template's `z` and `t`),
+    then every tensor name bound to each floating input in turn; each in three shapes.
+    """
+    role = roles(expr)
+    template_roles = roles(template) if template is not None else {}
+    mine = {r: [n for n in expr.free if role[n] == r] for r in (TENSOR, TARGET, LABEL, MASK)}
+    samples = _template_samples(probe)
+    out: list[Binding] = []
+    seen: set[str] = set()
+
+    def theirs(sample: dict[str, Any], r: str) -> list[Any]:
+        names = [n for n in (template.free if template else ()) if n in sample]
+        names += [n for n in sample if n not in names]
+        return [sample[n] for n in names if template_roles.get(n, _sample_role(sample[n])) == r]
+
+    def add(values: dict[str, Any], sample: dict[str, Any], origin: str) -> None:
+        first = next((v for v in values.values() if _kind(v) == "float"), None)
+        for r in (TARGET, LABEL, MASK):
+            for name, value in zip(mine[r], theirs(sample, r), strict=False):
+                values.setdefault(name, value)
+        for name in expr.free:
+            if name not in values:
+                values[name] = _default(role[name], first)
+        for _variant, transform in _VARIANTS:
+            shaped = {
+                k: transform(v) if role[k] == TENSOR and _kind(v) == "float" else v
+                for k, v in values.items()
+            }
+            if any(v is None for v in shaped.values()):
+                continue
+            label = ", ".join(f"{k} = {_show(shaped[k])}" for k in expr.free if role[k] != DIM)
+            shapes = [tuple(v.shape) for v in shaped.values() if isinstance(v, torch.Tensor)]
+            key = f"{origin}|{label}|{shapes}"
+            if key not in seen:
+                seen.add(key)
+                out.append(Binding(shaped, label or "no tensor inputs"))
+
+    for i, sample in enumerate(samples):
+        given = theirs(sample, TENSOR)
+        if mine[TENSOR] and len(given) == len(mine[TENSOR]):
+            add(dict(zip(mine[TENSOR], given, strict=True)), sample, f"{i}")
+    for i, sample in enumerate(samples):
+        for j, v in enumerate(theirs(sample, TENSOR)):
+            add(dict.fromkeys(mine[TENSOR], v), sample, f"{i}:{j}*")
+    if not mine[TENSOR] and samples:
+        add({}, samples[0], "none")
+    return out
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor | None:
+    return t.flatten() if t.ndim >= 2 and t.shape[0] == 1 else None
+
+
+def _transposed(t: torch.Tensor) -> torch.Tensor | None:
+    return t.transpose(-1, -2) if t.ndim >= 2 and t.shape[-1] != t.shape[-2] else None
+
+
+#: Shapes tried for each sample: as declared, as a vector (for `softmax(x, 0)` on 1-D
+#: code), and with the last two dimensions swapped (for a reduction over dim 0 or 1).
+_VARIANTS: tuple[tuple[str, Any], ...] = (
+    ("", lambda t: t),
+    ("flat", _flat),
+    ("transposed", _transposed),
+)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        if v.numel() <= 8:
+            return str(v.tolist())
+        return f"tensor of shape {tuple(v.shape)}"
+    return repr(v)
+
+
+# ---- verdicts -------------------------------------------------------------------------
+
+_CACHE: dict[tuple[Any, ...], runner.Evidence] = {}
+
+
+def probe_expression(
+    hazard: Expression,
+    fix: Expression | None,
+    probe: Probe,
+    dtypes: tuple[str, ...],
+    device: str = "cpu",
+) -> runner.Evidence:
+    """Evidence for one user expression: the first (dtype, sample) where it fails."""
+    key = (hazard.key, fix.key if fix else "", repr(probe), dtypes, device)
+    if key in _CACHE:
+        return _CACHE[key]
+    template = None
+    if probe.hazard:
+        try:
+            template = runner.compile_probe_expression(probe.hazard)
+        except NotProbeable:
+            template = None
+    samples = bindings(hazard, probe, template)
+    if not samples:
+        result = runner.not_probeable("no sample inputs fit this expression", hazard.text)
+        _CACHE[key] = result
+        return result
+    compare = probe.compare if fix is not None else ""
+    no_grad = frozenset(n for n, r in roles(hazard).items() if r in NO_GRAD)
+    rows: list[runner.Row] = []
+    for dtype in dtypes:
+        for b in samples:
+            row = runner.measure(
+                hazard, fix, b.values, dtype, b.label, device, probe.backward, compare, no_grad
+            )
+            rows.append(row)
+            if row.hazard_fails and row.fix_ok is not False:
+                break
+        if rows and rows[-1].hazard_fails and rows[-1].fix_ok is not False:
+            break
+    usable = [r for r in rows if r.forward != "raises" or r.hazard_fails]
+    if not usable:
+        error = next((r.details.get("forward", "") for r in rows), "")
+        result = runner.not_probeable(
+            f"the expression raised on every sample input ({error})", hazard.text
+        )
+    else:
+        result = runner.evidence(usable, hazard.text, fix.text if fix else "", dtypes)
+    _CACHE[key] = result
+    return result
+
+
+def dtype_order(probe: Probe, info: FileInfo) -> tuple[str, ...]:
+    preferred = [d for d in info.dtypes if d in probe.dtypes]
+    return tuple(preferred + [d for d in probe.dtypes if d not in preferred])
+
+
+def probe_finding(
+    d: Diagnostic, probe: Probe, info: FileInfo, scopes: _Scopes | None, device: str
+) -> runner.Evidence:
+    """Probe the expression a finding flags (its fix too, when it carries one)."""
+    if info.tree is None or scopes is None:
+        raise NotProbeable("the file does not parse")
+    text = source_range(info.source, d)
+    where = (d.row, _column_offset(info.source, d))
+    tree = inline(parse_expression(text), scopes, info.imports, where)
+    hazard = compile_expression(tree, info.imports)
+    fix = None
+    fixed_text = fixed_range(info.source, d)
+    if fixed_text is not None:
+        try:
+            imports = dict(info.imports)
+            for edit in d.fix.edits if d.fix else ():
+                try:
+                    imports.update(module_imports(ast.parse(edit.content)))
+                except SyntaxError:
+                    pass
+            fix_tree = inline(parse_expression(fixed_text), scopes, imports, where)
+            fix = compile_expression(fix_tree, imports)
+        except NotProbeable:
+            fix = None
+    return probe_expression(hazard, fix, probe, dtype_order(probe, info), device)
+
+
+def _column_offset(source: str, d: Diagnostic) -> int:
+    """The diagnostic's start column as ast counts it (UTF-8 bytes, 0-based)."""
+    line = source.splitlines()[d.row - 1] if d.row - 1 < len(source.splitlines()) else ""
+    return len(line[: d.column - 1].encode("utf-8"))
+
+
+def scopes_for(info: FileInfo) -> _Scopes | None:
+    return _Scopes(info.tree) if info.tree is not None else None

@@ -1,0 +1,84 @@
+"""Helpers for the hand-written stable-function rules (NUM104-NUM108)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.context import Context, Value
+from numlint.rules.log_exp._zero import Op, const, exp_bounded, op
+from numlint.semantics import needs_parens, same_bindings
+
+
+@dataclass(frozen=True)
+class Found:
+    """An operation found behind an expression, and whether a fix may move its inputs."""
+
+    op: Op
+    movable: bool
+
+
+def find(ctx: Context, expr: cst.BaseExpression, names: tuple[str, ...], env=None) -> Found | None:
+    """The op (one of `names`) that `expr` is, directly or through a variable."""
+    start = Value(expr, ctx.env if env is None else env)
+    value = ctx.deref(start)
+    if value.mutations:
+        return None
+    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+    if o is None or o.name not in names or o.input is None:
+        return None
+    through = value.node is not expr
+    movable = not through or same_bindings(ctx, o.call, value.env)
+    return Found(o, movable)
+
+
+def unbounded_exp(
+    ctx: Context, expr: cst.BaseExpression, env=None, shifted_only: bool = False
+) -> Found | None:
+    """`torch.exp(x)` / `x.exp()` whose argument can be large (not `x - x.max()` etc.).
+
+    With `shifted_only`, only a max-shifted argument counts as safe (see `exp_bounded`).
+    """
+    found = find(ctx, expr, ("exp",), env)
+    if found is None or found.op.input is None:
+        return None
+    if exp_bounded(ctx, found.op.input, found.op.env, shifted_only):
+        return None
+    return found
+
+
+def is_one(ctx: Context, expr: cst.BaseExpression) -> bool:
+    return const(ctx, expr) == 1.0
+
+
+def plus_one(ctx: Context, expr: cst.BaseExpression, env=None) -> cst.BaseExpression | None:
+    """`1 + x`, `x + 1`, `x.add(1)` -> x (directly, not through a variable)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        if is_one(ctx, expr.left) and not is_one(ctx, expr.right):
+            return expr.right
+        if is_one(ctx, expr.right) and not is_one(ctx, expr.left):
+            return expr.left
+    o = op(ctx, expr, env)
+    if o is not None and o.name == "add" and o.spelling == "method" and len(expr.args) == 1:  # type: ignore[attr-defined]
+        if is_one(ctx, expr.args[0].value):  # type: ignore[attr-defined]
+            return o.input
+    return None
+
+
+def negate(ctx: Context, expr: cst.BaseExpression) -> str:
+    """Source of `-expr`, simplifying `-(-x)` to `x`."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return bare(ctx, expr.expression)
+    text = bare(ctx, expr)
+    return f"-({text})" if needs_parens(expr.with_changes(lpar=[], rpar=[])) else f"-{text}"
+
+
+def bare(ctx: Context, expr: cst.BaseExpression) -> str:
+    """Source of an expression without its outer parentheses."""
+    return ctx.code(expr.with_changes(lpar=[], rpar=[])) if expr.lpar else ctx.code(expr)
+
+
+def wrap(node: cst.CSTNode, code: str) -> str:
+    """Replacement text for `node`: its parentheses lie outside its range and stay."""
+    return code

@@ -1,0 +1,183 @@
+"""NUM109 entropy-term."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._forms import bare
+from numlint.rules.log_exp._zero import guarded_by_mutation, op, positive_value, same_value
+from numlint.semantics import activation
+
+
+class EntropyTerm(Rule):
+    """`p * log(p)` is 0 * -inf = NaN at p = 0: use `torch.xlogy(p, p)` or `torch.special.entr`.
+
+    What it does:
+    Flags a product of a tensor and its own log: `p * torch.log(p)`, `p * p.log()`,
+    `torch.log(p) * p`, `-p * torch.log2(p)`, as written in entropies and KL terms, unless `p`
+    is known to be positive (clamped, an exponential) or is a softmax / sigmoid output (then
+    NUM101 / NUM102 report the log itself).
+
+    Why is this bad?
+    The limit of p log p at 0 is 0, but in floating point `0 * log(0)` is `0 * -inf` = NaN,
+    so one zero probability makes the whole entropy NaN. `torch.xlogy(p, p)` defines the
+    value at p = 0 as 0, and `torch.special.entr(p)` computes `-p * log(p)` the same way.
+
+    Fix safety:
+    Unsafe: the value at p = 0 changes from NaN to 0. `p * torch.log(p)` becomes
+    `torch.xlogy(p, p)` (natural log only).
+
+    Known limitations:
+    Only a direct product of the two factors is recognised (not `w * p * log(p)`). The
+    gradient of xlogy at p = 0 is still not finite; from logits, compute the entropy as
+    `-(z.softmax(-1) * z.log_softmax(-1)).sum(-1)`.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.xlogy.html
+    - https://pytorch.org/docs/stable/special.html#torch.special.entr
+    - numlint HAZARDS row 12
+    """
+
+    CODE = "NUM109"
+    NAME = "entropy-term"
+    MESSAGE = (
+        "`p * log(p)` is 0 * -inf = NaN where p is 0; use `torch.xlogy(p, p)` "
+        "(or `-torch.special.entr(p)`)"
+    )
+    TRIGGERS = ("log",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            h = -torch.special.entr(p).sum(-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            h = -(p * torch.log(p + 1e-8)).sum(-1)
+            """,
+            "an eps inside the log",
+        ),
+        Valid(
+            """
+            import torch
+            def ent(p):
+                p = p.clamp(min=1e-8)
+                return -(p * p.log()).sum(-1)
+            """,
+            "clamped before",
+        ),
+        Valid(
+            """
+            import torch
+            kl = (p * torch.log(q)).sum()
+            """,
+            "different tensors (cross-entropy term)",
+        ),
+        Valid(
+            """
+            import math
+            h = -p * math.log(p)
+            """,
+            "`math.log` of a Python float",
+        ),
+        Valid(
+            """
+            import torch
+            def ent(z):
+                p = torch.softmax(z, -1)
+                return -(p * torch.log(p)).sum(-1)
+            """,
+            "log of a softmax output: NUM101 reports the log",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            h = -(p * torch.log(p)).sum(-1)
+            """,
+            line=2,
+            column=7,
+            fixed="""
+            import torch
+            h = -(torch.xlogy(p, p)).sum(-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def entropy(probs):
+                return -(probs * probs.log()).sum(dim=1).mean()
+            """,
+            line=3,
+            column=14,
+            fixed="""
+            import torch
+            def entropy(probs):
+                return -(torch.xlogy(probs, probs)).sum(dim=1).mean()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            h = torch.sum(torch.log(w) * w)
+            """,
+            line=2,
+            column=15,
+            fixed="""
+            import torch
+            h = torch.sum(torch.xlogy(w, w))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            h = (-q * torch.log2(q)).sum()
+            """,
+            line=2,
+            column=6,
+            note="log2: no fix",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="p * torch.log(p)",
+        fix="torch.xlogy(p, p)",
+        inputs={"p": "torch.tensor([0.0, 0.5])"},
+        backward=False,
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Multiply):
+            return
+        ctx = self.ctx
+        for factor, other in ((node.left, node.right), (node.right, node.left)):
+            o = op(ctx, other)
+            if o is None or o.name not in ("log", "log2") or o.input is None:
+                continue
+            if o.spelling == "method" and o.call.args:
+                continue
+            negated = isinstance(factor, cst.UnaryOperation) and isinstance(
+                factor.operator, cst.Minus
+            )
+            base = factor.expression if negated else factor  # type: ignore[attr-defined]
+            if not same_value(ctx, ctx.value(base), ctx.value(o.input)):
+                continue
+            value = ctx.deref(ctx.value(o.input))
+            if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
+                return
+            if activation(ctx, Value(o.input, ctx.env)) is not None:
+                return
+            fix = None
+            func = ctx.spell("torch.xlogy")
+            if o.name == "log" and func is not None:
+                text = bare(ctx, base)
+                code = f"{'-' if negated else ''}{func}({text}, {text})"
+                fix = self.fix("unsafe", "Replace with `torch.xlogy`", (node, code))
+            self.report(node, fix=fix)
+            return

@@ -1,0 +1,219 @@
+"""NUM105 hand-written-logsumexp."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
+from numlint.rules.log_exp._zero import op
+from numlint.semantics import keyword, positional
+
+
+class HandWrittenLogsumexp(Rule):
+    """`log(sum(exp(x)))` written by hand: inf for large x, -inf for small; use `torch.logsumexp`.
+
+    What it does:
+    Flags `torch.log(torch.sum(torch.exp(x), d))`, `torch.log(torch.exp(x).sum(d))`,
+    `x.exp().sum(d).log()`, the same with `mean`, and `torch.log(torch.exp(a) + torch.exp(b))`,
+    also when the parts come from variables of the same function.
+
+    Why is this bad?
+    `exp(x)` overflows to inf for x >= 88.7 (float32) / 11.1 (float16), and when every x is
+    below -104 the sum underflows to 0 and the log is -inf; gradients are NaN in both cases.
+    `torch.logsumexp` subtracts the maximum first and is finite for any finite input;
+    `torch.logaddexp(a, b)` does the same for two terms.
+
+    Fix safety:
+    Unsafe (results differ in the last bits). `torch.log(torch.exp(x).sum(d, keepdim=k))`
+    becomes `torch.logsumexp(x, dim=d, keepdim=k)`; two exponentials become
+    `torch.logaddexp(a, b)`. No fix for a sum over all elements or a mean.
+
+    Known limitations:
+    The stable hand-written form `m + torch.log(torch.exp(x - m).sum(d))` with m a maximum is
+    not reported. Values are followed within one function.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
+    - numlint HAZARDS row 8
+    """
+
+    CODE = "NUM105"
+    NAME = "hand-written-logsumexp"
+    MESSAGE = (
+        "hand-written logsumexp `log(sum(exp(x)))`: overflows to inf (x > 88.7) or underflows "
+        "to -inf, with NaN gradients; use `torch.logsumexp(x, dim)`"
+    )
+    TRIGGERS = ("exp",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            y = torch.logsumexp(x, dim=-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            def lse(x):
+                m = x.max(dim=-1, keepdim=True).values
+                return m + torch.log(torch.exp(x - m).sum(-1, keepdim=True))
+            """,
+            "the stable hand-written form",
+        ),
+        Valid(
+            """
+            import numpy as np
+            y = np.log(np.sum(np.exp(x)))
+            """,
+            "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                m = torch.amax(x, dim=1, keepdim=True)
+                return torch.log(torch.sum(torch.exp(x - m), dim=1)) + m.squeeze(1)
+            """,
+            "max-shifted with `torch.amax`",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.sum(torch.exp(x), dim=-1))
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.logsumexp(x, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = scores.exp().sum(1, keepdim=True).log()
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.logsumexp(scores, dim=1, keepdim=True)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def energy(logits):
+                e = torch.exp(logits / 0.5)
+                return -torch.log(e.sum(-1))
+            """,
+            line=4,
+            column=13,
+            fixed="""
+            import torch
+            def energy(logits):
+                e = torch.exp(logits / 0.5)
+                return -torch.logsumexp(logits / 0.5, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.exp(a) + torch.exp(b))
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.logaddexp(a, b)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.exp(x).mean())
+            """,
+            line=2,
+            column=5,
+            note="a mean: no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            def rbf(d):
+                return torch.log(torch.exp(-d ** 2).sum(-1))
+            """,
+            line=3,
+            column=12,
+            fixed="""
+            import torch
+            def rbf(d):
+                return torch.logsumexp(-d ** 2, dim=-1)
+            """,
+            note="exp of a non-positive argument cannot overflow but underflows to log(0)",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.log(torch.exp(x).sum(-1))",
+        fix="torch.logsumexp(x, -1)",
+        inputs={"x": "torch.tensor([[100.0, 100.0], [-200.0, -200.0]])"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        o = op(ctx, node)
+        if o is None or o.input is None or o.name != "log":
+            return
+        if o.spelling == "method" and node.args:
+            return
+        inner = ctx.deref(ctx.value(o.input))
+        if inner.mutations:
+            return
+        expr = inner.node
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            a = unbounded_exp(ctx, expr.left, inner.env, shifted_only=True)
+            b = unbounded_exp(ctx, expr.right, inner.env, shifted_only=True)
+            if a is not None and b is not None:
+                self.report(node, fix=self._logaddexp(node, a, b, inner.node is o.input))
+            return
+        red = find(ctx, o.input, ("sum", "mean"))
+        if red is None or red.op.input is None:
+            return
+        e = unbounded_exp(ctx, red.op.input, red.op.env, shifted_only=True)
+        if e is None:
+            return
+        self.report(node, fix=self._logsumexp(node, red, e))
+
+    def _logsumexp(self, node: cst.Call, red: Found, e: Found) -> FixSpec | None:
+        ctx = self.ctx
+        r = red.op
+        if r.name != "sum" or not (red.movable and e.movable) or e.op.input is None:
+            return None
+        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()):
+            return None
+        offset = 1 if r.spelling == "function" else 0
+        dim = positional(r.call, offset, "dim")
+        keep = keyword(r.call, "keepdim") or positional(r.call, offset + 1)
+        func = ctx.spell("torch.logsumexp")
+        if dim is None or func is None:
+            return None
+        parts = [bare(ctx, e.op.input), f"dim={ctx.code(dim)}"]
+        if keep is not None:
+            parts.append(f"keepdim={ctx.code(keep)}")
+        code = f"{func}({', '.join(parts)})"
+        return self.fix("unsafe", "Replace with `torch.logsumexp`", (node, code))
+
+    def _logaddexp(self, node: cst.Call, a: Found, b: Found, direct: bool) -> FixSpec | None:
+        ctx = self.ctx
+        func = ctx.spell("torch.logaddexp")
+        if func is None or not (direct and a.movable and b.movable):
+            return None
+        if a.op.input is None or b.op.input is None:
+            return None
+        code = f"{func}({bare(ctx, a.op.input)}, {bare(ctx, b.op.input)})"
+        return self.fix("unsafe", "Replace with `torch.logaddexp`", (node, code))

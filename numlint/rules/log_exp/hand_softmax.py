@@ -1,0 +1,170 @@
+"""NUM106 hand-written-softmax."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp, wrap
+from numlint.rules.log_exp._zero import same_code
+from numlint.semantics import keyword, positional
+
+
+class HandWrittenSoftmax(Rule):
+    """`exp(x) / exp(x).sum(d, keepdim=True)` by hand: inf/inf or 0/0 = NaN; use `torch.softmax`.
+
+    What it does:
+    Flags a division of `torch.exp(x)` (or `x.exp()`) by a sum of the same exponentials:
+    `torch.exp(x) / torch.exp(x).sum(d, keepdim=True)`, `e / e.sum(d, keepdim=True)` with
+    `e = x.exp()`, `torch.exp(x) / torch.sum(torch.exp(x), dim=d, keepdim=True)`.
+
+    Why is this bad?
+    For any logit above 88.7 (float32) / 11.1 (float16) the numerator and the sum are inf and
+    the quotient is NaN; when every logit is below -104 both are 0 and the quotient is 0/0.
+    `torch.softmax` subtracts the maximum first and is finite for any finite input.
+
+    Fix safety:
+    Unsafe (results differ in the last bits). Offered when the sum has a `dim` and
+    `keepdim=True` (the only shape-preserving form): it becomes `torch.softmax(x, dim=d)`.
+
+    Known limitations:
+    The max-shifted hand-written form `exp(x - m) / exp(x - m).sum(...)` is stable and not
+    reported. Values are followed within one function.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
+    - numlint HAZARDS row 8
+    """
+
+    CODE = "NUM106"
+    NAME = "hand-written-softmax"
+    MESSAGE = (
+        "hand-written softmax `exp(x) / exp(x).sum(d)`: overflows to inf/inf or underflows to "
+        "0/0, giving NaN; use `torch.softmax(x, dim=d)`"
+    )
+    TRIGGERS = ("exp",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            p = torch.softmax(x, dim=-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+                return e / e.sum(dim=-1, keepdim=True)
+            """,
+            "max-shifted",
+        ),
+        Valid(
+            """
+            import numpy as np
+            p = np.exp(x) / np.exp(x).sum()
+            """,
+            "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            w = torch.exp(a) / torch.exp(b).sum(-1, keepdim=True)
+            """,
+            "different exponentials",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            p = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            p = torch.softmax(x, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def attention(q, k):
+                e = (q @ k.transpose(-2, -1)).exp()
+                return e / e.sum(dim=-1, keepdim=True)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def attention(q, k):
+                e = (q @ k.transpose(-2, -1)).exp()
+                return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            p = torch.exp(s) / torch.sum(torch.exp(s), dim=1, keepdim=True)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            p = torch.softmax(s, dim=1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            w = torch.exp(s) / torch.exp(s).sum()
+            """,
+            line=2,
+            column=5,
+            note="a sum over all elements: no fix",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)",
+        fix="torch.softmax(x, -1)",
+        inputs={"x": "torch.tensor([[100.0, 100.0], [-200.0, -200.0]])"},
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide):
+            return
+        ctx = self.ctx
+        num = unbounded_exp(ctx, node.left, shifted_only=True)
+        if num is None or num.op.input is None:
+            return
+        red = find(ctx, node.right, ("sum",))
+        if red is None or red.op.input is None:
+            return
+        den = find(ctx, red.op.input, ("exp",), red.op.env)
+        if den is None or den.op.input is None:
+            return
+        same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
+        if not same:
+            return
+        self.report(node, fix=self._fix(node, num, red))
+
+    def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
+        ctx = self.ctx
+        r = red.op
+        if not (num.movable and red.movable) or num.op.input is None:
+            return None
+        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()):
+            return None
+        offset = 1 if r.spelling == "function" else 0
+        dim = positional(r.call, offset, "dim")
+        keep = keyword(r.call, "keepdim") or positional(r.call, offset + 1)
+        func = ctx.spell("torch.softmax")
+        if dim is None or func is None:
+            return None
+        if not (isinstance(keep, cst.Name) and keep.value == "True"):
+            return None
+        code = f"{func}({bare(ctx, num.op.input)}, dim={ctx.code(dim)})"
+        return self.fix("unsafe", "Replace with `torch.softmax`", (node, wrap(node, code)))

@@ -1,0 +1,222 @@
+"""NUM108 log1p-expm1-precision."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
+from numlint.rules.log_exp._zero import const, op
+
+
+class Log1pExpm1Precision(Rule):
+    """`log(1 + x)` and `exp(x) - 1` lose precision for small x: use `torch.log1p` / `torch.expm1`.
+
+    What it does:
+    Flags `torch.log(1 + x)`, `torch.log(x + 1)`, `(1 + x).log()`, `x.add(1).log()`,
+    `torch.exp(x) - 1`, `x.exp() - 1` and `1 - torch.exp(x)` (so also
+    `torch.log(1 - torch.exp(x))`) on tensors.
+
+    Why is this bad?
+    In float32, `1 + x` rounds to exactly 1 for |x| < 6e-8, so `log(1 + x)` is 0 and
+    `exp(x) - 1` is 0 instead of about x; `log(1 - exp(x))` becomes log(0) = -inf for tiny
+    negative x. `torch.log1p(x)` and `torch.expm1(x)` keep full precision near 0.
+
+    Fix safety:
+    Unsafe: the values change (they become more accurate). `torch.log(1 + x)` becomes
+    `torch.log1p(x)`, `exp(x) - 1` becomes `torch.expm1(x)`, `1 - exp(x)` becomes
+    `-torch.expm1(x)`.
+
+    Known limitations:
+    `log(1 + exp(x))` is NUM104 (softplus). Sums reached through variables are reported
+    without a fix.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.log1p.html
+    - https://pytorch.org/docs/stable/generated/torch.expm1.html
+    - numlint HAZARDS row 28
+    """
+
+    CODE = "NUM108"
+    NAME = "log1p-expm1-precision"
+    MESSAGE = (
+        "`log(1 + x)` / `exp(x) - 1` round to 0 for small x in floating point; "
+        "use `torch.log1p(x)` / `torch.expm1(x)`"
+    )
+    TRIGGERS = ("log", "exp")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            y = torch.log1p(x)
+            z = torch.expm1(x)
+            """,
+            "the precise APIs",
+        ),
+        Valid(
+            """
+            import math
+            y = math.log(1 + x)
+            """,
+            "`math`",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(1 + torch.exp(x))
+            """,
+            "softplus: NUM104",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(2 + x)
+            z = torch.exp(x) - 2
+            """,
+            "not 1",
+        ),
+        Valid(
+            """
+            import numpy as np
+            y = np.exp(x) - 1
+            """,
+            "NumPy",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            y = torch.log(1 + x)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.log1p(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = (dist / scale + 1).log()
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = (dist / scale).log1p()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = torch.exp(x) - 1
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.expm1(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = torch.log(1 - torch.exp(-rate * t))
+            """,
+            line=2,
+            column=15,
+            fixed="""
+            import torch
+            y = torch.log(-torch.expm1(-rate * t))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = 2 * (x.exp() - 1.0)
+            """,
+            line=2,
+            column=10,
+            fixed="""
+            import torch
+            y = 2 * (x.expm1())
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                s = x + 1
+                return torch.log(s)
+            """,
+            line=4,
+            column=12,
+            note="through a variable: no fix",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.log(1 + x)",
+        fix="torch.log1p(x)",
+        inputs={"x": "torch.tensor([1e-8, -1e-8, 1e-3])"},
+        backward=False,
+        note="silently wrong: compare with a float64 reference",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        o = op(ctx, node)
+        if o is None or o.name != "log" or o.input is None:
+            return
+        if o.spelling == "method" and node.args:
+            return
+        inner = ctx.deref(ctx.value(o.input))
+        if inner.mutations:
+            return
+        x = plus_one(ctx, inner.node, inner.env)  # type: ignore[arg-type]
+        if x is None or const(ctx, x, inner.env) is not None:  # type: ignore[arg-type]
+            return
+        if find(ctx, x, ("exp",), inner.env) is not None:
+            return
+        fix = None
+        if inner.node is o.input:
+            if o.spelling == "method":
+                text = bare(ctx, x)
+                if x.lpar or not isinstance(x, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                    text = f"({text})"
+                code = f"{text}.log1p()"
+            else:
+                func = ctx.spell("torch.log1p")
+                code = f"{func}({bare(ctx, x)})" if func else ""
+            if code:
+                fix = self.fix("unsafe", "Replace with `log1p`", (node, code))
+        self.report(node, fix=fix)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Subtract):
+            return
+        ctx = self.ctx
+        if is_one(ctx, node.right):
+            negated, side = False, node.left
+        elif is_one(ctx, node.left):
+            negated, side = True, node.right
+        else:
+            return
+        o = op(ctx, side)
+        if o is None or o.name != "exp" or o.input is None:
+            return
+        if o.spelling == "method" and node.left is side:
+            text = ctx.code(o.input)
+            code = f"{text}.expm1()"
+        else:
+            func = ctx.spell("torch.expm1")
+            if func is None:
+                self.report(node)
+                return
+            code = f"{func}({bare(ctx, o.input)})"
+        if negated:
+            code = f"-{code}"
+        fix = self.fix("unsafe", "Replace with `expm1`", (node, wrap(node, code)))
+        self.report(node, fix=fix)

@@ -1,0 +1,263 @@
+"""NUM103 log-of-zero."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._zero import op, selection, zero_reason
+from numlint.semantics import activation, is_one
+
+_LOGS = ("log", "log2", "log10")
+
+
+class LogOfZero(Rule):
+    """Log of a value that can be exactly 0: -inf and infinite gradients; guard or use log space.
+
+    What it does:
+    Flags `torch.log`, `torch.log2`, `torch.log10` and the `.log()` / `.log2()` / `.log10()`
+    methods applied to a value that can be exactly 0: `1 - p` of a softmax output or a 0/1
+    mask, a ReLU output, a `torch.rand` draw, a value clamped at 0, a normalised ratio
+    (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
+    branch; also when the value reaches the log through a variable of the same function.
+    The natural log of a softmax or sigmoid output itself is NUM101 / NUM102.
+
+    Why is this bad?
+    `log(0)` is -inf and its gradient is inf; one such element turns the loss into -inf or
+    NaN and poisons every parameter on the next step. `torch.rand` returns exact zeros (268
+    per million draws in float16), a ReLU output is 0 for half its inputs, and probabilities
+    underflow to 0.
+
+    Known limitations:
+    Values are followed within one function. A real guard stops the rule: an eps inside the
+    log (`torch.log(p + eps)`), `clamp(min=eps)` / `clamp_min(eps)`, `torch.maximum(p, eps)`,
+    `torch.where(p > 0, p, 1)`, or an in-place `p[p < eps] = eps` earlier in the function;
+    whether the eps survives half precision is NUM4xx's concern. A plain division `a / b` is
+    only treated as able to reach 0 when its numerator can, or when it is a normalisation by
+    a sum or norm.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.log.html
+    - numlint HAZARDS rows 3, 27
+    """
+
+    CODE = "NUM103"
+    NAME = "log-of-zero"
+    MESSAGE = (
+        "log of a value that can be exactly 0: gives -inf and infinite gradients; clamp it "
+        "first (`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
+    )
+    TRIGGERS = ("log",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            y = torch.log(torch.relu(x) + 1e-6)
+            """,
+            "an eps inside the log",
+        ),
+        Valid(
+            """
+            import math
+            y = math.log(1 - p)
+            """,
+            "`math.log`",
+        ),
+        Valid(
+            """
+            import torch
+            u = torch.rand(8).clamp(min=1e-6, max=1 - 1e-6)
+            g = -torch.log(-torch.log(u))
+            """,
+            "uniform draws clamped away from 0 (and 1)",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                h = torch.relu(x)
+                h = torch.maximum(h, torch.tensor(1e-6))
+                return h.log()
+            """,
+            "a guard in an earlier statement",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                p = torch.rand(4)
+                p[p < 1e-6] = 1e-6
+                return torch.log(p)
+            """,
+            "an in-place guard",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(1 - torch.rand(8))
+            """,
+            "`torch.rand` is in [0, 1): 1 - u never reaches 0",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(torch.softmax(z, -1))
+            """,
+            "NUM101 reports this one",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x, y):
+                return torch.log(x / y)
+            """,
+            "a ratio of unknown values: not assumed to reach 0",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                h = torch.relu(x)
+                return torch.log(torch.where(h > 0, h, 1.0))
+            """,
+            "sanitised with torch.where before the log",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(torch.clamp(x, min=0) + 1)
+            """,
+            "clamped at 0, then shifted by 1",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.relu(x))
+            """,
+            line=2,
+            column=5,
+        ),
+        Invalid(
+            """
+            import torch
+            gumbel = -torch.log(-torch.log(torch.rand(16)))
+            """,
+            line=2,
+            column=22,
+            note="Gumbel noise: `torch.rand` returns exact zeros",
+        ),
+        Invalid(
+            """
+            import torch.nn.functional as F
+            def nll(z):
+                p = F.softmax(z, dim=-1)
+                return -(1 - p).log()
+            """,
+            line=4,
+            column=13,
+            note="`1 - p` of a softmax output, method form",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                h = x.clamp(min=0)
+                return torch.log2(h)
+            """,
+            line=4,
+            column=12,
+            note="`clamp(min=0)` is not a guard for a log",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(counts):
+                p = counts / counts.sum(-1, keepdim=True)
+                return torch.log10(p)
+            """,
+            line=4,
+            column=12,
+            note="a normalised ratio",
+        ),
+        Invalid(
+            """
+            import torch
+            y = torch.log(torch.sigmoid(a) * torch.sigmoid(b))
+            """,
+            line=2,
+            column=5,
+            note="a product of probabilities",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.ReLU()
+                def forward(self, x):
+                    return self.act(x).log()
+            """,
+            line=8,
+            column=16,
+            note="an nn.ReLU module",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(p, mask):
+                q = p.softmax(-1) * (mask > 0).float()
+                return torch.log(q)
+            """,
+            line=4,
+            column=12,
+            note="masked probabilities",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.log(torch.relu(x))",
+        fix="torch.log(torch.relu(x).clamp_min(torch.finfo(x.dtype).tiny))",
+        inputs={"x": "torch.tensor([-1.0, 0.0, 2.0])"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        o = op(ctx, node)
+        if o is None or o.name not in _LOGS or o.input is None:
+            return
+        if o.spelling == "method" and node.args:
+            return
+        value = ctx.value(o.input)
+        if o.name == "log" and _other_rule(ctx, value):
+            return
+        reason = zero_reason(ctx, value, "log")
+        if reason is None or selection(ctx, o.input) is not None:
+            return
+        self.report(node, f"log of {reason}, which can be exactly 0: {_TAIL}")
+
+
+_TAIL = (
+    "the result is -inf with an infinite gradient; clamp it first "
+    "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
+)
+
+
+def _other_rule(ctx, value: Value) -> bool:
+    """The natural log of a softmax / sigmoid (or 1 - sigmoid) output: NUM101 / NUM102."""
+    if activation(ctx, value) is not None:
+        return True
+    direct = ctx.deref(value)
+    node = direct.node
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and is_one(ctx, node.left)
+    ):
+        inner = Value(node.right, direct.env, direct.mutations)
+        return activation(ctx, inner, ("sigmoid",)) is not None
+    return False

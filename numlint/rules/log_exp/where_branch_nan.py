@@ -1,0 +1,216 @@
+"""NUM110 where-branch-nan."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._forms import bare
+from numlint.rules.log_exp._zero import (
+    Selection,
+    clamp_bounds,
+    const,
+    guarded_by_mutation,
+    op,
+    positive_bound,
+    positive_value,
+    sanitises,
+    selection,
+)
+from numlint.semantics import positional
+
+_ROOTS = ("log", "log2", "log10", "sqrt", "rsqrt")
+
+
+class WhereBranchNan(Rule):
+    """log / sqrt / division inside `torch.where` still gives NaN gradients; sanitise the input.
+
+    What it does:
+    Flags `torch.log`, `torch.sqrt`, `torch.rsqrt` (and method forms) and divisions computed
+    inside a branch of `torch.where` whose condition tests the same value
+    (`torch.where(x > 0, torch.log(x), 0)`, `torch.where(n > 0, v / n, 0)`), and such a log
+    or sqrt multiplied by a mask on that value (`torch.log(x) * (x > 0)`).
+
+    Why is this bad?
+    Both branches of `torch.where` are computed. The forward pass discards the -inf / NaN of
+    the branch not taken, but the backward pass multiplies its infinite local gradient by 0
+    and gets NaN, which reaches the input. Sanitise the input before the operation:
+    `torch.log(torch.where(x > 0, x, 1))`.
+
+    Fix safety:
+    Unsafe: it changes the gradient (NaN becomes 0) though not the forward value. Inside
+    `torch.where(c, f(x), y)` the operand becomes `torch.where(c, x, 1)`.
+
+    Known limitations:
+    The operation must be written inside the `where` call or the masked product itself;
+    a log computed in an earlier statement is not followed. Operands with an eps or clamp are
+    not reported.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.where.html
+    - numlint HAZARDS row 13
+    """
+
+    CODE = "NUM110"
+    NAME = "where-branch-nan"
+    MESSAGE = (
+        "log / sqrt / division inside a `torch.where` branch: the branch not taken still gives "
+        "NaN gradients; sanitise the input first (`torch.log(torch.where(x > 0, x, 1))`)"
+    )
+    TRIGGERS = ("where", ">", "<", "!=", "==")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            y = torch.where(x > 0, torch.log(torch.where(x > 0, x, 1.0)), 0.0)
+            """,
+            "the input is sanitised first",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.where(x > 0, torch.log(x.clamp(min=1e-6)), 0.0)
+            """,
+            "a clamped operand",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.where(mask, torch.log(p), 0.0)
+            """,
+            "the condition does not test the operand",
+        ),
+        Valid(
+            """
+            import numpy as np
+            y = np.where(x > 0, np.log(x), 0)
+            """,
+            "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.where(n > 0, v / (n + 1e-8), 0.0)
+            """,
+            "a guarded denominator",
+        ),
+        Valid(
+            """
+            import torch
+            y = torch.log(x) * (t > 0)
+            """,
+            "a mask on another value",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            y = torch.where(x > 0, torch.log(x), 0.0)
+            """,
+            line=2,
+            column=24,
+            fixed="""
+            import torch
+            y = torch.where(x > 0, torch.log(torch.where(x > 0, x, 1)), 0.0)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def dist(d2):
+                return torch.where(d2 == 0, torch.zeros_like(d2), d2.sqrt())
+            """,
+            line=3,
+            column=55,
+            fixed="""
+            import torch
+            def dist(d2):
+                return torch.where(d2 == 0, torch.zeros_like(d2), torch.where(d2 == 0, 1, d2).sqrt())
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def norm(v, n):
+                return torch.where(n > 0, v / n, torch.zeros_like(v))
+            """,
+            line=3,
+            column=31,
+            fixed="""
+            import torch
+            def norm(v, n):
+                return torch.where(n > 0, v / torch.where(n > 0, n, 1), torch.zeros_like(v))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = (torch.log(x) * (x > 0).float()).sum()
+            """,
+            line=2,
+            column=6,
+            note="a mask multiplication: no fix",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.where(x > 0, torch.log(x), torch.zeros_like(x))",
+        fix="torch.where(x > 0, torch.log(torch.where(x > 0, x, torch.ones_like(x))), torch.zeros_like(x))",
+        inputs={"x": "torch.tensor([0.0, 1.0])"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        o = op(self.ctx, node)
+        if o is None or o.name not in _ROOTS or o.input is None:
+            return
+        if o.spelling == "method" and node.args:
+            return
+        self._check(node, o.input)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide) and const(self.ctx, node.right) is None:
+            self._check(node, node.right)
+
+    def _check(self, node: cst.CSTNode, operand: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        if _guarded(ctx, operand):
+            return
+        sel = selection(ctx, operand)
+        if sel is None:
+            return
+        self.report(node, fix=self._fix(operand, sel))
+
+    def _fix(self, operand: cst.BaseExpression, sel: Selection) -> FixSpec | None:
+        if sel.kind != "where" or "." not in sel.where_func and sel.where_func != "where":
+            return None
+        ctx = self.ctx
+        cond, text = ctx.code(sel.condition), bare(ctx, operand)
+        branches = f"{text}, 1" if sel.taken else f"1, {text}"
+        code = f"{sel.where_func}({cond}, {branches})"
+        return self.fix("unsafe", "Sanitise the input with `torch.where`", (operand, code))
+
+
+def _guarded(ctx, operand: cst.BaseExpression) -> bool:
+    """An operand with its own guard: eps added, clamped, sanitised, or positive."""
+    value = ctx.deref(ctx.value(operand))
+    if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
+        return True
+    node, env = value.node, value.env
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return positive_bound(ctx, node.right, env) or positive_bound(ctx, node.left, env)
+    o = op(ctx, node, env)
+    if o is None:
+        return False
+    if o.name in ("clamp", "clamp_min"):
+        return positive_bound(ctx, clamp_bounds(o)[0], env)
+    if o.name == "maximum":
+        return positive_bound(ctx, o.arg(0, "other"), env)
+    if o.name == "where" and o.spelling == "function":
+        cond = positional(o.call, 0, "condition")
+        args = [a.value for a in o.call.args if a.keyword is None]
+        if cond is not None and len(args) == 3:
+            return sanitises(ctx, cond, args[1], True, env) or sanitises(
+                ctx, cond, args[2], False, env
+            )
+    return False

@@ -1,0 +1,60 @@
+"""Which loss a call computes, and what it takes as its input (prediction)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.context import Context
+from numlint.semantics import positional
+
+CROSS_ENTROPY = (
+    frozenset({"torch.nn.functional.cross_entropy"}),
+    frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"}),
+)
+NLL = (
+    frozenset({"torch.nn.functional.nll_loss"}),
+    frozenset({"torch.nn.NLLLoss", "torch.nn.modules.loss.NLLLoss"}),
+)
+BCE = (
+    frozenset({"torch.nn.functional.binary_cross_entropy"}),
+    frozenset({"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"}),
+)
+KL_DIV = (
+    frozenset({"torch.nn.functional.kl_div", "torch.kl_div"}),
+    frozenset({"torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss"}),
+)
+
+
+@dataclass(frozen=True)
+class LossCall:
+    """A call of a loss function or loss module."""
+
+    call: cst.Call
+    #: The prediction argument (`input`).
+    input: cst.BaseExpression
+    #: "function" (`F.cross_entropy(...)`), "inline" (`nn.BCELoss()(...)`) or "module"
+    #: (a loss object created elsewhere: `self.criterion(...)`, `loss_fn(...)`).
+    spelling: str
+    #: The loss module's constructor call, for "inline" and "module".
+    constructor: cst.Call | None = None
+
+
+def loss_call(
+    ctx: Context, call: cst.Call, names: tuple[frozenset[str], frozenset[str]]
+) -> LossCall | None:
+    """`call` as a call of the loss `names` = (functions, module classes), else None."""
+    functions, modules = names
+    callee = ctx.callee(call)
+    if callee.qualname in functions:
+        spelling, ctor = "function", None
+    elif callee.instance_of in modules:
+        ctor = callee.constructor
+        spelling = "inline" if call.func is ctor else "module"
+    else:
+        return None
+    inp = positional(call, 0, "input")
+    if inp is None:
+        return None
+    return LossCall(call, inp, spelling, ctor)

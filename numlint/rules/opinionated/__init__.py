@@ -1,0 +1,1 @@
+"""NUM9xx: opinionated rules, off by default."""

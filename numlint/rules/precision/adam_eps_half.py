@@ -1,0 +1,195 @@
+"""NUM404 adam-eps-half."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from numlint.context import Value
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.precision._dtype import constant, evidence, traced_dtype
+from numlint.semantics import positional
+
+_ADAM = frozenset(
+    {f"torch.optim.{name}" for name in ("Adam", "AdamW", "NAdam", "RAdam", "Adamax")}
+    | {"torch.optim.adam.Adam", "torch.optim.adamw.AdamW"}
+)
+_PARAMETERS = m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name("named_parameters")))
+
+
+class AdamEpsHalf(Rule):
+    """Adam on float16 parameters with the default eps: eps is 0 in float16; updates blow up.
+
+    What it does:
+    Flags `torch.optim.Adam(...)` / `AdamW` / `NAdam` / `RAdam` / `Adamax` whose `eps` is the
+    default 1e-8 or any value below the `min_eps` option (1e-4), when the parameters it is
+    given belong to a float16 model: `X.parameters()` (also through variables, lists and
+    parameter-group dicts) where `X` is converted to float16 in the same class, function or
+    module (`X.half()`, `X.to(torch.float16)`, `X.to(dtype=torch.half)`, `X.type(torch.half)`,
+    also on a parent module: `model.half()` covers `model.encoder`), or was created that way
+    (`model = Net().cuda().half()`), or after `torch.set_default_dtype(torch.float16)`.
+
+    Why is this bad?
+    Pure float16 training keeps Adam's moments in float16: eps=1e-8 rounds to exactly 0, and
+    the second moment of a small gradient underflows to 0 as well, so the update
+    `m / (sqrt(v) + eps)` is 0/0 = NaN or x/0 = inf after one step (gradients `[1e-4, 0, 1e-3,
+    1]` already do it). Mixed precision (autocast + GradScaler) keeps float32 master weights
+    and avoids the problem; bfloat16 has float32's range; otherwise eps must be at least 1e-4.
+
+    Known limitations:
+    Only parameters whose owner is converted in the same class, function or module are seen;
+    a model converted in another function is not. There is no fix: the right change (mixed
+    precision, bfloat16 or a larger eps) is a design decision.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.optim.Adam.html
+    - https://pytorch.org/docs/stable/amp.html
+    - numlint HAZARDS row 20
+    """
+
+    CODE = "NUM404"
+    NAME = "adam-eps-half"
+    MESSAGE = (
+        "Adam on float16 parameters with a tiny eps: eps (1e-8 by default) is 0 in float16, so "
+        "updates become inf/NaN; train with autocast + GradScaler (float32 weights), bfloat16, "
+        "or pass `eps=1e-4` or larger"
+    )
+    TRIGGERS = ("Adam",)
+    OPTIONS = {"min_eps": 1e-4}
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            model = Net().cuda().half()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-4)
+            """,
+            "an eps float16 can use",
+        ),
+        Valid(
+            """
+            import torch
+            model = Net().cuda()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x).sum()
+            """,
+            "mixed precision keeps float32 weights",
+        ),
+        Valid(
+            """
+            import torch
+            def setup(model, teacher):
+                teacher.half()
+                return torch.optim.Adam(model.parameters())
+            """,
+            "a different model is converted",
+        ),
+        Valid(
+            """
+            import torch
+            def setup(model):
+                model.to(torch.bfloat16)
+                return torch.optim.Adam(model.parameters())
+            """,
+            "bfloat16 has float32's range",
+        ),
+        Valid(
+            """
+            import torch
+            def setup(model, x):
+                x = x.half()
+                return torch.optim.Adam(model.parameters())
+            """,
+            "only the data is float16",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            model = Net().cuda().half()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            """,
+            line=3,
+            column=7,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.optim import AdamW
+            def setup(model, lr):
+                model.to(device, dtype=torch.float16)
+                params = [p for p in model.parameters() if p.requires_grad]
+                return AdamW(params, lr=lr, eps=1e-8)
+            """,
+            line=6,
+            column=12,
+            note="through a variable; an explicit eps=1e-8 is no better",
+        ),
+        Invalid(
+            """
+            import torch
+            def main(args):
+                model = Model(args)
+                if args.fp16:
+                    model.half()
+                optimizer = torch.optim.Adam(
+                    [{"params": model.encoder.parameters(), "lr": 1e-4}], lr=args.lr
+                )
+            """,
+            line=6,
+            column=17,
+            note="parameter groups of a submodule",
+        ),
+    ]
+    PROBE = Probe(
+        scenario="adam-eps-half",
+        inputs={"grad": "torch.tensor([1e-4, 0.0, 1e-3, 1.0])"},
+        dtypes=("float16",),
+        note="one Adam step on float16 parameters with these gradients: eps=1e-8 gives "
+        "non-finite parameters, eps=1e-4 stays finite",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if ctx.callee(node).qualname not in _ADAM:
+            return
+        given = positional(node, 3, "eps")
+        if given is not None:
+            eps = constant(ctx, given)
+            if eps is None or eps >= float(self.options["min_eps"]):
+                return
+        params = positional(node, 0, "params")
+        if params is not None and self._half_owner(params):
+            self.report(node)
+
+    def _half_owner(self, params: cst.BaseExpression) -> bool:
+        ctx = self.ctx
+        found = evidence(ctx)
+        if any(e.kind == "default" for e in found):
+            return True
+        converted = {e.receiver for e in found if e.kind == "convert" and e.receiver}
+        for owner, env in _owners(ctx, Value(params, ctx.env)):
+            text = ctx.code(owner)
+            if any(text == r or text.startswith(r + ".") for r in converted):
+                return True
+            if traced_dtype(ctx, Value(owner, env)) == "float16":
+                return True
+        return False
+
+
+def _owners(ctx, value: Value, depth: int = 4) -> list[tuple[cst.BaseExpression, object]]:
+    """Receivers of `.parameters()` calls in a params expression, following names."""
+    if depth <= 0:
+        return []
+    value = ctx.deref(value)
+    out: list[tuple[cst.BaseExpression, object]] = []
+    for call in m.findall(value.node, _PARAMETERS):
+        out.append((call.func.value, value.env))  # type: ignore[union-attr]
+    if not out:
+        for name in m.findall(value.node, m.Name()):
+            if name is not value.node:
+                out += _owners(ctx, Value(name, value.env), depth - 1)  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,312 @@
+"""NUM401 half-precision-eps."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.precision._dtype import HALF_ZERO, constant, is_half, traced_dtype
+from numlint.semantics import positional
+
+_GUARDED_FUNCTIONS = frozenset(
+    {"torch.log", "torch.log2", "torch.log10", "torch.sqrt", "torch.rsqrt", "torch.reciprocal",
+     "torch.special.log"}
+)  # fmt: skip
+_GUARDED_METHODS = frozenset({"log", "log2", "log10", "sqrt", "rsqrt", "reciprocal"})
+_CLAMP_METHODS = frozenset({"clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_min_"})
+_CLAMP_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min"})
+#: Functions whose eps default rounds to 0 in float16: (eps position, default).
+_EPS_DEFAULTS = {
+    "torch.nn.functional.normalize": (3, 1e-12),
+    "torch.nn.functional.cosine_similarity": (3, 1e-8),
+    "torch.cosine_similarity": (3, 1e-8),
+}
+
+_EPS_MESSAGE = (
+    "eps={eps:g} rounds to 0 in float16, so this guard does nothing and the value can still "
+    "be 0 (inf/NaN); use a dtype-aware eps such as `torch.finfo(x.dtype).tiny` (6.1e-5) "
+    "or compute in float32"
+)
+_DEFAULT_MESSAGE = (
+    "`{name}` in float16 uses eps={eps:g} by default, which rounds to 0: a zero vector gives "
+    "NaN; pass `eps=torch.finfo(torch.float16).tiny` or compute it in float32"
+)
+
+
+class HalfPrecisionEps(Rule):
+    """An eps guard below 2.98e-8 in float16 code: it rounds to 0 and guards nothing.
+
+    What it does:
+    Flags a positive eps below 2.98e-8 (`1e-8`, `1e-10`, `1e-12`, `torch.finfo(torch.float32)
+    .tiny`, a constant or parameter default bound to one) used as a guard on float16 values:
+    `x / (d + eps)`, also through a variable (`d = n + eps; x / d`), `torch.log(p + eps)`,
+    `torch.sqrt(v + eps)` / `rsqrt` / `reciprocal` (function and method forms),
+    `p.clamp(min=eps)`, `p.clamp_min(eps)`, `torch.clamp(p, eps, 1 - eps)`, and `F.normalize` /
+    `F.cosine_similarity` whose default eps (1e-12 / 1e-8) is too small.
+    Values count as float16 when their data flow in the function says so (`x.half()`,
+    `.to(torch.float16)`, `dtype=torch.half`), or, when it says nothing, when the enclosing
+    class (for methods), function or module converts to float16 explicitly (`.half()`,
+    `.to(torch.float16)`, `dtype=torch.float16`, `torch.set_default_dtype(torch.half)`);
+    autocast alone does not count, since it keeps reductions such as norms in float32.
+
+    Why is this bad?
+    float16 cannot represent positive values below 2**-25 (2.98e-8): `1e-8`, `1e-10` and
+    `1e-12` all become exactly 0, so `log(p + 1e-8)` is still -inf and `x / (n + 1e-8)` still
+    0/0 = NaN when p or n is 0. The guard looks real and does nothing.
+
+    Known limitations:
+    The dtype is followed within one function; values whose dtype cannot be followed are judged
+    by the explicit float16 conversions of their class, function or module. An eps between
+    2.98e-8 and 6.1e-5 survives as a subnormal and is not flagged, although `x / eps` can still
+    overflow float16's maximum of 65504.
+
+    References:
+    - https://pytorch.org/docs/stable/type_info.html#torch.finfo
+    - numlint HAZARDS rows 4 and 15
+    """
+
+    CODE = "NUM401"
+    NAME = "half-precision-eps"
+    MESSAGE = (
+        "an eps below 2.98e-8 rounds to 0 in float16, so this guard does nothing and the value "
+        "can still be 0 (inf/NaN); use a dtype-aware eps such as `torch.finfo(x.dtype).tiny` "
+        "(6.1e-5) or compute in float32"
+    )
+    TRIGGERS = ("half", "Half", "float16")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            def f(x):
+                x = x.half()
+                return x / (x.norm(dim=-1, keepdim=True) + 1e-4)
+            """,
+            "an eps float16 can represent",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                return x / (x.norm(dim=-1, keepdim=True) + 1e-8)
+            """,
+            "no sign of float16",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                h = x.half()
+                x = x.float()
+                return x / (x.norm(dim=-1, keepdim=True) + 1e-8)
+            """,
+            "the guarded value is float32",
+        ),
+        Valid(
+            """
+            import torch
+            def f(p):
+                p = p.half()
+                return torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))
+            """,
+            "a dtype-aware eps",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                x = x.to(torch.bfloat16)
+                return torch.log(x + 1e-8)
+            """,
+            "1e-8 survives in bfloat16",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                eps = 1e-4 if x.dtype == torch.float16 else 1e-8
+                return x / (x.sum() + eps)
+            """,
+            "a dtype-dependent eps; a dtype comparison is not a conversion",
+        ),
+        Valid(
+            """
+            import math
+            def f(model, steps, total):
+                model.half()
+                return math.log(steps / (total + 1e-8))
+            """,
+            "Python numbers, not tensors",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            def f(p):
+                p = p.half()
+                return torch.log(p + 1e-8)
+            """,
+            line=4,
+            column=22,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, eps=1e-10):
+                    super().__init__()
+                    self.eps = eps
+                    self.half()
+                def forward(self, x):
+                    return x / (x.norm(dim=-1, keepdim=True) + self.eps)
+            """,
+            line=9,
+            column=21,
+            note="an eps parameter default stored on self, in a class that converts to half",
+        ),
+        Invalid(
+            """
+            import torch
+            def entropy(logits):
+                p = torch.softmax(logits.to(torch.float16), -1)
+                return -(p * p.clamp(min=1e-12).log()).sum(-1)
+            """,
+            line=4,
+            column=18,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def embed(x):
+                h = torch.zeros(4, 8, dtype=torch.half)
+                return F.normalize(h, dim=-1)
+            """,
+            line=5,
+            column=12,
+            note="F.normalize's default eps=1e-12 rounds to 0",
+        ),
+        Invalid(
+            """
+            import torch
+            EPS = 1e-8
+            def std(x):
+                x = x.half()
+                var = x.var(0) + EPS
+                return x / torch.sqrt(var)
+            """,
+            line=5,
+            column=11,
+            note="through a named constant",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                x = x.half()
+                return x.clamp_min(torch.finfo(torch.float32).tiny).log()
+            """,
+            line=4,
+            column=12,
+            note="float32's tiny is 0 in float16",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.log(p + 1e-8)",
+        fix="torch.log(p + torch.finfo(p.dtype).tiny)",
+        inputs={"p": "torch.tensor([0.0, 0.5])"},
+        dtypes=("float16",),
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide):
+            self._check_sum(node.right, through=True)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        callee = ctx.callee(node)
+        qual = callee.qualname
+        if qual in _GUARDED_FUNCTIONS:
+            if (arg := positional(node, 0, "input")) is not None:
+                self._check_sum(arg, through=True)
+        elif qual is None and callee.method in _GUARDED_METHODS and not node.args:
+            self._check_sum(callee.receiver, through=True)  # type: ignore[arg-type]
+        elif qual is None and callee.method in _CLAMP_METHODS and callee.receiver is not None:
+            low = positional(node, 0, "min")
+            self._check_bound(node, low, callee.receiver)
+        elif qual in _CLAMP_FUNCTIONS:
+            operand = positional(node, 0, "input")
+            if operand is not None:
+                self._check_bound(node, positional(node, 1, "min"), operand)
+        elif qual in _EPS_DEFAULTS:
+            self._check_default(node, qual)
+
+    def _check_sum(self, expr: cst.BaseExpression, through: bool) -> None:
+        ctx = self.ctx
+        value = ctx.deref(ctx.value(expr)) if through else ctx.value(expr)
+        node = value.node
+        if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+            return
+        for eps_side, other in ((node.right, node.left), (node.left, node.right)):
+            eps = constant(ctx, eps_side, value.env)
+            if eps is not None and 0 < eps <= HALF_ZERO:
+                operand = Value(other, value.env, value.mutations)
+                if self._half_tensor(operand):
+                    self.report(node, _EPS_MESSAGE.format(eps=eps))
+                return
+
+    def _check_bound(
+        self, node: cst.Call, low: cst.BaseExpression | None, operand: cst.BaseExpression
+    ) -> None:
+        if low is None:
+            return
+        eps = constant(self.ctx, low)
+        if eps is not None and 0 < eps <= HALF_ZERO and self._half_tensor(self.ctx.value(operand)):
+            self.report(node, _EPS_MESSAGE.format(eps=eps))
+
+    def _check_default(self, node: cst.Call, qual: str) -> None:
+        index, default = _EPS_DEFAULTS[qual]
+        given = positional(node, index, "eps")
+        eps = default if given is None else constant(self.ctx, given)
+        if eps is None or not 0 < eps <= HALF_ZERO:
+            return
+        operand = positional(node, 0, "input" if "normalize" in qual else "x1")
+        if operand is None or not self._half_tensor(self.ctx.value(operand)):
+            return
+        name = qual.rsplit(".", 1)[-1]
+        if given is None:
+            self.report(node, _DEFAULT_MESSAGE.format(name=name, eps=eps))
+        else:
+            self.report(node, _EPS_MESSAGE.format(eps=eps))
+
+    def _half_tensor(self, value: Value) -> bool:
+        """float16 by data flow; or a computed tensor in a region that converts to float16."""
+        ctx = self.ctx
+        traced = traced_dtype(ctx, value)
+        if traced is not None:
+            return traced == "float16"
+        return _tensor_like(ctx, value) and is_half(ctx, value)
+
+
+def _tensor_like(ctx, value: Value, depth: int = 6) -> bool:
+    """A value computed by torch or a tensor method (not a parameter, literal or builtin)."""
+    if depth <= 0:
+        return False
+    value = ctx.deref(value)
+    node = value.node
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, value.env)
+        if callee.qualname is not None:
+            return callee.qualname.startswith("torch.")
+        return callee.method is not None and callee.receiver is not None
+    if isinstance(node, cst.BinaryOperation):
+        return _tensor_like(ctx, Value(node.left, value.env), depth - 1) or _tensor_like(
+            ctx, Value(node.right, value.env), depth - 1
+        )
+    if isinstance(node, (cst.Subscript, cst.UnaryOperation)):
+        inner = node.value if isinstance(node, cst.Subscript) else node.expression
+        return _tensor_like(ctx, Value(inner, value.env), depth - 1)
+    return False

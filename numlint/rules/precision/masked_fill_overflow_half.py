@@ -1,0 +1,218 @@
+"""NUM402 masked-fill-overflow-half."""
+
+from __future__ import annotations
+
+import math
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.precision._dtype import HALF_MAX, constant, is_half
+from numlint.semantics import positional
+
+
+class MaskedFillOverflowHalf(Rule):
+    """`masked_fill(mask, -1e9)` on float16 values: -1e9 does not fit in float16 and raises.
+
+    What it does:
+    Flags `scores.masked_fill(mask, v)`, `scores.masked_fill_(mask, v)` and
+    `torch.masked_fill(scores, mask, v)` where `v` is a finite constant beyond float16's range
+    (|v| > 65504: `-1e9`, `-1e10`, `float("-1e30")`, `torch.finfo(torch.float32).min`, or a name
+    bound to one) and `scores` is float16: by its data flow in the function (`.half()`,
+    `.to(torch.float16)`, `dtype=torch.half`), or, when that is unknown, because the enclosing
+    class (for methods), function or module converts to float16 explicitly or enters a float16
+    autocast region (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`, `dtype=torch.float16`),
+    where matmul outputs such as attention scores are float16.
+
+    Why is this bad?
+    Filling a float16 tensor with a value it cannot represent raises "value cannot be converted
+    to type at::Half without overflow", typically the first time a model runs under autocast
+    or after `.half()`. `torch.finfo(scores.dtype).min` is the most negative value of whatever
+    dtype the scores have and masks just as well.
+
+    Fix safety:
+    Unsafe: the fill value changes (to -3.4e38 in float32, -65504 in float16). Offered when the
+    filled tensor is a name or attribute, so that `torch.finfo(<it>.dtype)` reads no call twice.
+
+    Known limitations:
+    The dtype is followed within one function; values whose dtype cannot be followed are judged
+    by their class, function or module. `float("-inf")` fills are not this rule's business (they
+    fit float16 but give NaN for fully masked rows).
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html
+    - numlint HAZARDS row 17
+    """
+
+    CODE = "NUM402"
+    NAME = "masked-fill-overflow-half"
+    MESSAGE = (
+        "masked_fill with a value beyond float16's range (65504) on float16 values raises an "
+        "overflow error; fill with `torch.finfo(x.dtype).min` instead"
+    )
+    TRIGGERS = ("masked_fill",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            def attend(q, k, mask):
+                with torch.autocast("cuda"):
+                    s = q @ k.transpose(-2, -1)
+                    return s.masked_fill(mask, torch.finfo(s.dtype).min)
+            """,
+            "a dtype-aware fill value",
+        ),
+        Valid(
+            """
+            import torch
+            def attend(q, k, mask):
+                s = q @ k.transpose(-2, -1)
+                return s.masked_fill(mask, -1e9)
+            """,
+            "no sign of float16",
+        ),
+        Valid(
+            """
+            import torch
+            def attend(q, k, mask):
+                with torch.autocast("cuda"):
+                    s = (q @ k.transpose(-2, -1)).float()
+                    return s.masked_fill(mask, -1e9).softmax(-1)
+            """,
+            "the scores are converted to float32 first",
+        ),
+        Valid(
+            """
+            import torch
+            def attend(s, mask):
+                s = s.half()
+                return s.masked_fill(mask, -1e4)
+            """,
+            "-1e4 fits in float16",
+        ),
+        Valid(
+            """
+            import torch
+            def attend(s, mask):
+                with torch.autocast("cpu"):
+                    return (s @ s.T).masked_fill(mask, -1e9)
+            """,
+            "CPU autocast runs in bfloat16, whose range is float32's",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            def attend(scores, mask):
+                scores = scores.half()
+                return scores.masked_fill(mask == 0, -1e9)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def attend(scores, mask):
+                scores = scores.half()
+                return scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Attention(nn.Module):
+                def forward(self, q, k, v, mask):
+                    with torch.cuda.amp.autocast():
+                        att = q @ k.transpose(-2, -1)
+                        att.masked_fill_(mask, float("-1e10"))
+                        return att.softmax(-1) @ v
+            """,
+            line=7,
+            column=13,
+            fixed="""
+            import torch
+            import torch.nn as nn
+            class Attention(nn.Module):
+                def forward(self, q, k, v, mask):
+                    with torch.cuda.amp.autocast():
+                        att = q @ k.transpose(-2, -1)
+                        att.masked_fill_(mask, torch.finfo(att.dtype).min)
+                        return att.softmax(-1) @ v
+            """,
+            note="in-place form under CUDA autocast",
+        ),
+        Invalid(
+            """
+            import torch
+            NEG = -1e9
+            def f(x, m):
+                y = torch.zeros(4, 4, dtype=torch.float16)
+                return torch.masked_fill(y + x, m, NEG)
+            """,
+            line=5,
+            column=12,
+            note="function form through a constant; the filled tensor is an expression: no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(model, scores, mask):
+                model.half()
+                return scores.masked_fill(mask, torch.finfo(torch.float32).min)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def f(model, scores, mask):
+                model.half()
+                return scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+            """,
+            note="float32's minimum overflows float16 too",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="x.masked_fill(x > 0, -1e9)",
+        fix="x.masked_fill(x > 0, torch.finfo(x.dtype).min)",
+        inputs={"x": "torch.tensor([[1.0, 0.0], [0.0, 2.0]])"},
+        dtypes=("float16",),
+        backward=False,
+        note="the hazard raises a RuntimeError (overflow) in float16",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        callee = ctx.callee(node)
+        if callee.qualname is None and callee.method in ("masked_fill", "masked_fill_"):
+            target, fill = callee.receiver, positional(node, 1, "value")
+        elif callee.qualname == "torch.masked_fill":
+            target, fill = positional(node, 0, "input"), positional(node, 2, "value")
+        else:
+            return
+        if target is None or fill is None:
+            return
+        value = constant(ctx, fill)
+        if value is None or not math.isfinite(value) or abs(value) <= HALF_MAX:
+            return
+        if not is_half(ctx, ctx.value(target), autocast=True):
+            return
+        self.report(node, fix=self._fix(target, fill, value))
+
+    def _fix(
+        self, target: cst.BaseExpression, fill: cst.BaseExpression, value: float
+    ) -> FixSpec | None:
+        finfo = self.ctx.spell("torch.finfo")
+        if finfo is None or not _plain(target):
+            return None
+        bound = "min" if value < 0 else "max"
+        code = f"{finfo}({self.ctx.code(target)}.dtype).{bound}"
+        return self.fix("unsafe", f"Fill with `torch.finfo(dtype).{bound}`", (fill, code))
+
+
+def _plain(node: cst.BaseExpression) -> bool:
+    """A name or an attribute chain of names (`scores`, `self.scores`)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)

@@ -1,0 +1,1 @@
+"""NUM2xx: sqrt, division and normalisation."""

@@ -1,0 +1,290 @@
+"""NUM203 acos-of-cosine."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Env, Value
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._zero import (
+    FLOAT32_HALF_ULP_BELOW_ONE,
+    clamp_bounds,
+    const,
+    denominator_reason,
+    op,
+)
+from numlint.semantics import needs_parens
+
+
+class AcosOfCosine(Rule):
+    """acos / asin of a cosine similarity: NaN just outside [-1, 1]; clamp strictly inside.
+
+    What it does:
+    Flags `torch.acos`, `torch.asin`, `torch.arccos`, `torch.arcsin` and their method forms
+    applied to a cosine similarity (`F.cosine_similarity`, `nn.CosineSimilarity`), to a dot
+    product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`)
+    or to a dot product divided by norms, unless it is clamped strictly inside (-1, 1).
+
+    Why is this bad?
+    Rounding makes the cosine of a vector with itself 1.0000001 for about a fifth of random
+    vectors: `acos` of it is NaN. Even clamped to exactly [-1, 1], the derivative
+    -1/sqrt(1 - c^2) is -inf at +-1 and the gradient is NaN. Clamp to
+    `[-1 + 1e-7, 1 - 1e-7]` (float32), or compute the angle with `atan2`.
+
+    Fix safety:
+    Unsafe (values near +-1 change): the argument is clamped to `(-1 + 1e-7, 1 - 1e-7)`.
+    Offered only where the argument is not clamped already.
+
+    Known limitations:
+    A bound closer to 1 than 3e-8 rounds to 1 in float32 and is reported; half precision
+    needs a larger margin (NUM4xx). Cosines computed in another function are not seen.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.acos.html
+    - numlint HAZARDS row 16
+    """
+
+    CODE = "NUM203"
+    NAME = "acos-of-cosine"
+    MESSAGE = (
+        "acos / asin of a cosine: rounding takes it past +-1 (NaN) and the gradient at +-1 is "
+        "infinite; clamp strictly inside: `c.clamp(-1 + 1e-7, 1 - 1e-7)`"
+    )
+    TRIGGERS = ("acos", "asin", "arccos", "arcsin")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            c = F.cosine_similarity(a, b, dim=-1)
+            angle = torch.acos(c.clamp(-1 + 1e-7, 1 - 1e-7))
+            """,
+            "clamped strictly inside (-1, 1)",
+        ),
+        Valid(
+            """
+            import math
+            angle = math.acos(c)
+            """,
+            "`math.acos`",
+        ),
+        Valid(
+            """
+            import torch
+            angle = torch.acos(x)
+            """,
+            "not known to be a cosine",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def angle(a, b, eps):
+                c = F.cosine_similarity(a, b)
+                c = torch.clamp(c, -1.0 + eps, 1.0 - eps)
+                return torch.acos(c)
+            """,
+            "clamped with a named margin in an earlier statement",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            angle = torch.acos(F.cosine_similarity(a, b, dim=-1))
+            """,
+            line=3,
+            column=9,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            angle = torch.acos(F.cosine_similarity(a, b, dim=-1).clamp(-1 + 1e-7, 1 - 1e-7))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def geodesic(x, y):
+                x = F.normalize(x, dim=-1)
+                y = F.normalize(y, dim=-1)
+                c = (x * y).sum(-1).clamp(-1, 1)
+                return c.acos()
+            """,
+            line=7,
+            column=12,
+            note="clamped to exactly [-1, 1]: the gradient at +-1 is still infinite; no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            def angle(u, v):
+                cos = (u * v).sum(-1) / (u.norm(dim=-1) * v.norm(dim=-1))
+                return torch.arccos(cos)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def angle(u, v):
+                cos = (u * v).sum(-1) / (u.norm(dim=-1) * v.norm(dim=-1))
+                return torch.arccos(cos.clamp(-1 + 1e-7, 1 - 1e-7))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def f(a, b):
+                za = F.normalize(a, dim=1)
+                zb = F.normalize(b, dim=1)
+                return torch.asin(za @ zb.T)
+            """,
+            line=6,
+            column=12,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            def f(a, b):
+                za = F.normalize(a, dim=1)
+                zb = F.normalize(b, dim=1)
+                return torch.asin((za @ zb.T).clamp(-1 + 1e-7, 1 - 1e-7))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            c = torch.cosine_similarity(a, b).clamp(-1 + 1e-9, 1 - 1e-9)
+            t = torch.acos(c)
+            """,
+            line=3,
+            column=5,
+            note="a margin of 1e-9 rounds to 0 in float32",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
+        fix="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1).clamp(-1 + 1e-7, 1 - 1e-7))",
+        inputs={"a": "torch.randn(1000, 16)"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        o = op(ctx, node)
+        if o is None or o.name not in ("acos", "asin") or o.input is None:
+            return
+        if o.spelling == "method" and node.args:
+            return
+        value = ctx.deref(ctx.value(o.input))
+        clamped = False
+        c = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+        if c is not None and c.name == "clamp" and c.input is not None:
+            low, high = clamp_bounds(c)
+            if _strict(ctx, low, value.env, -1.0) and _strict(ctx, high, value.env, 1.0):
+                return
+            clamped = True
+            value = ctx.deref(Value(c.input, value.env))
+        if not _cosine(ctx, value):
+            return
+        self.report(node, fix=None if clamped else self._fix(o.input))
+
+    def _fix(self, arg: cst.BaseExpression) -> FixSpec:
+        text = self.ctx.code(arg)
+        if needs_parens(arg):
+            text = f"({text})"
+        code = f"{text}.clamp(-1 + 1e-7, 1 - 1e-7)"
+        return self.fix("unsafe", "Clamp strictly inside (-1, 1)", (arg, code))
+
+
+def _strict(ctx, bound: cst.BaseExpression | None, env: Env, edge: float) -> bool:
+    """A clamp bound strictly inside (-1, 1) in float32 (a named margin counts)."""
+    if bound is None:
+        return False
+    value = const(ctx, bound, env)
+    if value is None:
+        return True
+    return abs(edge - value) >= FLOAT32_HALF_ULP_BELOW_ONE and abs(value) < 1
+
+
+def _cosine(ctx, value: Value) -> bool:
+    """A cosine similarity, a dot product of normalised vectors, or a dot over norms."""
+    node, env = value.node, value.env
+    o = op(ctx, node, env)  # type: ignore[arg-type]
+    if o is not None and o.name == "cosine":
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return _dot(ctx, Value(node.left, env), normalised=False) and _has_norm(
+            ctx, Value(node.right, env)
+        )
+    return _dot(ctx, value, normalised=True)
+
+
+def _dot(ctx, value: Value, normalised: bool) -> bool:
+    """A dot product (of normalised vectors when `normalised`)."""
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    pair: tuple[cst.BaseExpression, cst.BaseExpression] | None = None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        pair = (node.left, node.right)
+    o = op(ctx, node, env)  # type: ignore[arg-type]
+    if o is not None and o.name == "sum" and o.input is not None:
+        inner = ctx.deref(Value(o.input, env))
+        product = inner.node
+        if isinstance(product, cst.BinaryOperation) and isinstance(product.operator, cst.Multiply):
+            pair, env = (product.left, product.right), inner.env
+    elif o is not None and o.name == "matmul" and o.input is not None:
+        other = o.arg(0, "other")
+        if other is not None:
+            pair = (o.input, other)
+    if pair is None:
+        return False
+    if not normalised:
+        return True
+    return all(_unit(ctx, Value(side, env)) for side in pair)
+
+
+def _unit(ctx, value: Value) -> bool:
+    """F.normalize(...) or x / x.norm(...), through transposes and variables."""
+    for _ in range(4):
+        value = ctx.deref(value)
+        node = value.node
+        if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
+            value = Value(node.value, value.env)
+            continue
+        if isinstance(node, cst.Call):
+            callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+            if callee.method in ("t", "transpose", "permute", "unsqueeze", "detach"):
+                value = Value(callee.receiver, value.env)  # type: ignore[arg-type]
+                continue
+        break
+    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+    if o is not None and o.name == "normalize":
+        return True
+    node = value.node
+    return (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Divide)
+        and _has_norm(ctx, Value(node.right, value.env))
+    )
+
+
+def _has_norm(ctx, value: Value, depth: int = 0) -> bool:
+    """A norm, possibly guarded (`n + eps`, `n.clamp_min(eps)`) or multiplied by another."""
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if depth > 6:
+        return False
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+        return _has_norm(ctx, Value(node.left, env), depth + 1) or _has_norm(
+            ctx, Value(node.right, env), depth + 1
+        )
+    o = op(ctx, node, env)  # type: ignore[arg-type]
+    if o is None or o.input is None:
+        return False
+    if o.name in ("clamp", "clamp_min", "maximum", "max"):
+        return _has_norm(ctx, Value(o.input, env), depth + 1)
+    return o.name == "norm" or (
+        o.name == "sqrt" and denominator_reason(ctx, Value(node, env)) is not None
+    )

@@ -1,0 +1,272 @@
+"""NUM202 division-by-zero-norm."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._zero import (
+    const,
+    denominator_reason,
+    op,
+    same_code,
+    selection,
+)
+from numlint.semantics import keyword
+
+
+class DivideByZeroNorm(Rule):
+    """Division by a norm, sum, count, std or variance that can be 0: 0/0 = NaN; clamp it.
+
+    What it does:
+    Flags `x / x.norm(...)`, `x / torch.norm(x, ...)`, `x / torch.linalg.vector_norm(...)`,
+    `p / p.sum(-1, keepdim=True)`, `(x * m).sum() / m.sum()`, `(x - mean) / x.std()`,
+    `/ torch.sqrt(var)`, `torch.div(...)`, `x.div(...)` and `x /= ...` when the denominator
+    has no guard, also when it reaches the division through a variable.
+
+    Why is this bad?
+    A zero row, an empty mask or a constant feature makes the denominator exactly 0; the
+    quotient is 0/0 = NaN (or inf), forward and backward, and a single NaN spreads to every
+    parameter. Guard the denominator: `den.clamp_min(eps)`, `den + eps`, or for the L2
+    normalisation of a vector `F.normalize(x, dim=d)`.
+
+    Fix safety:
+    Only `x / x.norm(dim=d, keepdim=True)` (and `torch.norm` / `torch.linalg.norm` /
+    `torch.linalg.vector_norm` with p = 2) has a fix, `F.normalize(x, dim=d)`. It is unsafe:
+    F.normalize clamps the norm at 1e-12, so values change for tiny vectors.
+
+    Known limitations:
+    A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
+    a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
+    Python integers and not reported. Whether `x / (x.norm() + 1e-8)` survives half
+    precision is NUM4xx's concern.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
+    - numlint HAZARDS rows 14, 15
+    """
+
+    CODE = "NUM202"
+    NAME = "division-by-zero-norm"
+    MESSAGE = (
+        "division by a norm, sum, count or std that can be exactly 0: gives 0/0 = NaN; "
+        "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
+    )
+    TRIGGERS = ("/", "div")
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn.functional as F
+            y = F.normalize(x, dim=-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            y = x / (x.norm(dim=-1, keepdim=True) + 1e-8)
+            """,
+            "an eps added to the norm (a real guard in float32)",
+        ),
+        Valid(
+            """
+            import torch
+            def masked_mean(x, m):
+                return (x * m).sum() / m.sum().clamp(min=1)
+            """,
+            "the count is clamped",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                s = x.std(0)
+                s[s == 0] = 1.0
+                return (x - x.mean(0)) / s
+            """,
+            "zero standard deviations replaced in place",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                e = torch.exp(x - x.max())
+                return x / e.sum()
+            """,
+            "a sum of exponentials is positive",
+        ),
+        Valid(
+            """
+            import numpy as np
+            y = v / np.linalg.norm(v)
+            """,
+            "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x, n):
+                return x.sum() / len(x)
+            """,
+            "a Python count",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                n = torch.maximum(x.norm(dim=1, keepdim=True), torch.tensor(1e-6))
+                return x / n
+            """,
+            "torch.maximum with an eps",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.nn.functional as F
+            y = x / x.norm(dim=-1, keepdim=True)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch.nn.functional as F
+            y = F.normalize(x, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            y = emb / torch.linalg.vector_norm(emb, dim=1, keepdim=True)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            y = torch.nn.functional.normalize(emb, dim=1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def renorm(p, mask):
+                p = p * mask
+                return p / p.sum(-1, keepdim=True)
+            """,
+            line=4,
+            column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def masked_mean(x, m):
+                return (x * m).sum() / m.sum()
+            """,
+            line=3,
+            column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def standardise(x):
+                mean = x.mean(0)
+                std = x.std(0)
+                return (x - mean) / std
+            """,
+            line=5,
+            column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                x /= torch.norm(x)
+                return x
+            """,
+            line=3,
+            column=5,
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x, var):
+                v = ((x - x.mean()) ** 2).mean()
+                return torch.div(x, torch.sqrt(v))
+            """,
+            line=4,
+            column=12,
+        ),
+    ]
+    PROBE = Probe(
+        hazard="x / x.norm(dim=-1, keepdim=True)",
+        fix="torch.nn.functional.normalize(x, dim=-1)",
+        inputs={"x": "torch.tensor([[0.0, 0.0], [3.0, 4.0]])"},
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide):
+            self._check(node, node.left, node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.DivideAssign):
+            self._check(node, node.target, node.value, fixable=False)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        o = op(self.ctx, node)
+        if o is None or o.name != "div" or o.input is None:
+            return
+        other = o.arg(0, "other")
+        if other is None or keyword(node, "rounding_mode") is not None:
+            return
+        self._check(node, o.input, other, fixable=False)
+
+    def _check(
+        self,
+        node: cst.CSTNode,
+        num: cst.BaseExpression,
+        den: cst.BaseExpression,
+        fixable: bool = True,
+    ) -> None:
+        ctx = self.ctx
+        reason = denominator_reason(ctx, ctx.value(den))
+        if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
+            return
+        fix = self._fix(node, num, den) if fixable else None
+        hint = "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
+        if fix is not None:
+            hint = "use `F.normalize(x, dim=d)`, or clamp the norm (`n.clamp_min(eps)`)"
+        message = f"division by {reason}, which can be exactly 0: gives 0/0 = NaN; {hint}"
+        self.report(node, message, fix)
+
+    def _fix(
+        self, node: cst.CSTNode, num: cst.BaseExpression, den: cst.BaseExpression
+    ) -> FixSpec | None:
+        ctx = self.ctx
+        o = op(ctx, den)
+        if o is None or o.name != "norm" or o.input is None or not same_code(ctx, o.input, num):
+            return None
+        allowed = {"dim", "keepdim", "p", "ord"}
+        if any(a.keyword is None or a.keyword.value not in allowed for a in o.rest()):
+            return None
+        dim, keep = keyword(o.call, "dim"), keyword(o.call, "keepdim")
+        order = keyword(o.call, "p") or keyword(o.call, "ord")
+        if dim is None or not (isinstance(keep, cst.Name) and keep.value == "True"):
+            return None
+        if order is not None and const(ctx, order) != 2.0:
+            return None
+        func = ctx.spell("torch.nn.functional.normalize")
+        if func is None:
+            return None
+        code = f"{func}({ctx.code(num)}, dim={ctx.code(dim)})"
+        return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
+
+
+def _hand_softmax(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """`exp(x) / exp(x).sum(...)`: reported by NUM106."""
+    n = op(ctx, ctx.deref(ctx.value(num)).node)
+    d = op(ctx, ctx.deref(ctx.value(den)).node)
+    if n is None or d is None or n.name != "exp" or d.name != "sum" or d.input is None:
+        return False
+    e = op(ctx, ctx.deref(Value(d.input, d.env)).node)
+    return e is not None and e.name == "exp" and same_code(ctx, e.input, n.input)

@@ -1,0 +1,182 @@
+"""NUM204 one-pass-variance."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._zero import Op, op, same_code, square_of
+from numlint.semantics import keyword, positional, same_bindings
+
+
+class OnePassVariance(Rule):
+    """`mean(x**2) - mean(x)**2` cancels catastrophically and can go negative; use `torch.var`.
+
+    What it does:
+    Flags the one-pass variance `(x * x).mean(d) - x.mean(d) ** 2`, `(x ** 2).mean() -
+    x.mean().pow(2)`, `torch.mean(x ** 2) - torch.mean(x) ** 2`, also when the mean comes
+    from a variable of the same function (`m = x.mean(); v = (x ** 2).mean() - m ** 2`).
+
+    Why is this bad?
+    When the mean is large relative to the spread, both terms are nearly equal and their
+    difference loses every significant digit: for x = 3000 + 1e-3 * randn the result is noise
+    and goes negative in about 1 row in 16, so a following `sqrt` is NaN. `torch.var` uses a
+    stable two-pass algorithm.
+
+    Fix safety:
+    Unsafe (the value changes, becoming accurate): the expression becomes
+    `torch.var(x, dim=d, keepdim=k, correction=0)` (the population variance, like the
+    original). Offered when both means take the same `dim` / `keepdim` and the mean is not
+    reached through a reassigned variable.
+
+    Known limitations:
+    Only means are recognised (not `sum / n`). The tensor must be written the same way in
+    both terms.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.var.html
+    - numlint HAZARDS row 25
+    """
+
+    CODE = "NUM204"
+    NAME = "one-pass-variance"
+    MESSAGE = (
+        "one-pass variance `mean(x**2) - mean(x)**2` cancels catastrophically and can be "
+        "negative; use `torch.var(x, correction=0)` (or `torch.var_mean`)"
+    )
+    TRIGGERS = ("mean",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            v = torch.var(x, dim=-1, correction=0)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            v = ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+            """,
+            "the two-pass form",
+        ),
+        Valid(
+            """
+            import numpy as np
+            v = np.mean(x ** 2) - np.mean(x) ** 2
+            """,
+            "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            d = (x ** 2).mean() - y.mean() ** 2
+            """,
+            "different tensors",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            v = (x * x).mean(-1) - x.mean(-1) ** 2
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            v = torch.var(x, dim=-1, correction=0)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def std(x):
+                m = torch.mean(x, dim=0, keepdim=True)
+                v = torch.mean(x ** 2, dim=0, keepdim=True) - m.pow(2)
+                return torch.sqrt(v)
+            """,
+            line=4,
+            column=9,
+            fixed="""
+            import torch
+            def std(x):
+                m = torch.mean(x, dim=0, keepdim=True)
+                v = torch.var(x, dim=0, keepdim=True, correction=0)
+                return torch.sqrt(v)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            v = x.pow(2).mean() - x.mean().pow(2)
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            v = torch.var(x, correction=0)
+            """,
+        ),
+    ]
+    PROBE = Probe(
+        hazard="(x * x).mean(-1) - x.mean(-1) ** 2",
+        fix="torch.var(x, dim=-1, correction=0)",
+        inputs={"x": "3000 + 1e-3 * torch.randn(64, 256)"},
+        dtypes=("float32",),
+        backward=False,
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Subtract):
+            return
+        ctx = self.ctx
+        left = _mean(ctx, Value(node.left, ctx.env))
+        if left is None or left.input is None:
+            return
+        squared = square_of(ctx, ctx.deref(Value(left.input, left.env)).node, left.env)
+        if squared is None:
+            return
+        right = ctx.deref(ctx.value(node.right))
+        base = square_of(ctx, right.node, right.env)  # type: ignore[arg-type]
+        if base is None:
+            return
+        mean = _mean(ctx, Value(base, right.env))
+        if mean is None or mean.input is None or not same_code(ctx, mean.input, squared):
+            return
+        self.report(node, fix=self._fix(node, left, mean, squared))
+
+    def _fix(self, node: cst.BinaryOperation, left: Op, right: Op, x: cst.BaseExpression) -> FixSpec | None:
+        ctx = self.ctx
+        if not same_bindings(ctx, right.call, right.env):
+            return None
+        shapes = []
+        for o in (left, right):
+            if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in o.rest()):
+                return None
+            offset = 1 if o.spelling == "function" else 0
+            dim = positional(o.call, offset, "dim")
+            keep = keyword(o.call, "keepdim") or positional(o.call, offset + 1)
+            shapes.append(tuple(None if e is None else ctx.code(e) for e in (dim, keep)))
+        if shapes[0] != shapes[1]:
+            return None
+        func = ctx.spell("torch.var")
+        if func is None:
+            return None
+        dim, keep = shapes[0]
+        parts = [ctx.code(x.with_changes(lpar=[], rpar=[]))]
+        if dim is not None:
+            parts.append(f"dim={dim}")
+        if keep is not None:
+            parts.append(f"keepdim={keep}")
+        parts.append("correction=0")
+        code = f"{func}({', '.join(parts)})"
+        return self.fix("unsafe", "Replace with `torch.var`", (node, code))
+
+
+def _mean(ctx, value: Value) -> Op | None:
+    value = ctx.deref(value)
+    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+    return o if o is not None and o.name == "mean" else None

@@ -1,0 +1,289 @@
+"""NUM201 sqrt-at-zero."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Value
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.log_exp._zero import (
+    const,
+    has_tensor_op,
+    op,
+    selection,
+    square_of,
+    zero_reason,
+)
+from numlint.semantics import keyword, positional, same_bindings
+
+
+class SqrtAtZero(Rule):
+    """Square root of a value that can be 0: NaN gradients there; use `vector_norm` or an eps inside.
+
+    What it does:
+    Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
+    `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
+    (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`), a square, a variance, `1 - x**2`
+    (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable.
+
+    Why is this bad?
+    The derivative of sqrt at 0 is infinite; autograd multiplies it by the zero gradient of the
+    sum of squares and gets NaN, which then reaches every parameter. `rsqrt(0)` is already inf
+    in the forward pass. Identical points (a == b), zero vectors and constant features make
+    the argument exactly 0. `torch.linalg.vector_norm` has a gradient of 0 there.
+
+    Fix safety:
+    `torch.sqrt((E ** 2).sum(d))` becomes `torch.linalg.vector_norm(E, dim=d)` (keepdim kept).
+    Unsafe: the norm is computed differently and may differ in the last bits. Other forms have
+    no automatic fix: put the eps inside the root (`torch.sqrt(s + eps)`).
+
+    Known limitations:
+    An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
+    are not guards, and are reported. Values are followed within one function.
+
+    References:
+    - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
+    - numlint HAZARDS row 6
+    """
+
+    CODE = "NUM201"
+    NAME = "sqrt-at-zero"
+    MESSAGE = (
+        "sqrt of a value that can be exactly 0: its gradient there is NaN; use "
+        "`torch.linalg.vector_norm(...)` or put an eps inside the root (`torch.sqrt(s + eps)`)"
+    )
+    TRIGGERS = ("sqrt", "0.5", "pow", "** (1", "**(1")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            d = torch.linalg.vector_norm(a - b, dim=-1)
+            """,
+            "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            d = torch.sqrt(((a - b) ** 2).sum(-1) + 1e-8)
+            """,
+            "an eps inside the root",
+        ),
+        Valid(
+            """
+            import math
+            d = math.sqrt(x ** 2 + y ** 2)
+            """,
+            "`math.sqrt`",
+        ),
+        Valid(
+            """
+            import torch
+            def f(a, b):
+                d2 = (a - b).pow(2).sum(-1)
+                d2 = d2.clamp(min=1e-12)
+                return d2.sqrt()
+            """,
+            "clamped away from 0 in an earlier statement",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                return torch.sqrt(x)
+            """,
+            "an unknown value: not assumed to reach 0",
+        ),
+        Valid(
+            """
+            import torch
+            s = torch.sqrt(torch.tensor(2.0)) * x
+            """,
+            "a constant",
+        ),
+        Valid(
+            """
+            import torch
+            def hypot(dx: float, dy: float) -> float:
+                return (dx ** 2 + dy ** 2) ** 0.5
+            """,
+            "plain Python arithmetic: no tensor operation in sight",
+        ),
+        Valid(
+            """
+            import torch
+            def f(v):
+                return torch.sqrt(torch.var(v, dim=0) + 1e-5)
+            """,
+            "a variance with an eps inside (batch norm)",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            d = torch.sqrt(((a - b) ** 2).sum(-1))
+            """,
+            line=2,
+            column=5,
+            fixed="""
+            import torch
+            d = torch.linalg.vector_norm(a - b, dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def norm(x):
+                s = x.pow(2).sum(dim=1, keepdim=True)
+                return s.sqrt() + 1e-8
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def norm(x):
+                s = x.pow(2).sum(dim=1, keepdim=True)
+                return torch.linalg.vector_norm(x, dim=1, keepdim=True) + 1e-8
+            """,
+            note="an eps outside the root is not a guard",
+        ),
+        Invalid(
+            """
+            import torch
+            r = (x.real ** 2 + x.imag.pow(2)) ** 0.5
+            """,
+            line=2,
+            column=5,
+        ),
+        Invalid(
+            """
+            import torch
+            def sin_from_cos(c):
+                return torch.sqrt(1 - c ** 2)
+            """,
+            line=3,
+            column=12,
+            note="`1 - cos**2` is 0 at cos = +-1",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                v = x.var(-1, keepdim=True)
+                return (x - x.mean(-1, keepdim=True)) * torch.rsqrt(v)
+            """,
+            line=4,
+            column=45,
+            note="rsqrt of a variance: inf for a constant row",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(a, b):
+                d2 = torch.sum(torch.square(a - b), dim=-1).clamp(min=0)
+                return d2.pow(0.5)
+            """,
+            line=4,
+            column=12,
+            note="`clamp(min=0)` is not a guard: the gradient at 0 is still infinite",
+        ),
+    ]
+    PROBE = Probe(
+        hazard="torch.sqrt(((a - b) ** 2).sum(-1))",
+        fix="torch.linalg.vector_norm(a - b, dim=-1)",
+        inputs={"a": "torch.tensor([[1.0, 2.0]])", "b": "torch.tensor([[1.0, 2.0]])"},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        o = op(ctx, node)
+        arg: cst.BaseExpression | None = None
+        name = ""
+        if o is not None and o.name in ("sqrt", "rsqrt") and o.input is not None:
+            if o.spelling == "method" and node.args:
+                return
+            arg, name = o.input, o.name
+        elif o is not None and o.name == "pow" and o.input is not None:
+            arg, name = o.input, _root_kind(ctx, o.arg(0, "exponent"))
+        elif (
+            isinstance(node.func, cst.Name)
+            and node.func.value == "pow"
+            and ctx.lookup("pow") is None
+            and "pow" not in ctx.imports
+            and len(node.args) == 2
+        ):
+            arg, name = node.args[0].value, _root_kind(ctx, node.args[1].value)
+            if not has_tensor_op(ctx, ctx.value(arg)):
+                return
+        if arg is not None and name:
+            self._check(node, arg, name)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Power):
+            name = _root_kind(self.ctx, node.right)
+            if name and has_tensor_op(self.ctx, self.ctx.value(node.left)):
+                self._check(node, node.left, name)
+
+    def _check(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
+        ctx = self.ctx
+        reason = zero_reason(ctx, ctx.value(arg), "sqrt")
+        if reason is None or selection(ctx, arg) is not None:
+            return
+        if name == "rsqrt":
+            message = (
+                f"rsqrt of {reason}, which can be exactly 0: the result is inf; "
+                "put an eps inside (`torch.rsqrt(v + eps)`)"
+            )
+        else:
+            message = (
+                f"sqrt of {reason}, which can be exactly 0: its gradient there is NaN; use "
+                "`torch.linalg.vector_norm(...)` or put an eps inside the root "
+                "(`torch.sqrt(s + eps)`)"
+            )
+        fix = self._fix(node, arg) if name == "sqrt" else None
+        self.report(node, message, fix)
+
+    def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
+        ctx = self.ctx
+        value = ctx.deref(ctx.value(arg))
+        if value.mutations or not same_bindings(ctx, value.node, value.env):
+            return None
+        o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+        if o is None or o.name != "sum" or o.input is None or o.qualname == "torch.nansum":
+            return None
+        if o.spelling == "method" and isinstance(o.call.func, cst.Attribute):
+            if o.call.func.attr.value != "sum":
+                return None
+        base = square_of(ctx, ctx.deref(Value(o.input, value.env)).node, value.env)  # type: ignore[arg-type]
+        if base is None or ctx.deref(Value(o.input, value.env)).node is not o.input:
+            return None
+        rest = o.rest()
+        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in rest):
+            return None
+        dim = positional(o.call, 1 if o.spelling == "function" else 0, "dim")
+        keep = keyword(o.call, "keepdim") or positional(
+            o.call, 2 if o.spelling == "function" else 1
+        )
+        func = ctx.spell("torch.linalg.vector_norm")
+        if func is None:
+            return None
+        parts = [ctx.code(base.with_changes(lpar=[], rpar=[]))]
+        if dim is not None:
+            parts.append(f"dim={ctx.code(dim)}")
+        if keep is not None:
+            parts.append(f"keepdim={ctx.code(keep)}")
+        code = f"{func}({', '.join(parts)})"
+        return self.fix("unsafe", "Replace with `torch.linalg.vector_norm`", (node, code))
+
+
+def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
+    """"sqrt" for an exponent of 0.5, "rsqrt" for -0.5, else ""."""
+    if exponent is None:
+        return ""
+    value = const(ctx, exponent)
+    if value == 0.5:
+        return "sqrt"
+    if value == -0.5:
+        return "rsqrt"
+    return ""

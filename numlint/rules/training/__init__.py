@@ -1,0 +1,1 @@
+"""NUM5xx: training-loop protocol."""

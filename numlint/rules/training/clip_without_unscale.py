@@ -1,0 +1,273 @@
+"""NUM502 clip-without-unscale."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rules.training import _steps
+
+
+class ClipWithoutUnscale(Rule):
+    """Clipping AMP-scaled gradients: call `scaler.unscale_(optimizer)` before the clip.
+
+    What it does:
+    Flags `clip_grad_norm_` / `clip_grad_value_` when the gradients come from
+    `scaler.scale(loss).backward()` (a `GradScaler`, also one stored on `self`) and no
+    `scaler.unscale_(optimizer)` runs between that backward and the clip, following the
+    statements of the loop body or step function through `with` blocks, branches and helper
+    methods of the same class.
+
+    Why is this bad?
+    Under a GradScaler the gradients are multiplied by the loss scale (65,536 at the start).
+    The clip then measures a norm 65,536 times too large and shrinks the gradients by that
+    factor; `scaler.step` divides by the scale again, so the update ends up about 65,536
+    times too small (1.2e-5 instead of 0.8 with `max_norm=1`). Nothing fails: the model
+    just barely learns.
+
+    Fix safety:
+    The fix inserts `scaler.unscale_(optimizer)` on its own line right before the clip, using
+    the scaler and the optimizer of the `scaler.step(...)` that follows. It is unsafe: the
+    update changes (it becomes the intended one). No fix when the clip is not a statement of
+    its own or the following `scaler.step(...)` is in another function.
+
+    Known limitations:
+    Only the order inside one function (plus helpers of the same class or module it calls)
+    is seen. Conditions are not evaluated: an `unscale_` in any branch before the clip
+    silences the rule, and a clip reached only when the scaler is disabled is still flagged.
+    A scaler built with `enabled=False` is ignored.
+
+    References:
+    - https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping
+    - https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.unscale_
+    - numlint HAZARDS row 21
+    """
+
+    CODE = "NUM502"
+    NAME = "clip-without-unscale"
+    MESSAGE = (
+        "clipping gradients still multiplied by the GradScaler's loss scale shrinks the update "
+        "about 65,536 times; call `scaler.unscale_(optimizer)` right before the clip"
+    )
+    TRIGGERS = ("clip_grad",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            "unscale_ before the clip",
+        ),
+        Valid(
+            """
+            import torch
+            for x in loader:
+                loss = model(x)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            """,
+            "no GradScaler",
+        ),
+        Valid(
+            """
+            import torch
+            class Trainer:
+                def backward(self, loss):
+                    if self.scaler is not None:
+                        self.scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+                def step(self, loss):
+                    self.backward(loss)
+                    if self.scaler is not None:
+                        self.scaler.unscale_(self.optimizer)
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                    if self.scaler is not None:
+                        self.scaler.step(self.optimizer)
+                        self.scaler.update()
+            """,
+            "unscale_ in a branch, backward in a helper method",
+        ),
+        Valid(
+            """
+            import torch
+            accelerator.backward(loss)
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            """,
+            "Accelerate unscales inside its own clip",
+        ),
+        Valid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler(enabled=False)
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+            """,
+            "a disabled scaler does not scale",
+        ),
+        Valid(
+            """
+            import torch
+            if use_amp:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            """,
+            "the scaled backward is in the other branch",
+        ),
+        Valid(
+            """
+            import torch
+            with amp.scale_loss(loss, optimizer) as scaled_loss:
+                scaled_loss.backward()
+            torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
+            """,
+            "apex's scale_loss unscales when its block ends",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            line=8,
+            column=5,
+            fixed="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+        ),
+        Invalid(
+            """
+            from torch.nn.utils import clip_grad_norm_
+            class Trainer:
+                def train_step(self, batch):
+                    with self.autocast():
+                        loss = self.model(batch)
+                    self.scaler.scale(loss).backward()
+                    if self.max_norm:
+                        norm = clip_grad_norm_(self.model.parameters(), self.max_norm)
+                    self.scaler.step(self.opt)
+                    self.scaler.update()
+            """,
+            line=8,
+            column=20,
+            fixed="""
+            from torch.nn.utils import clip_grad_norm_
+            class Trainer:
+                def train_step(self, batch):
+                    with self.autocast():
+                        loss = self.model(batch)
+                    self.scaler.scale(loss).backward()
+                    if self.max_norm:
+                        self.scaler.unscale_(self.opt)
+                        norm = clip_grad_norm_(self.model.parameters(), self.max_norm)
+                    self.scaler.step(self.opt)
+                    self.scaler.update()
+            """,
+            note="the scaler stored on self; the clip inside an `if`",
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            for i, batch in enumerate(loader):
+                scaled = scaler.scale(model(batch) / accum)
+                scaled.backward()
+                if (i + 1) % accum == 0:
+                    nn.utils.clip_grad_value_(model.parameters(), 0.1)
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad()
+            """,
+            line=6,
+            column=9,
+            fixed="""
+            import torch.nn as nn
+            for i, batch in enumerate(loader):
+                scaled = scaler.scale(model(batch) / accum)
+                scaled.backward()
+                if (i + 1) % accum == 0:
+                    scaler.unscale_(opt)
+                    nn.utils.clip_grad_value_(model.parameters(), 0.1)
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad()
+            """,
+            note="gradient accumulation; the scaled loss through a variable",
+        ),
+        Invalid(
+            """
+            import torch
+            def backward_and_clip(scaler, loss, model):
+                scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            """,
+            line=4,
+            column=5,
+            note="no scaler.step visible: no optimizer to name, so no fix",
+        ),
+    ]
+    PROBE = Probe(
+        scenario="clip-without-unscale",
+        note=(
+            "GradScaler(init_scale=65536), max_norm=1, lr=1: the parameter update is 1.2e-5 "
+            "without unscale_ and 0.8 with it"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        _steps.tracker(self.ctx).note(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        tracker = _steps.tracker(self.ctx)
+        seen: set[int] = set()
+        for seq in tracker.sequences():
+            for clip, _, step in _steps.unscaled_clips(tracker, seq):
+                if id(clip.call) in seen:
+                    continue
+                seen.add(id(clip.call))
+                self.report(clip.call, fix=self._fix(clip, step))
+
+    def _fix(self, clip: _steps.Event, step: _steps.Event | None) -> FixSpec | None:
+        if step is None or step.function is not clip.function or step.arg is None:
+            return None
+        edit = _steps.insert_line(self.ctx, clip, f"{step.receiver}.unscale_({step.arg})", True)
+        if edit is None:
+            return None
+        return self.fix("unsafe", f"Insert `{step.receiver}.unscale_({step.arg})` first", edit)

@@ -1,0 +1,281 @@
+"""NUM505 deprecated-amp-api."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+
+
+@dataclass(frozen=True)
+class _Api:
+    new: str  # qualified name of the replacement
+    device: str
+    kind: str  # "autocast" | "scaler" | "decorator"
+
+
+_DEPRECATED = {
+    "torch.cuda.amp.autocast": _Api("torch.amp.autocast", "cuda", "autocast"),
+    "torch.cuda.amp.autocast_mode.autocast": _Api("torch.amp.autocast", "cuda", "autocast"),
+    "torch.cpu.amp.autocast": _Api("torch.amp.autocast", "cpu", "autocast"),
+    "torch.cpu.amp.autocast_mode.autocast": _Api("torch.amp.autocast", "cpu", "autocast"),
+    "torch.cuda.amp.GradScaler": _Api("torch.amp.GradScaler", "cuda", "scaler"),
+    "torch.cuda.amp.grad_scaler.GradScaler": _Api("torch.amp.GradScaler", "cuda", "scaler"),
+    "torch.cpu.amp.GradScaler": _Api("torch.amp.GradScaler", "cpu", "scaler"),
+    "torch.cpu.amp.grad_scaler.GradScaler": _Api("torch.amp.GradScaler", "cpu", "scaler"),
+    "torch.cuda.amp.custom_fwd": _Api("torch.amp.custom_fwd", "cuda", "decorator"),
+    "torch.cuda.amp.custom_bwd": _Api("torch.amp.custom_bwd", "cuda", "decorator"),
+    "torch.cuda.amp.autocast_mode.custom_fwd": _Api("torch.amp.custom_fwd", "cuda", "decorator"),
+    "torch.cuda.amp.autocast_mode.custom_bwd": _Api("torch.amp.custom_bwd", "cuda", "decorator"),
+}
+#: Positional parameters of the old autocast classes, which the new one orders differently.
+_AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+_NO_SPACE = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+class DeprecatedAmpApi(Rule):
+    """Deprecated `torch.cuda.amp` / `torch.cpu.amp` API: use `torch.amp` with a device type.
+
+    What it does:
+    Flags calls of `torch.cuda.amp.autocast`, `torch.cpu.amp.autocast`,
+    `torch.cuda.amp.GradScaler`, `torch.cpu.amp.GradScaler` and the decorators
+    `torch.cuda.amp.custom_fwd` / `custom_bwd`, in every import spelling
+    (`from torch.cuda.amp import autocast, GradScaler` then `autocast()`).
+
+    Why is this bad?
+    They emit a FutureWarning on every construction and are slated for removal; the device
+    independent `torch.amp` API does the same thing with the device type as an argument.
+
+    Fix safety:
+    Safe: `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast("cuda", ...)` (positional
+    `enabled` / `dtype` / `cache_enabled` are passed by keyword, since the new signature orders
+    them differently), `torch.cuda.amp.GradScaler(...)` becomes
+    `torch.amp.GradScaler("cuda", ...)` and `@torch.cuda.amp.custom_fwd` becomes
+    `@torch.amp.custom_fwd(device_type="cuda")`; the old classes are thin wrappers that
+    forward to exactly these. The fix is only offered when an import of the file reaches
+    `torch.amp` (e.g. `import torch`); after `from torch.cuda.amp import autocast` alone
+    there is no valid spelling, so no fix.
+
+    Known limitations:
+    References that are not called (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`)
+    are not flagged.
+
+    References:
+    - https://pytorch.org/docs/stable/amp.html
+    - numlint HAZARDS row 23
+    """
+
+    CODE = "NUM505"
+    NAME = "deprecated-amp-api"
+    MESSAGE = (
+        "`torch.cuda.amp` / `torch.cpu.amp` is deprecated and warns on every use; "
+        'use `torch.amp` with the device type, e.g. `torch.amp.autocast("cuda")`'
+    )
+    TRIGGERS = ("amp",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+                y = model(x)
+            scaler = torch.amp.GradScaler("cuda")
+            """,
+            "the current API",
+        ),
+        Valid(
+            """
+            import torch
+            with torch.autocast(device_type="cuda"):
+                y = model(x)
+            """,
+            "`torch.autocast` is not deprecated",
+        ),
+        Valid(
+            """
+            from torch.amp import autocast, GradScaler
+            with autocast("cuda"):
+                y = model(x)
+            scaler = GradScaler()
+            """,
+            "imported from torch.amp",
+        ),
+        Valid(
+            """
+            from apex import amp
+            model, optimizer = amp.initialize(model, optimizer)
+            with amp.autocast():
+                y = model(x)
+            """,
+            "not torch's amp",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast():
+                y = model(x)
+            """,
+            line=2,
+            column=6,
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda"):
+                y = model(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler(init_scale=2.0**10, enabled=use_amp)
+            """,
+            line=2,
+            column=10,
+            fixed="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda", init_scale=2.0**10, enabled=use_amp)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.cuda.amp import autocast, GradScaler
+            scaler = GradScaler()
+            with autocast(use_amp, torch.bfloat16):
+                y = model(x)
+            """,
+            line=3,
+            column=10,
+            fixed="""
+            import torch
+            from torch.cuda.amp import autocast, GradScaler
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda", enabled=use_amp, dtype=torch.bfloat16):
+                y = model(x)
+            """,
+            note="from-import with `torch` also imported; positional arguments become keywords",
+        ),
+        Invalid(
+            """
+            from torch.cuda.amp import autocast
+            with autocast(enabled=True):
+                y = model(x)
+            """,
+            line=2,
+            column=6,
+            note="no import reaches torch.amp: no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            class Fn(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, g):
+                    return g
+            """,
+            line=4,
+            column=6,
+            fixed="""
+            import torch
+            class Fn(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.amp.custom_bwd(device_type="cuda")
+                def backward(ctx, g):
+                    return g
+            """,
+        ),
+        Invalid(
+            """
+            import torch as th
+            with th.cpu.amp.autocast(dtype=th.bfloat16):
+                y = model(x)
+            """,
+            line=2,
+            column=6,
+            fixed="""
+            import torch as th
+            with th.amp.autocast("cpu", dtype=th.bfloat16):
+                y = model(x)
+            """,
+        ),
+    ]
+    PROBE = Probe(
+        scenario="deprecated-api",
+        note="constructing the old API emits a FutureWarning; the new one does not",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qual = self.ctx.qualname(node.func)
+        api = _DEPRECATED.get(qual or "")
+        if api is None:
+            return
+        self.report(node, self._message(qual or "", api), self._fix_call(node, api))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        expr = node.decorator
+        if isinstance(expr, cst.Call):
+            return
+        qual = self.ctx.qualname(expr)
+        api = _DEPRECATED.get(qual or "")
+        if api is None or api.kind != "decorator":
+            return
+        fix = None
+        new = self.ctx.spell(api.new)
+        if new is not None:
+            code = f'{new}(device_type="{api.device}")'
+            fix = self.fix("safe", f"Replace with `{code}`", (expr, code))
+        self.report(expr, self._message(qual or "", api), fix)
+
+    @staticmethod
+    def _message(qual: str, api: _Api) -> str:
+        if api.kind == "decorator":
+            new = f'{api.new}(device_type="{api.device}")'
+        else:
+            new = f'{api.new}("{api.device}", ...)'
+        old = qual.replace(".autocast_mode", "").replace(".grad_scaler", "")
+        return f"`{old}` is deprecated and warns on every use; use `{new}`"
+
+    def _fix_call(self, node: cst.Call, api: _Api) -> FixSpec | None:
+        new = self.ctx.spell(api.new)
+        if new is None or any(a.star for a in node.args):
+            return None
+        func = cst.parse_expression(new)
+        args = list(node.args)
+        device = cst.SimpleString(f'"{api.device}"')
+        if api.kind == "decorator":
+            split = sum(1 for a in args if a.keyword is None)
+            extra = cst.Arg(device, keyword=cst.Name("device_type"), equal=_NO_SPACE)
+            if split < len(args):
+                extra = extra.with_changes(comma=_COMMA)
+            if split and args[split - 1].comma is cst.MaybeSentinel.DEFAULT:
+                args[split - 1] = args[split - 1].with_changes(comma=_COMMA)
+            args.insert(split, extra)
+        else:
+            if api.kind == "autocast":
+                positional = 0
+                for i, arg in enumerate(args):
+                    if arg.keyword is None:
+                        if positional >= len(_AUTOCAST_POSITIONAL):
+                            return None
+                        name = cst.Name(_AUTOCAST_POSITIONAL[positional])
+                        args[i] = arg.with_changes(keyword=name, equal=_NO_SPACE)
+                        positional += 1
+            first = cst.Arg(device, comma=_COMMA) if args else cst.Arg(device)
+            args.insert(0, first)
+        code = self.ctx.code(node.with_changes(func=func, args=args))
+        return self.fix("safe", f"Use `{new}` with the device type", (node, code))

@@ -1,0 +1,172 @@
+"""NUM507 detect-anomaly-left-on."""
+
+from __future__ import annotations
+
+import posixpath
+
+import libcst as cst
+
+from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.semantics import keyword, positional
+
+_SET = frozenset(
+    {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
+)
+_DETECT = frozenset({"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"})
+_TRAINERS = frozenset(
+    {
+        "pytorch_lightning.Trainer",
+        "pytorch_lightning.trainer.Trainer",
+        "pytorch_lightning.trainer.trainer.Trainer",
+        "lightning.Trainer",
+        "lightning.pytorch.Trainer",
+        "lightning.pytorch.trainer.Trainer",
+        "lightning.pytorch.trainer.trainer.Trainer",
+    }
+)
+
+
+class DetectAnomalyLeftOn(Rule):
+    """Autograd anomaly detection switched on unconditionally in training code.
+
+    What it does:
+    Flags `torch.autograd.set_detect_anomaly(True)`, `torch.autograd.detect_anomaly()` and
+    Lightning's `Trainer(detect_anomaly=True)` when they run unconditionally: not under an
+    `if`, and not in a test file (`test_*.py`, `*_test.py`, `conftest.py`).
+
+    Why is this bad?
+    Anomaly mode records a stack trace for every autograd node and checks every backward
+    output with a host synchronisation: each step gets several times slower (far more on a
+    GPU). It only reports NaN, never Inf, and only in backward, so it is a debugging aid,
+    not a safety net. Switch it on behind a debug flag, or use numlint's runtime monitor
+    (`numlint.watch`), which catches the first NaN or Inf at its layer and step cheaply.
+
+    Known limitations:
+    A literal `True` is required (`set_detect_anomaly(args.debug)` is a deliberate switch);
+    any enclosing `if` counts as a debug switch.
+
+    References:
+    - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
+    - numlint HAZARDS row 31
+    """
+
+    CODE = "NUM507"
+    NAME = "detect-anomaly-left-on"
+    MESSAGE = (
+        "autograd anomaly detection left on slows every step and only catches NaN, never Inf; "
+        "enable it behind a debug flag, or use numlint's runtime monitor (`numlint.watch`)"
+    )
+    TRIGGERS = ("anomaly",)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            torch.autograd.set_detect_anomaly(args.debug)
+            """,
+            "a switch, not a literal True",
+        ),
+        Valid(
+            """
+            import torch
+            if args.debug:
+                torch.autograd.set_detect_anomaly(True)
+            """,
+            "behind a debug flag",
+        ),
+        Valid(
+            """
+            import torch
+            torch.autograd.set_detect_anomaly(False)
+            """,
+            "switched off",
+        ),
+        Valid(
+            """
+            import lightning as L
+            trainer = L.Trainer(max_epochs=3, detect_anomaly=False)
+            """,
+            "Lightning with anomaly detection off",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            torch.autograd.set_detect_anomaly(True)
+            for x in loader:
+                model(x).backward()
+            """,
+            line=2,
+            column=1,
+        ),
+        Invalid(
+            """
+            from torch import autograd
+            def train_step(model, x):
+                with autograd.detect_anomaly():
+                    loss = model(x)
+                    loss.backward()
+            """,
+            line=3,
+            column=10,
+        ),
+        Invalid(
+            """
+            import pytorch_lightning as pl
+            trainer = pl.Trainer(max_epochs=10, detect_anomaly=True)
+            """,
+            line=2,
+            column=11,
+        ),
+        Invalid(
+            """
+            from torch.autograd import set_detect_anomaly
+            if __name__ == "__main__":
+                set_detect_anomaly(mode=True, check_nan=True)
+                main()
+            """,
+            line=3,
+            column=5,
+            note="the main guard is not a debug switch",
+        ),
+    ]
+    PROBE = Probe(
+        scenario="detect-anomaly",
+        note=(
+            "a small MLP step is several times slower under anomaly mode, and an Inf produced "
+            "in backward passes unreported while a NaN raises"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qual = self.ctx.qualname(node.func)
+        if qual in _SET:
+            on = positional(node, 0, "mode")
+        elif qual in _DETECT:
+            on = cst.Name("True")
+        elif qual in _TRAINERS:
+            on = keyword(node, "detect_anomaly")
+        else:
+            return
+        if not (isinstance(on, cst.Name) and on.value == "True"):
+            return
+        if _is_test_file(self.ctx.path) or self._conditional():
+            return
+        self.report(node)
+
+    def _conditional(self) -> bool:
+        """Under an `if` of its function (other than `if __name__ == "__main__":`)."""
+        for node in self.ctx.ancestors():
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.IfExp) or (
+                isinstance(node, cst.If) and "__name__" not in self.ctx.code(node.test)
+            ):
+                return True
+        return False
+
+
+def _is_test_file(path: str) -> bool:
+    name = posixpath.basename(path.replace("\\", "/"))
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"

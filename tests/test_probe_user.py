@@ -1,0 +1,202 @@
+"""`numlint check --probe`: verdicts about the user's own expression, and nothing executed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from numlint import check_source  # noqa: E402
+from numlint.probe import annotate, user  # noqa: E402
+from numlint.probe.whitelist import compile_expression  # noqa: E402
+from numlint.rule import Probe  # noqa: E402
+
+LOG_OF_ZERO = Probe(
+    hazard="torch.log(p)",
+    fix="torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))",
+    inputs={"p": "torch.tensor([0.0, 0.5])"},
+)
+HALF_FIRST = ("float16", "float32", "bfloat16")
+
+
+def verdicts(source: str, select: str = "ALL") -> list[tuple[str, int, dict]]:
+    source = textwrap.dedent(source)
+    found = check_source(source, "t.py", {"select": [select]})
+    return [(d.code, d.row, d.extra["probe"]) for d in annotate(found, {"t.py": source})]
+
+
+def probe_text(text: str, probe: Probe = LOG_OF_ZERO, dtypes=HALF_FIRST):
+    expr = compile_expression(text, {"torch": "torch", "th": "torch"})
+    return user.probe_expression(expr, None, probe, dtypes)
+
+
+def test_eps_that_rounds_to_zero_in_half_is_confirmed():
+    ev = probe_text("torch.log(x + 1e-8)")
+    assert ev.verdict == "confirmed" and ev.dtype == "float16"
+    assert ev.summary.startswith("float16: forward -inf")
+
+
+def test_eps_that_survives_half_is_not_confirmed():
+    assert probe_text("torch.log(x + 1e-3)").verdict == "not confirmed"
+    assert probe_text("th.log(x.clamp(min=1e-3))").verdict == "not confirmed"
+
+
+def test_dtype_hints_order_the_dtypes():
+    assert user.dtype_hints("x = y.half()") == ("float16",)
+    assert user.dtype_hints("torch.bfloat16") == ("bfloat16",)
+    assert user.dtype_hints("x = y + 1") == ()
+
+
+def test_through_a_variable_the_definition_is_inlined_and_the_fix_runs():
+    found = verdicts(
+        """
+        import torch
+        import torch.nn.functional as F
+        def loss(z, y):
+            p = F.softmax(z, dim=-1)
+            return -(y * torch.log(p)).sum(-1)
+        """,
+        "NUM101",
+    )
+    (code, row, probe) = found[0]
+    assert (code, row) == ("NUM101", 6)
+    assert probe["verdict"] == "confirmed"
+    assert "z = [[0.0, 90.0]]" in probe["evidence"] and probe["evidence"].endswith("fix finite")
+    assert probe["dtype"] == "float32"
+
+
+def test_method_spelling_and_half_file():
+    found = verdicts(
+        """
+        import torch
+        def f(logits):
+            return logits.half().softmax(-1).log()
+        """,
+        "NUM101",
+    )
+    assert found[0][2]["verdict"] == "confirmed"
+    assert found[0][2]["dtype"] == "float16"
+
+
+def test_modules_on_self_are_not_probeable_but_show_the_rule_evidence():
+    found = verdicts(
+        """
+        import torch
+        from torch import nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.softmax = nn.Softmax(dim=-1)
+            def forward(self, x):
+                return torch.log(self.softmax(x))
+        """,
+        "NUM101",
+    )
+    probe = found[0][2]
+    assert probe["verdict"] == "not probeable"
+    assert "the rule's own probe: float32: gradient" in probe["evidence"]
+
+
+def test_in_place_edit_before_use_is_not_probeable():
+    scopes_src = textwrap.dedent(
+        """
+        import torch
+        def f(z):
+            p = torch.softmax(z, -1)
+            p[p < 1e-6] = 1e-6
+            return p
+        """
+    )
+    info = user.file_info(scopes_src)
+    scopes = user.scopes_for(info)
+    assert scopes is not None
+    assert scopes.lookup("p", (6, 11)) == "mutated"
+    assert scopes.lookup("z", (6, 11)).kind == "unknown"
+
+
+def test_eps_default_and_self_constant_are_inlined():
+    src = textwrap.dedent(
+        """
+        import torch
+        class M:
+            def __init__(self):
+                self.eps = 1e-3
+            def f(self, p, eps=1e-8):
+                return torch.log(p + eps) + torch.log(p + self.eps)
+        """
+    )
+    info = user.file_info(src)
+    scopes = user.scopes_for(info)
+    tree = user.inline(
+        user.parse_expression("torch.log(p + eps) + torch.log(p + self.eps)"),
+        scopes,
+        info.imports,
+        (7, 15),
+    )
+    expr = compile_expression(tree, info.imports)
+    assert expr.free == ("p",)
+    assert "1e-08" in expr.text and "0.001" in expr.text
+
+
+def test_sample_roles():
+    expr = compile_expression(
+        "F.cross_entropy(z.softmax(d), t) + torch.where(m, x, 0).sum(dim=k)",
+        {"F": "torch.nn.functional", "torch": "torch"},
+    )
+    assert user.roles(expr) == {
+        "z": "tensor", "d": "dim", "t": "target", "m": "mask", "x": "tensor", "k": "dim"
+    }  # fmt: skip
+
+
+def test_scenario_rules_are_not_probeable_per_finding():
+    ev = user.runner.not_probeable("x")
+    assert ev.verdict == "not probeable" and ev.rows == ()
+
+
+SENTINEL_FILE = """
+import os
+import torch
+import torch.nn.functional as F
+open({sentinel!r}, "w").write("imported")
+
+def a(x):
+    return torch.log(torch.softmax(open({sentinel!r}, "w").write("a"), -1))
+
+def b(x):
+    return torch.log(torch.softmax(__import__("os").system("touch " + {sentinel!r}), -1))
+
+def c(x):
+    return torch.log(torch.softmax(x.__class__.__init__.__globals__["os"], -1))
+
+def d(x):
+    return torch.log(1 - torch.sigmoid(os.system("touch " + {sentinel!r})))
+
+def e(x):
+    p = F.softmax(os.system("touch " + {sentinel!r}), -1)
+    return torch.log(p)
+"""
+
+
+def test_probing_never_runs_the_checked_code(tmp_path: Path):
+    sentinel = tmp_path / "sentinel"
+    checked = tmp_path / "checked.py"
+    checked.write_text(SENTINEL_FILE.format(sentinel=str(sentinel)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "numlint", "check", str(checked), "--probe",
+         "--output-format", "json", "--isolated", "--select", "NUM101,NUM102"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert not sentinel.exists(), "probing executed the checked file"
+    found = json.loads(proc.stdout)
+    by_row = {d["location"]["row"]: d["probe"] for d in found}
+    assert len(by_row) == 5, proc.stdout + proc.stderr
+    for row in (8, 11, 14, 17):
+        assert by_row[row]["verdict"] == "not probeable", by_row[row]
+    # the unprobeable definition of `p` is left out: `p` gets a sample tensor instead
+    assert by_row[21]["verdict"] == "confirmed"
