@@ -54,6 +54,14 @@ def _fields(kind: type) -> tuple[str, ...]:
     return names
 
 
+class _InternalError(Rule):
+    """Stands in for a rule that raised: its finding is a NUM000."""
+
+    CODE = PARSE_ERROR
+    NAME = "internal-error"
+    MESSAGE = "internal error"
+
+
 class _Walker:
     """One depth-first pass over the tree calling each rule's visit_/leave_ methods.
 
@@ -63,6 +71,7 @@ class _Walker:
 
     def __init__(self, ctx: Context, rules: Sequence[Rule]) -> None:
         self.ctx = ctx
+        self.errors: list[Report] = []
         self.visits: dict[type, list[Callable[[Any], Any]]] = {}
         self.leaves: dict[type, list[Callable[[Any], Any]]] = {}
         for rule in rules:
@@ -79,7 +88,12 @@ class _Walker:
         ctx = self.ctx
         ctx.enter(node)
         for handler in self.visits.get(kind, ()):
-            handler(node)
+            try:
+                handler(node)
+            except RecursionError:
+                raise
+            except Exception as exc:
+                self._failed(handler, node, exc)
         for name in _fields(kind):
             value = getattr(node, name)
             if type(value) in _SEQUENCES:
@@ -89,8 +103,29 @@ class _Walker:
             elif _is_node(type(value)):
                 self.walk(value)
         for handler in self.leaves.get(kind, ()):
-            handler(node)
+            try:
+                handler(node)
+            except RecursionError:
+                raise
+            except Exception as exc:
+                self._failed(handler, node, exc)
         ctx.leave(node)
+
+    def _failed(self, handler: Callable[[Any], Any], node: cst.CSTNode, exc: Exception) -> None:
+        """A rule crashed: report it once at `node` as NUM000 and stop running that rule."""
+        rule: Rule = handler.__self__  # type: ignore[attr-defined]
+        for table in (self.visits, self.leaves):
+            for handlers in table.values():
+                handlers[:] = [h for h in handlers if h.__self__ is not rule]  # type: ignore[attr-defined]
+        self.errors.append(
+            Report(
+                _InternalError,
+                node,
+                f"internal error in rule {rule.CODE} ({type(exc).__name__}: {exc}); "
+                "please report it with this file",
+                None,
+            )
+        )
 
 
 _SEQUENCES = (list, tuple)
@@ -116,6 +151,8 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
     ]
     if not active:
         return _syntax_check(source, path)
+    if _bracket_depth(source) > MAX_BRACKET_DEPTH and (err := _syntax_check(source, path)):
+        return err  # CPython itself refuses it; libcst would spend a long time finding out
     try:
         module = parse(source)
     except cst.ParserSyntaxError as exc:
@@ -128,16 +165,34 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
     ctx = Context(module, path)
     instances = [r(ctx, opts) for r, opts in active]
     try:
-        _Walker(ctx, instances).walk(module)
+        walker = _Walker(ctx, instances)
+        walker.walk(module)
     except RecursionError:
         return [parse_error(path, "could not analyse: the code is nested too deeply")]
-    reports = [rep for rule in instances for rep in rule.reports]
+    reports = [rep for rule in instances for rep in rule.reports] + walker.errors
     if not reports:
         return []
     diagnostics = _locate(module, path, reports)
     supp = suppress.parse(source)
     kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+MAX_BRACKET_DEPTH = 150
+_BRACKETS = re.compile(r"[()\[\]{}]")
+
+
+def _bracket_depth(source: str) -> int:
+    """Deepest bracket nesting (an over-estimate: brackets in strings count too)."""
+    depth = deepest = 0
+    for ch in _BRACKETS.findall(source):
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        else:
+            depth -= 1
+    return deepest
 
 
 def _syntax_check(source: str, path: str) -> list[Diagnostic]:

@@ -84,7 +84,7 @@ def number(ctx: Context, expr: cst.BaseExpression, env: object = None) -> float 
     if isinstance(expr, (cst.Integer, cst.Float)):
         try:
             return float(expr.evaluated_value)
-        except (OverflowError, ValueError):
+        except Exception:  # literal_eval on odd literals
             return None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         inner = number(ctx, expr.expression, env)
@@ -101,12 +101,24 @@ def number(ctx: Context, expr: cst.BaseExpression, env: object = None) -> float 
         and expr.func.value == "float"
     ):
         arg = positional(expr, 0)
-        if isinstance(arg, cst.SimpleString):
+        text = string_value(arg) if arg is not None else None
+        if text is not None:
             try:
-                return float(arg.evaluated_value)
-            except (ValueError, TypeError):
+                return float(text)
+            except ValueError:
                 return None
     return None
+
+
+def string_value(expr: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal (None for f-strings, bytes, or undecodable text)."""
+    if not isinstance(expr, cst.SimpleString):
+        return None
+    try:
+        value = expr.evaluated_value
+    except Exception:  # literal_eval rejects NUL bytes and odd escapes
+        return None
+    return value if isinstance(value, str) else None
 
 
 def strip(ctx: Context, value: Value) -> tuple[Value, bool]:

@@ -47,5 +47,7 @@ def test_fixture_parses_and_fixes_cleanly(code: str) -> None:
     from numlint.api import fix_source
 
     path = FIXTURES / f"{code}.py"
-    result = fix_source(path.read_text(encoding="utf-8"), str(path), {"select": [code]}, unsafe=True)
+    result = fix_source(
+        path.read_text(encoding="utf-8"), str(path), {"select": [code]}, unsafe=True
+    )
     assert result.error is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from numlint import check_source  # noqa: E402
 from numlint.probe import annotate, user  # noqa: E402
-from numlint.probe.whitelist import compile_expression  # noqa: E402
+from numlint.probe.whitelist import NotProbeable, compile_expression  # noqa: E402
 from numlint.rule import Probe  # noqa: E402
 
 LOG_OF_ZERO = Probe(
@@ -84,6 +85,20 @@ def test_method_spelling_and_half_file():
     assert found[0][2]["dtype"] == "float16"
 
 
+def test_opaque_inputs_are_stand_ins_only_when_the_hazard_is_in_view():
+    found = verdicts(
+        """
+        import torch
+        def f(model, h):
+            logits = model(h)
+            return torch.log(torch.softmax(logits, -1))
+        """,
+        "NUM101",
+    )
+    assert found[0][2]["verdict"] == "confirmed"
+    assert "logits = [[0.0, 90.0]]" in found[0][2]["evidence"]
+
+
 def test_modules_on_self_are_not_probeable_but_show_the_rule_evidence():
     found = verdicts(
         """
@@ -117,7 +132,7 @@ def test_in_place_edit_before_use_is_not_probeable():
     scopes = user.scopes_for(info)
     assert scopes is not None
     assert scopes.lookup("p", (6, 11)) == "mutated"
-    assert scopes.lookup("z", (6, 11)).kind == "unknown"
+    assert scopes.lookup("z", (6, 11)).kind == "param"
 
 
 def test_eps_default_and_self_constant_are_inlined():
@@ -154,9 +169,15 @@ def test_sample_roles():
     }  # fmt: skip
 
 
-def test_scenario_rules_are_not_probeable_per_finding():
-    ev = user.runner.not_probeable("x")
-    assert ev.verdict == "not probeable" and ev.rows == ()
+def test_scenario_rule_findings_are_not_probeable_but_cite_the_scenario():
+    from numlint.rule import all_rules
+
+    rule = next(r for r in all_rules() if r.PROBE is not None and r.PROBE.scenario)
+    source = rule.INVALID[0].source
+    found = check_source(source, "t.py", {"select": [rule.CODE]})
+    probe = annotate(found, {"t.py": source})[0].extra["probe"]
+    assert probe["verdict"] == "not probeable"
+    assert "training-loop protocol; the rule's own probe: " in probe["evidence"]
 
 
 SENTINEL_FILE = """
@@ -196,7 +217,33 @@ def test_probing_never_runs_the_checked_code(tmp_path: Path):
     found = json.loads(proc.stdout)
     by_row = {d["location"]["row"]: d["probe"] for d in found}
     assert len(by_row) == 5, proc.stdout + proc.stderr
-    for row in (8, 11, 14, 17):
+    for row in (8, 11, 14, 17, 21):
         assert by_row[row]["verdict"] == "not probeable", by_row[row]
-    # the unprobeable definition of `p` is left out: `p` gets a sample tensor instead
-    assert by_row[21]["verdict"] == "confirmed"
+    assert "`p` is computed by code that is not probed" in by_row[21]["evidence"]
+
+
+CE_ON_SOFTMAX = Probe(
+    hazard="F.cross_entropy(torch.softmax(z, 1), t)",
+    fix="F.cross_entropy(z, t)",
+    inputs={"z": "torch.tensor([[10.0, 0.0, 0.0]])", "t": "torch.tensor([1])"},
+    dtypes=("float32",),
+    compare="gradient",
+)
+
+
+def test_silently_wrong_user_expression_is_compared_with_its_fix():
+    imports = {"torch": "torch", "F": "torch.nn.functional"}
+    hazard = compile_expression("F.cross_entropy(torch.softmax(logits, 1), labels)", imports)
+    fix = compile_expression("F.cross_entropy(logits, labels)", imports)
+    ev = user.probe_expression(hazard, fix, CE_ON_SOFTMAX, ("float32",))
+    assert ev.verdict == "confirmed", ev.summary
+    assert "gradient norm 0.0001 vs 1.4" in ev.summary and "labels = [1]" in ev.summary
+    sound = user.probe_expression(fix, fix, CE_ON_SOFTMAX, ("float32",))
+    assert sound.verdict == "not confirmed"
+
+
+def test_a_flagged_statement_is_reduced_to_its_expression():
+    assert ast.unparse(user.parse_expression("x /= x.norm()")) == "x / x.norm()"
+    assert ast.unparse(user.parse_expression("y = torch.log(p)")) == "torch.log(p)"
+    with pytest.raises(NotProbeable):
+        user.parse_expression("for i in x: pass")

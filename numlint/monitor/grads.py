@@ -47,55 +47,6 @@ def stack_on(values: list[Tensor], device: torch.device) -> Tensor:
     return out if out.dtype == torch.float32 else out.float()
 
 
-@dataclass
-class GradNorms:
-    """Device-side gradient norms for one step: read with one `.tolist()`."""
-
-    present: list[int]  # indices (into the watched parameter list) with a gradient
-    per_param: Tensor  # float32 [len(present)] L2 norms
-    total: Tensor  # 0-dim global L2 norm
-    group_sq: Tensor  # float32 [n_groups] sum of squared norms per group
-
-
-class GradNormer:
-    """Computes per-parameter, global and per-group gradient norms, all kept on the device (no
-    synchronisation); the group layout is cached for the set of parameters with gradients."""
-
-    def __init__(self, params: list[Tensor], groups: list[ParamGroup]) -> None:
-        self.params = params
-        self.groups = groups
-        self._layout: dict[tuple[int, ...], Tensor] = {}
-
-    def _group_ids(self, present: tuple[int, ...], device: torch.device) -> Tensor:
-        ids = self._layout.get(present)
-        if ids is None or ids.device != device:
-            slot = {i: k for k, i in enumerate(present)}
-            ids = torch.full((len(present),), len(self.groups), dtype=torch.long)
-            for g, group in enumerate(self.groups):
-                for i in group.indices:
-                    if i in slot:
-                        ids[slot[i]] = g
-            ids = ids.to(device)
-            if len(self._layout) > 16:
-                self._layout.clear()
-            self._layout[present] = ids
-        return ids
-
-    def compute(self) -> GradNorms | None:
-        """Norms for the gradients present now, or None when no parameter has a gradient."""
-        params = self.params
-        present = tuple(i for i, p in enumerate(params) if p.grad is not None)
-        if not present:
-            return None
-        grads = [params[i].grad for i in present]
-        device = grads[0].device  # type: ignore[union-attr]
-        per = stack_on(norms(grads), device)  # type: ignore[arg-type]
-        total = torch.linalg.vector_norm(per)
-        group_sq = torch.zeros(len(self.groups) + 1, device=device, dtype=torch.float32)
-        group_sq.index_add_(0, self._group_ids(present, device), per * per)
-        return GradNorms(list(present), per, total, group_sq[:-1])
-
-
 def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> list[dict[str, Any]]:
     """Per-parameter gradient statistics (name, mean, std, max |g|, nan/inf flags): one
     multi-tensor op per statistic and one read for all parameters."""

@@ -33,7 +33,7 @@ from numlint.monitor import events as ev
 from numlint.monitor import snapshot as snap_mod
 from numlint.monitor.amp import ScalerPatch
 from numlint.monitor.events import Event, EventLog, NonFiniteError, make_event
-from numlint.monitor.grads import ExplosionDetector, GradNormer, ParamGroup, norms, param_stats
+from numlint.monitor.grads import ExplosionDetector, ParamGroup, norms, param_stats, stack_on
 from numlint.monitor.locate import Finding, RngState, locate_backward, locate_forward
 from numlint.monitor.stats import all_finite, flag, flat_tensors, is_checked, tensor_stats
 from numlint.monitor.tieback import findings_for_file, findings_for_module, source_file_of
@@ -75,7 +75,7 @@ class Monitor:
         max_skips: int = 10,
         min_scale: float = 1.0,
         check_backward: bool = True,
-        check_params: bool = True,
+        check_params: Literal["forward", "step"] | bool = "forward",
         static: bool = True,
         max_events: int = 10_000,
         max_findings: int = 20,
@@ -93,7 +93,7 @@ class Monitor:
         self.max_skips = max_skips
         self.min_scale = min_scale
         self.check_backward = check_backward
-        self.check_params = check_params
+        self.check_params = "forward" if check_params is True else check_params
         self.static = static
         self.max_findings = max_findings
         self.rank = dist.rank()
@@ -178,7 +178,7 @@ class Monitor:
         named_params = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         self._param_names = [n for n, _ in named_params]
         self._params = [p for _, p in named_params]
-        self._normer = GradNormer(self._params, self._groups_from(self.optimizer))
+        self._groups = self._groups_from(self.optimizer)
         try:
             for i, (_, module) in enumerate(named):
                 if module is self.model:
@@ -258,7 +258,7 @@ class Monitor:
             self._opt_seen[id(opt)] = known
             if known and self.optimizer is None:
                 self.optimizer = opt
-                self._normer = GradNormer(self._params, self._groups_from(opt))
+                self._groups = self._groups_from(opt)
         return known
 
     def _global_pre_step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -282,9 +282,12 @@ class Monitor:
                     flags.append(self._last_flag)  # type: ignore[arg-type]
                     idx.append(i)
                     return
-                if not is_checked(output):
+                if output.dtype is torch.float32:  # the common case, inlined
+                    f = output.detach().sum()
+                elif is_checked(output):
+                    f = flag(output)
+                else:
                     return
-                f = flag(output)
                 flags.append(f)
                 idx.append(i)
                 self._last_out, self._last_flag = output, f
@@ -324,7 +327,7 @@ class Monitor:
                     t.register_hook(self._make_root_grad_hook(grads, k))
         if not flags:
             return
-        ok = bool(all_finite(flags))  # the one host read of this forward
+        ok = all_finite(flags)  # the one host read of this forward
         bad_rank = dist.agree(not ok)
         if bad_rank is None:
             flags.clear()
@@ -338,6 +341,10 @@ class Monitor:
     def _forward_failure(self, flags: list[Tensor], idx: list[int], bad_rank: int) -> None:
         if bad_rank != self.rank:
             self._fail_remote("forward", bad_rank)
+            return
+        if self.check_params and not all_finite(norms([p.detach() for p in self._params])):
+            # Parameters went non-finite (the last optimizer step, or they started that way).
+            self._fail("param", self._param_findings("param"))
             return
         findings: list[Finding] = []
         if not self.failed and self._args is not None:
@@ -366,7 +373,10 @@ class Monitor:
         def hook(grad: Tensor) -> None:
             if self._paused or grad is None:
                 return
-            if is_checked(grad):
+            if grad.dtype is torch.float32:
+                flags.append(grad.sum())
+                idx.append(i)
+            elif is_checked(grad):
                 flags.append(flag(grad))
                 idx.append(i)
             if not self._bw_queued:
@@ -400,7 +410,7 @@ class Monitor:
         saved, saved_idx = list(flags), list(idx)
         flags.clear()
         idx.clear()
-        ok = bool(all_finite(saved)) if saved else True
+        ok = all_finite(saved)
         if ok and self.optimizer is None:
             ok = self._grads_finite()  # no optimizer step to check gradients at
         scaler_on = self._scaler_patch is not None and self._scaler_patch.enabled()
@@ -423,7 +433,7 @@ class Monitor:
         grads = [p.grad for p in self._params if p.grad is not None]
         if not grads:
             return True
-        return bool(all_finite(norms(grads)))  # type: ignore[arg-type]
+        return all_finite(norms(grads))  # type: ignore[arg-type]
 
     def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
         values = torch.stack(flags).tolist() if flags else []
@@ -463,7 +473,7 @@ class Monitor:
         if not tensors:
             return
         self._loss = tensors[0].detach()
-        ok = bool(all_finite([flag(t) for t in tensors]))
+        ok = all_finite([flag(t) for t in tensors])
         self._loss_finite = ok
         bad_rank = dist.agree(not ok)
         if bad_rank is None:
@@ -489,20 +499,22 @@ class Monitor:
 
     # ------------------------------------------------------------------ optimizer
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        """Before optimizer.step: every gradient norm in one multi-tensor op, one read."""
         if self._paused:
             return
         self._stepped = True
-        gn = self._normer.compute()
-        if gn is None:
+        params = self._params
+        present = [i for i, p in enumerate(params) if p.grad is not None]
+        if not present:
             self._pending = None
             return
-        parts = [gn.total.view(1), gn.group_sq]
-        if self._loss is not None and self._loss.numel() == 1:
-            parts.append(self._loss.reshape(1).to(gn.total.device, torch.float32))
-        read = torch.cat(parts).tolist()  # the one host read before the step
-        total = read[0]
-        group_sq = read[1 : 1 + len(self._normer.groups)]
-        loss = read[-1] if len(parts) == 3 else None
+        values = norms([params[i].grad for i in present])  # type: ignore[misc]
+        loss = self._loss if self._loss is not None and self._loss.numel() == 1 else None
+        if loss is not None:
+            values.append(loss.reshape(()))
+        read = stack_on(values, values[0].device).tolist()  # the one host read before the step
+        loss_value = read.pop() if loss is not None else None
+        total = math.sqrt(math.fsum(v * v for v in read))
         bad = not math.isfinite(total) and not self._grads_finite_exact()
         bad_rank = dist.agree(bad)
         if bad_rank is not None:
@@ -512,18 +524,22 @@ class Monitor:
                 self._fail("grad", self._param_findings("grad"))
         rows = None
         if self.grad_stats_every and self.iteration % self.grad_stats_every == 0:
-            rows = param_stats(self._params, self._param_names, gn.present)
-        self._pending = (total, group_sq, gn.present, loss, rows)
+            rows = param_stats(params, self._param_names, present)
+        self._pending = (total, dict(zip(present, read, strict=True)), loss_value, rows)
 
     def _grads_finite_exact(self) -> bool:
         return all(bool(torch.isfinite(p.grad).all()) for p in self._params if p.grad is not None)
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        """After optimizer.step: count the step; with check_params="step", check parameters
+        (one multi-tensor norm, one read). By default ("forward") a parameter the step made
+        non-finite is found, at no per-step cost, by the next forward's check, and reported
+        with phase "param" at the same step."""
         if self._paused:
             return
         self.step += 1
-        if self.check_params and self._params:
-            ok = bool(all_finite(norms([p.detach() for p in self._params])))
+        if self.check_params == "step" and self._params:
+            ok = all_finite(norms([p.detach() for p in self._params]))
             bad_rank = dist.agree(not ok)
             if bad_rank is not None:
                 self.iteration += 1
@@ -594,7 +610,7 @@ class Monitor:
         self._pending = None
         if pending is None:
             return
-        total, group_sq, present, loss, rows = pending
+        total, per_param, loss, rows = pending
         self.last_grad_norm = total
         log = self._log
         assert log is not None
@@ -624,10 +640,9 @@ class Monitor:
                     ratio=total / median,
                 )
             )
-        have = set(present)
-        for g, group in enumerate(self._normer.groups):
-            with_grad = [i for i in group.indices if i in have]
-            if with_grad and g < len(group_sq) and group_sq[g] == 0.0:
+        for group in self._groups:
+            with_grad = [i for i in group.indices if i in per_param]
+            if with_grad and all(per_param[i] == 0.0 for i in with_grad):
                 log.emit(
                     make_event(
                         ev.VANISHING,

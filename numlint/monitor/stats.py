@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,15 +67,20 @@ def flag(t: Tensor) -> Tensor:
     return t.sum()
 
 
-def all_finite(flags: list[Tensor]) -> Tensor:
-    """One 0-dim bool tensor: every flag finite (no overflow when summing flags)."""
+def all_finite(flags: list[Tensor]) -> bool:
+    """Read flags once: True when every flag is finite. Sums the stacked flags (one read); only
+    when that sum is not finite, reads the flags themselves (finite flags can overflow a sum)."""
+    if not flags:
+        return True
     if len(flags) == 1:
-        return torch.isfinite(flags[0])
-    devices = {f.device for f in flags}
-    if len(devices) > 1:
-        dev = flags[0].device
-        flags = [f.to(dev, non_blocking=True) for f in flags]
-    return torch.isfinite(torch.stack(flags)).all()
+        return math.isfinite(flags[0].item())
+    try:
+        stacked = torch.stack(flags)
+    except RuntimeError:  # flags on several devices
+        stacked = torch.stack([f.to(flags[0].device) for f in flags])
+    if math.isfinite(stacked.sum().item()):
+        return True
+    return all(math.isfinite(v) for v in stacked.tolist())
 
 
 def tensor_stats(t: Tensor) -> dict[str, Any]:

@@ -28,22 +28,34 @@ def evidence_section(rule: type[Rule]) -> str:
     lines = ["## Evidence", ""]
     if probe.scenario:
         lines.append(
-            f"Measured by `numlint probe {rule.CODE}` (scripted scenario `{probe.scenario}`)."
+            f"Measured by `numlint probe {rule.CODE}` on CPU with the scripted scenario "
+            f"`{probe.scenario}`: the hazardous protocol and the fixed one on the same step."
         )
+        header = "| dtype | case | hazard | gradient | fix |"
     else:
+        passes = "forward and backward" if probe.backward else "forward"
+        compared = (
+            f"; the {_COMPARED[probe.compare]} compared with the fix evaluated in float64"
+            if probe.compare in _COMPARED
+            else ""
+        )
         lines.append(
             f"Measured by `numlint probe {rule.CODE}` on CPU: the hazard `{_escape(probe.hazard)}`"
             + (f" and the fix `{_escape(probe.fix)}`" if probe.fix else "")
-            + " run forward and backward on each input in each dtype."
+            + f" run {passes} on each input in each dtype{compared}."
         )
+        header = "| dtype | input | forward | gradient | fix |"
     lines.append("")
     if not ev.rows:
         lines.append(f"Verdict: **{ev.verdict}** ({_escape(ev.summary)}).")
         return "\n".join(lines) + "\n"
-    lines += ["| dtype | input | forward | gradient | fix |", "|---|---|---|---|---|"]
+    lines += [header, "|---|---|---|---|---|"]
     for r in ev.rows:
         cells = [r.dtype, f"`{r.inputs}`", r.forward, r.gradient, r.fix]
         lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
-    cleared = "; the fix is finite and correct on every input" if ev.fix_cleared else ""
+    cleared = "; the fix passes on every input" if ev.fix_cleared else ""
     lines += ["", f"Verdict: **{ev.verdict}**{cleared}."]
     return "\n".join(lines) + "\n"
+
+
+_COMPARED = {"value": "value is", "gradient": "gradient is", "both": "value and gradient are"}

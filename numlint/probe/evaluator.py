@@ -33,7 +33,12 @@ _SIZED = {
     "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.rand", "torch.randn",
     "torch.randint", "torch.eye", "torch.arange", "torch.linspace", "torch.logspace",
 }  # fmt: skip
-MAX_ELEMENTS = 1 << 20
+#: Largest tensor an expression may create or view (user expressions), and a rule's own
+#: sample inputs.
+MAX_ELEMENTS = 1 << 12
+MAX_INPUT_ELEMENTS = 1 << 21
+#: Methods and functions whose integer arguments are a shape or a size.
+_SHAPED = {"expand", "broadcast_to", "reshape", "view", "expand_copy", "pad", "one_hot"}
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -112,9 +117,12 @@ def _numel(args: tuple[Any, ...], qualname: str) -> float:
 class Evaluator:
     """Walks a checked Expression with values bound to its free names."""
 
-    def __init__(self, expression: Expression, bindings: Mapping[str, Any]) -> None:
+    def __init__(
+        self, expression: Expression, bindings: Mapping[str, Any], limit: int = MAX_ELEMENTS
+    ) -> None:
         self.expression = expression
         self.bindings = bindings
+        self.limit = limit
 
     def run(self) -> Any:
         return self.eval(self.expression.tree)
@@ -216,11 +224,27 @@ class Evaluator:
                 for a in args
             ):
                 raise NotProbeable("float() of a string other than inf/nan")
-        if qual in _SIZED and _numel((*args, *kwargs.values()), qual) > MAX_ELEMENTS:
-            raise NotProbeable("sample tensor too large")
+        values = (*args, *kwargs.values())
+        if qual in _SIZED and _numel(values, qual) > self.limit:
+            raise NotProbeable("the expression creates a tensor too large to probe")
+        name = (qual or ast.unparse(func_node)).rsplit(".", 1)[-1]
+        if name in _SHAPED and _largest_size(values) > self.limit:
+            raise NotProbeable("the expression builds a tensor too large to probe")
         return func(*args, **kwargs)
 
 
-def evaluate(expression: Expression, bindings: Mapping[str, Any]) -> Any:
+def _largest_size(values: tuple[Any, ...]) -> float:
+    """The largest size an argument list could ask for (ints, and tuples of ints)."""
+    sizes = [abs(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    for v in values:
+        if isinstance(v, (tuple, list, torch.Size)):
+            ints = [abs(x) for x in v if isinstance(x, int)]
+            sizes.append(math.prod(ints) if ints else 0)
+            sizes.extend(ints)
+    whole = math.prod(sizes) if sizes else 0
+    return max([whole, *sizes])
+
+
+def evaluate(expression: Expression, bindings: Mapping[str, Any], limit: int = MAX_ELEMENTS) -> Any:
     """The value of a checked expression with `bindings` for its free names."""
-    return Evaluator(expression, bindings).run()
+    return Evaluator(expression, bindings, limit).run()

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from numlint.probe.evaluator import evaluate
+from numlint.probe.evaluator import MAX_ELEMENTS, MAX_INPUT_ELEMENTS, evaluate
 from numlint.probe.whitelist import Expression, NotProbeable, compile_expression
 
 CONFIRMED, NOT_CONFIRMED, NOT_PROBEABLE = "confirmed", "not confirmed", "not probeable"
@@ -178,7 +178,12 @@ def _scalar_loss(value: Any) -> torch.Tensor | None:
     return None
 
 
-def run(expression: Expression, bindings: Mapping[str, Any], backward: bool = True) -> Outcome:
+def run(
+    expression: Expression,
+    bindings: Mapping[str, Any],
+    backward: bool = True,
+    limit: int = MAX_ELEMENTS,
+) -> Outcome:
     """Evaluate forward (and `.sum().backward()`); never raises for torch errors."""
     leaves = [v for v in bindings.values() if isinstance(v, torch.Tensor) and v.requires_grad]
     for leaf in leaves:
@@ -186,7 +191,7 @@ def run(expression: Expression, bindings: Mapping[str, Any], backward: bool = Tr
     try:
         with seeded(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value = evaluate(expression, bindings)
+            value = evaluate(expression, bindings, limit)
             flat = _flatten(value)
             if flat is None:
                 raise NotProbeable("the expression does not give a tensor or a number")
@@ -236,23 +241,27 @@ def bind(
     return out
 
 
+#: Elements smaller than this fraction of the largest reference element are compared
+#: absolutely (against that fraction), not relatively.
+FLOOR = 1e-6
+
+
 def _deviation(a: torch.Tensor | None, ref: torch.Tensor | None) -> float:
-    """Relative distance ||a - ref|| / ||ref|| (0 when both are 0; inf when not comparable)."""
+    """Largest elementwise relative error of `a` against `ref` (0 when equal; inf when not
+    comparable). Elementwise, so one underflowed entry among large ones still counts."""
     if a is None and ref is None:
         return 0.0
     if a is None or ref is None:
         return math.inf
     a64 = a.detach().to("cpu", torch.float64).flatten()
     r64 = ref.detach().to("cpu", torch.float64).flatten()
-    if a64.shape != r64.shape:
+    if a64.shape != r64.shape or not bool(torch.isfinite(a64).all()):
         return math.inf
-    if not bool(torch.isfinite(a64).all()):
-        return math.inf
-    den = float(r64.norm())
-    num = float((a64 - r64).norm())
-    if num == 0.0:
+    if a64.numel() == 0 or bool((a64 == r64).all()):
         return 0.0
-    return num / den if den > 0 else math.inf
+    scale = float(r64.abs().max())
+    den = r64.abs() + FLOOR * scale + 1e-300
+    return float(((a64 - r64).abs() / den).max())
 
 
 def _grads(o: Outcome) -> torch.Tensor | None:
@@ -317,10 +326,10 @@ def judge(
             if hazard.value.numel() == 1 and reference.value.numel() == 1:
                 details["forward"] = (
                     f"value {_fmt(float(hazard.value))} vs {_fmt(float(reference.value))} "
-                    "(fix in float64)"
+                    "(the fix in float64)"
                 )
             elif math.isfinite(dv):
-                details["forward"] = f"value off by {_fmt(dv)} (relative, vs fix in float64)"
+                details["forward"] = f"value off by {_fmt(dv)} (relative, vs the fix in float64)"
         hg, rg = _grads(hazard), _grads(reference)
         if rg is not None and hg is not None:
             dg = _deviation(hg, rg)
@@ -364,6 +373,7 @@ def measure(
     backward: bool = True,
     compare: str = "",
     no_grad: frozenset[str] = frozenset(),
+    limit: int = MAX_ELEMENTS,
 ) -> Row:
     """Run hazard, fix (and float64 reference) on one set of raw inputs in one dtype."""
     tdtype = DTYPES[dtype]
@@ -371,14 +381,14 @@ def measure(
     def inputs_in(dt: torch.dtype, reference: bool = False) -> dict[str, Any]:
         return bind(raw, dt, device, backward, reference, no_grad)
 
-    h = run(hazard, inputs_in(tdtype), backward)
-    f = run(fix, inputs_in(tdtype), backward) if fix is not None else None
+    h = run(hazard, inputs_in(tdtype), backward, limit)
+    f = run(fix, inputs_in(tdtype), backward, limit) if fix is not None else None
     ref = None
     if fix is not None and compare:
-        ref = run(fix, inputs_in(tdtype, reference=True), backward)
+        ref = run(fix, inputs_in(tdtype, reference=True), backward, limit)
     baseline = False
     if not h.ok and dtype != "float32" and (f is None or not f.ok):
-        baseline = run(hazard, inputs_in(torch.float32), backward).ok
+        baseline = run(hazard, inputs_in(torch.float32), backward, limit).ok
     return judge(dtype, inputs, h, f, ref, compare, baseline)
 
 
@@ -446,4 +456,4 @@ def build_input(text: str) -> Any:
     if expr.free:
         raise NotProbeable(f"input `{text}` uses unknown names {', '.join(expr.free)}")
     with seeded():
-        return evaluate(expr, {})
+        return evaluate(expr, {}, MAX_INPUT_ELEMENTS)

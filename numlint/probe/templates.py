@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 from numlint.probe import runner
+from numlint.probe.evaluator import MAX_INPUT_ELEMENTS
 from numlint.probe.roles import NO_GRAD, roles
 from numlint.probe.whitelist import NotProbeable
 from numlint.rule import Probe, Rule
@@ -83,6 +84,7 @@ def run_probe(probe: Probe | None, device: str = "cpu") -> runner.Evidence:
                         probe.backward,
                         probe.compare,
                         no_grad,
+                        MAX_INPUT_ELEMENTS,
                     )
                 )
     except NotProbeable as exc:

@@ -66,36 +66,35 @@ def dtype_hints(source: str) -> tuple[str, ...]:
     return tuple(hints)
 
 
-def source_range(source: str, d: Diagnostic) -> str:
+def flagged(source: str, d: Diagnostic) -> tuple[str, str | None]:
+    """The flagged source text and the same text with the finding's fix applied.
+
+    Fix edits inside the flagged range are applied to it; when one edit covers more than
+    the range (the fix rewrites the enclosing expression), that edit's range is probed.
+    """
     offsets = line_offsets(source)
     if not (1 <= d.row <= len(offsets) and 1 <= d.end_row <= len(offsets)):
         raise NotProbeable("the finding's range is outside the file")
-    start = offsets[d.row - 1] + d.column - 1
-    end = offsets[d.end_row - 1] + d.end_column - 1
-    return source[start:end]
-
-
-def fixed_range(source: str, d: Diagnostic) -> str | None:
-    """The flagged text with the diagnostic's fix edits that fall inside it applied."""
-    if d.fix is None or not d.fix.edits:
-        return None
-    offsets = line_offsets(source)
 
     def at(row: int, column: int) -> int:
         return offsets[row - 1] + column - 1
 
     start, end = at(d.row, d.column), at(d.end_row, d.end_column)
-    inside = [
+    edits = [
         (at(e.row, e.column), at(e.end_row, e.end_column), e.content)
-        for e in d.fix.edits
-        if start <= at(e.row, e.column) and at(e.end_row, e.end_column) <= end
+        for e in (d.fix.edits if d.fix is not None else ())
     ]
-    if not inside:
-        return None
+    for s, e, content in edits:
+        if s <= start and end <= e and (s, e) != (start, end):
+            return source[s:e], content
+    inside = [(s, e, c) for s, e, c in edits if start <= s and e <= end]
     text = source[start:end]
+    if not inside:
+        return text, None
+    fixed = text
     for s, e, content in sorted(inside, reverse=True):
-        text = text[: s - start] + content + text[e - start :]
-    return text
+        fixed = fixed[: s - start] + content + fixed[e - start :]
+    return text, fixed
 
 
 # ---- inlining earlier assignments -----------------------------------------------------
@@ -107,7 +106,7 @@ class _Def:
 
     start: Position
     end: Position
-    kind: str  # "value" | "unknown" | "mutation"
+    kind: str  # "value" | "param" | "unknown" | "mutation"
     value: ast.expr | None = None
 
 
@@ -154,11 +153,11 @@ def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
             constant = default is not None and _is_number(default)
             add(
                 arg.arg,
-                _Def(_pos(scope), _pos(scope), "value" if constant else "unknown", default),
+                _Def(_pos(scope), _pos(scope), "value" if constant else "param", default),
             )
         for star in (args.vararg, args.kwarg):
             if star is not None:
-                add(star.arg, _Def(_pos(scope), _pos(scope), "unknown"))
+                add(star.arg, _Def(_pos(scope), _pos(scope), "param"))
     for node in _walk_scope(scope):
         located = hasattr(node, "lineno") and hasattr(node, "end_lineno")
         start = _pos(node) if located else (0, 0)
@@ -281,7 +280,11 @@ class _Scopes:
 
 
 class _Inliner(ast.NodeTransformer):
-    """Replace names by the expressions last assigned to them (when those are probeable)."""
+    """Replace names by the expressions last assigned to them (when those are probeable).
+
+    `opaque` collects the names whose value comes from code that is not probed (a model
+    call, a tuple unpacking, a loop variable): they stay free and get sample values.
+    """
 
     def __init__(
         self, scopes: _Scopes, imports: Mapping[str, str], where: Position, depth: int
@@ -290,6 +293,7 @@ class _Inliner(ast.NodeTransformer):
         self.imports = imports
         self.where = where
         self.depth = depth
+        self.opaque: list[str] = []
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -306,9 +310,10 @@ class _Inliner(ast.NodeTransformer):
         found = self.scopes.lookup(node.id, self.where)
         if found == "mutated":
             raise NotProbeable(f"`{node.id}` is modified in place before this use")
-        if not isinstance(found, _Def) or found.kind != "value" or found.value is None:
+        if not isinstance(found, _Def) or found.kind == "param":
             return node
-        if self.depth <= 0:
+        if found.kind != "value" or found.value is None or self.depth <= 0:
+            self.opaque.append(node.id)
             return node
         value = copy.deepcopy(found.value)
         inner = _Inliner(self.scopes, self.imports, found.start, self.depth - 1)
@@ -316,14 +321,45 @@ class _Inliner(ast.NodeTransformer):
         try:
             compile_expression(value, self.imports)
         except NotProbeable:
-            return node  # computed by something not probed: keep the name as a sample input
+            self.opaque.append(node.id)
+            return node
+        self.opaque += inner.opaque
         return value
 
 
 def inline(
     tree: ast.expr, scopes: _Scopes, imports: Mapping[str, str], where: Position
 ) -> ast.expr:
-    return _Inliner(scopes, imports, where, depth=4).visit(copy.deepcopy(tree))
+    return inline_tracking(tree, scopes, imports, where)[0]
+
+
+def inline_tracking(
+    tree: ast.expr, scopes: _Scopes, imports: Mapping[str, str], where: Position
+) -> tuple[ast.expr, list[str]]:
+    """The tree with earlier assignments inlined, and the names left opaque."""
+    inliner = _Inliner(scopes, imports, where, depth=4)
+    return inliner.visit(copy.deepcopy(tree)), inliner.opaque
+
+
+#: Spellings counted as the same operation when matching a rule's hazard.
+_SAME_OP = {"log1p": "log", "log2": "log", "log10": "log", "expit": "sigmoid", "prod": "prod"}
+
+
+def operations(expr: Expression) -> set[str]:
+    """Names of the functions and methods an expression calls (`log`, `softmax`, ...)."""
+    found = set()
+    for node in ast.walk(expr.tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            qual = expr.resolved.get(id(func))
+            if qual:
+                name = qual.rsplit(".", 1)[-1]
+            elif isinstance(func, ast.Attribute):
+                name = func.attr
+            else:
+                continue
+            found.add(_SAME_OP.get(name, name))
+    return found
 
 
 # ---- sample bindings ------------------------------------------------------------------
@@ -474,11 +510,16 @@ def probe_expression(
     compare = probe.compare if fix is not None else ""
     no_grad = frozenset(n for n, r in roles(hazard).items() if r in NO_GRAD)
     rows: list[runner.Row] = []
+    refused: list[str] = []
     for dtype in dtypes:
         for b in samples:
-            row = runner.measure(
-                hazard, fix, b.values, dtype, b.label, device, probe.backward, compare, no_grad
-            )
+            try:
+                row = runner.measure(
+                    hazard, fix, b.values, dtype, b.label, device, probe.backward, compare, no_grad
+                )
+            except NotProbeable as exc:  # this sample does not fit (an int where a tensor is)
+                refused.append(str(exc))
+                continue
             rows.append(row)
             if row.hazard_fails and row.fix_ok is not False:
                 break
@@ -486,7 +527,7 @@ def probe_expression(
             break
     usable = [r for r in rows if r.forward != "raises" or r.hazard_fails]
     if not usable:
-        error = next((r.details.get("forward", "") for r in rows), "")
+        error = next((r.details.get("forward", "") for r in rows), "") or next(iter(refused), "")
         result = runner.not_probeable(
             f"the expression raised on every sample input ({error})", hazard.text
         )
@@ -507,12 +548,20 @@ def probe_finding(
     """Probe the expression a finding flags (its fix too, when it carries one)."""
     if info.tree is None or scopes is None:
         raise NotProbeable("the file does not parse")
-    text = source_range(info.source, d)
+    text, fixed_text = flagged(info.source, d)
     where = (d.row, _column_offset(info.source, d))
-    tree = inline(parse_expression(text), scopes, info.imports, where)
+    tree, opaque = inline_tracking(parse_expression(text), scopes, info.imports, where)
     hazard = compile_expression(tree, info.imports)
+    if opaque and probe.hazard:
+        # a value computed by unprobed code is only a stand-in input when the hazardous
+        # operations themselves are in view (`log(softmax(logits))`, not `log(probs)`)
+        missing = operations(runner.compile_probe_expression(probe.hazard)) - operations(hazard)
+        if missing:
+            raise NotProbeable(
+                f"`{opaque[0]}` is computed by code that is not probed, and the rule's "
+                f"{', '.join(sorted(missing))} is not in the expression"
+            )
     fix = None
-    fixed_text = fixed_range(info.source, d)
     if fixed_text is not None:
         try:
             imports = dict(info.imports)

@@ -8,6 +8,7 @@ not) before anything runs. The evaluator looks names up only through these table
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,16 +27,14 @@ _REDUCTIONS = """
 """
 _SHAPES = """
     cat stack reshape squeeze unsqueeze flatten transpose permute t movedim flip roll gather
-    index_select masked_select narrow chunk split diagonal diag diag_embed tril triu
-    broadcast_to expand_copy
+    index_select masked_select narrow chunk split diagonal tril triu broadcast_to
 """
 _LINEAR_ALGEBRA = """
     matmul mm bmm mv dot outer einsum det logdet slogdet inverse cdist trace cholesky
 """
 _CREATION = """
-    tensor as_tensor zeros ones full empty arange linspace logspace eye rand randn randint
-    zeros_like ones_like full_like empty_like rand_like randn_like finfo iinfo
-    manual_seed
+    tensor as_tensor zeros ones full arange linspace logspace eye rand randn randint
+    zeros_like ones_like full_like rand_like randn_like finfo iinfo
 """
 
 #: Functions by qualified name.
@@ -203,11 +202,28 @@ def module_imports(tree: ast.AST) -> dict[str, str]:
 
 
 def parse_expression(text: str) -> ast.expr:
-    """Parse one expression (possibly spanning lines); raises NotProbeable."""
+    """Parse one expression (possibly spanning lines); raises NotProbeable.
+
+    A flagged statement is reduced to the expression it computes: `x /= n` to `x / n`,
+    `y = expr` and a bare expression statement to `expr`.
+    """
     try:
         return ast.parse(f"(\n{text}\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    try:
+        body = ast.parse(text.strip()).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise NotProbeable("not a single expression") from exc
+    if len(body) == 1:
+        stmt = body[0]
+        if isinstance(stmt, ast.AugAssign):
+            target = copy.deepcopy(stmt.target)
+            target.ctx = ast.Load()
+            return ast.BinOp(target, stmt.op, stmt.value)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) and stmt.value is not None:
+            return stmt.value
+    raise NotProbeable("not a single expression")
 
 
 def canonical(qualname: str) -> str:

@@ -451,7 +451,7 @@ def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
     else:
         cond = positional(o.call, 0, "condition")
         branches = (positional(o.call, 1), positional(o.call, 2))
-    for taken, branch in zip((True, False), branches):
+    for taken, branch in zip((True, False), branches, strict=False):
         if branch is None:
             continue
         if cond is not None and sanitises(ctx, cond, branch, taken, env):
@@ -528,6 +528,9 @@ def positive_value(ctx: Context, value: Value) -> bool:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         left, right = const(ctx, node.left, env), const(ctx, node.right, env)
         return (left is not None and left > 0) or (right is not None and right > 0)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        left = const(ctx, node.left, env)
+        return left is not None and left > 0  # inverse weights `1 / counts`
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
@@ -543,7 +546,9 @@ def positive_value(ctx: Context, value: Value) -> bool:
     return False
 
 
-_TENSOR_LITERALS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"})
+_TENSOR_LITERALS = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"}
+)
 
 
 def has_tensor_op(ctx: Context, value: Value, depth: int = 0) -> bool:
@@ -585,9 +590,9 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     if isinstance(node, cst.BinaryOperation):
         operator = node.operator
         if isinstance(operator, cst.Multiply):
-            return denominator_reason(
-                ctx, Value(node.left, env), depth + 1
-            ) or denominator_reason(ctx, Value(node.right, env), depth + 1)
+            return denominator_reason(ctx, Value(node.left, env), depth + 1) or denominator_reason(
+                ctx, Value(node.right, env), depth + 1
+            )
         if isinstance(operator, cst.Power):
             exponent = const(ctx, node.right, env)
             if exponent is not None and exponent > 0:
@@ -680,14 +685,48 @@ def selection(ctx: Context, operand: cst.BaseExpression) -> Selection | None:
                 if cond is None or child is not parent.func:
                     continue
                 taken = True
-            if wanted & names(cond):
+            if _tests(ctx, cond, wanted):
                 return Selection("where", parent, cond, taken, ctx.code(parent.func))
         if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
             other = parent.right if child is parent.left else parent.left
             mask = _mask_condition(ctx, other)
-            if mask is not None and wanted & names(mask):
+            if mask is not None and _tests(ctx, mask, wanted):
                 return Selection("mask", parent, mask, True)
     return None
+
+
+def _tests(ctx: Context, cond: cst.BaseExpression, wanted: set[str]) -> bool:
+    """Whether a condition compares the operand (a name of it) with a constant bound:
+    `x > 0`, `n != 0`, `d2 == 0`, `(x > 0) & m`, `x >= torch.finfo(x.dtype).tiny`."""
+    if isinstance(cond, cst.BooleanOperation):
+        return _tests(ctx, cond.left, wanted) or _tests(ctx, cond.right, wanted)
+    if isinstance(cond, cst.BinaryOperation) and isinstance(cond.operator, (cst.BitAnd, cst.BitOr)):
+        return _tests(ctx, cond.left, wanted) or _tests(ctx, cond.right, wanted)
+    if isinstance(cond, cst.UnaryOperation):
+        return _tests(ctx, cond.expression, wanted)
+    if isinstance(cond, cst.Name):
+        bound = ctx.deref(ctx.value(cond))
+        if bound.node is not cond and isinstance(bound.node, cst.Comparison):
+            return _tests(ctx, bound.node, wanted)
+        return False
+    if not isinstance(cond, cst.Comparison):
+        return False
+    sides = [cond.left, *(t.comparator for t in cond.comparisons)]
+    for a, b in zip(sides, sides[1:], strict=False):
+        for subject, bound in ((a, b), (b, a)):
+            if wanted & names(subject) and _constant_bound(ctx, bound):
+                return True
+    return False
+
+
+def _constant_bound(ctx: Context, expr: cst.BaseExpression) -> bool:
+    if const(ctx, expr) is not None:
+        return True
+    return (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Call)
+        and (ctx.qualname(expr.value.func) or "").endswith("finfo")
+    )
 
 
 def _mask_condition(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -748,22 +787,40 @@ def exp_bounded(
     return False
 
 
-def _is_max_of(ctx: Context, value: Value) -> bool:
-    node = value.node
-    if isinstance(node, cst.Attribute) and node.attr.value in ("values",):
+def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A maximum (`x.max(d).values`, `torch.amax`, `torch.maximum`, a `*max*` helper's result)
+    through masking, detaching and reshaping: subtracting it is the stabilisation idiom."""
+    if depth > 6:
+        return False
+    node, env = value.node, value.env
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
         node = node.value
     if isinstance(node, cst.Subscript):
         node = node.value
-    if isinstance(node, cst.Call):
-        callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
-        if callee.method in ("detach",) and callee.receiver is not None:
-            return _is_max_of(ctx, ctx.deref(Value(callee.receiver, value.env)))
-        o = op(ctx, node, value.env)  # type: ignore[arg-type]
-        if o is not None and o.name == "max":
-            return True
-        if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
-            "amax",
-            "logsumexp",
-        ):
-            return True
-    return False
+    if isinstance(node, cst.Name):
+        deref = ctx.deref(Value(node, env))
+        if deref.node is not node:
+            return _is_max_of(ctx, deref, depth + 1)
+        return "max" in node.value.lower()
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)  # type: ignore[arg-type]
+    if callee.receiver is not None and (
+        callee.method in TRANSPARENT_METHODS or callee.method in ("masked_fill", "squeeze")
+    ):
+        return _is_max_of(ctx, ctx.deref(Value(callee.receiver, env)), depth + 1)
+    if callee.qualname in ("torch.masked_fill", "torch.squeeze", "torch.unsqueeze"):
+        inp = positional(node, 0, "input")
+        return inp is not None and _is_max_of(ctx, ctx.deref(Value(inp, env)), depth + 1)
+    o = op(ctx, node, env)  # type: ignore[arg-type]
+    if o is not None and o.name in ("max", "maximum"):
+        return True
+    if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
+        "amax",
+        "logsumexp",
+    ):
+        return True
+    name = callee.qualname or callee.method
+    if name is None and isinstance(node.func, cst.Name):
+        name = node.func.value
+    return name is not None and "max" in name.rsplit(".", 1)[-1].lower() and o is None

@@ -7,7 +7,13 @@ import libcst as cst
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
-from numlint.rules.log_exp._zero import guarded_by_mutation, op, positive_value, same_value
+from numlint.rules.log_exp._zero import (
+    guarded_by_mutation,
+    op,
+    positive_value,
+    same_value,
+    selection,
+)
 from numlint.semantics import activation
 
 
@@ -173,6 +179,8 @@ class EntropyTerm(Rule):
                 return
             if activation(ctx, Value(o.input, ctx.env)) is not None:
                 return
+            if selection(ctx, o.input) is not None:
+                return  # inside `torch.where(p > 0, ...)`: NUM110 reports the gradient
             fix = None
             func = ctx.spell("torch.xlogy")
             if o.name == "log" and func is not None:

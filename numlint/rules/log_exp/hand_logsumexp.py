@@ -194,7 +194,9 @@ class HandWrittenLogsumexp(Rule):
         r = red.op
         if r.name != "sum" or not (red.movable and e.movable) or e.op.input is None:
             return None
-        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()):
+        if any(
+            a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()
+        ):
             return None
         offset = 1 if r.spelling == "function" else 0
         dim = positional(r.call, offset, "dim")

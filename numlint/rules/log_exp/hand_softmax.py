@@ -75,6 +75,16 @@ class HandWrittenSoftmax(Rule):
             """,
             "different exponentials",
         ),
+        Valid(
+            """
+            import torch
+            def softmax(x, dim):
+                x_max = _safe_amax(x, dim)
+                unnormalized = torch.exp(x - x_max)
+                return unnormalized / torch.sum(unnormalized, dim, keepdim=True)
+            """,
+            "shifted by a maximum from a helper",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -156,7 +166,9 @@ class HandWrittenSoftmax(Rule):
         r = red.op
         if not (num.movable and red.movable) or num.op.input is None:
             return None
-        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()):
+        if any(
+            a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in r.rest()
+        ):
             return None
         offset = 1 if r.spelling == "function" else 0
         dim = positional(r.call, offset, "dim")

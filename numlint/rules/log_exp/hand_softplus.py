@@ -81,6 +81,15 @@ class HandWrittenSoftplus(Rule):
             """,
             "a bounded argument",
         ),
+        Valid(
+            """
+            import torch
+            def logaddexp(a, b):
+                hi = torch.maximum(a, b)
+                return hi + torch.log1p(torch.exp(torch.minimum(a, b) - hi))
+            """,
+            "max-shifted: the exponent is never positive",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -179,7 +179,9 @@ class LogOfProduct(Rule):
                 return None
             code = f"{func}({text}).logabsdet" if absolute else f"{func}({text})"
             return self.fix("unsafe", "Use a log-determinant", (node, code))
-        if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in f.rest()):
+        if any(
+            a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in f.rest()
+        ):
             return None
         args = ", ".join(ctx.code(a).rstrip(", ") for a in f.rest())
         if spelling == "method" or f.spelling == "method":

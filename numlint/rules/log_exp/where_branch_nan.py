@@ -102,6 +102,14 @@ class WhereBranchNan(Rule):
             """,
             "a mask on another value",
         ),
+        Valid(
+            """
+            import torch
+            def smooth_l1(loss, beta):
+                return torch.where(loss < beta, 0.5 * loss**2 / beta, loss - 0.5 * beta)
+            """,
+            "the condition does not test the denominator against 0",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -36,7 +36,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.context import Context, Env, Value
-from numlint.semantics import keyword, number, positional
+from numlint.semantics import keyword, number, positional, string_value
 
 #: Below this (2**-25) a positive literal rounds to 0 in float16.
 HALF_ZERO = 2.0**-25
@@ -90,7 +90,7 @@ _FINFO = {
 def dtype_name(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> str | None:
     """`torch.float16` / `torch.half` / `"torch.cuda.HalfTensor"` -> "float16", etc."""
     if isinstance(expr, cst.SimpleString):
-        return _DTYPES.get(str(expr.evaluated_value))
+        return _DTYPES.get(str(string_value(expr)))
     qual = ctx.qualname(expr, env)
     return _DTYPES.get(qual or "")
 
@@ -298,7 +298,7 @@ def _autocast_half(ctx: Context, call: cst.Call, cuda: bool, env: Env) -> bool:
     if cuda:
         return True
     device = positional(call, 0, "device_type")
-    return isinstance(device, cst.SimpleString) and device.evaluated_value == "cuda"
+    return device is not None and string_value(device) == "cuda"
 
 
 def _calls(node: cst.CSTNode, skip_defs: bool) -> list[cst.Call]:

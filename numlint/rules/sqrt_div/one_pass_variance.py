@@ -148,13 +148,18 @@ class OnePassVariance(Rule):
             return
         self.report(node, fix=self._fix(node, left, mean, squared))
 
-    def _fix(self, node: cst.BinaryOperation, left: Op, right: Op, x: cst.BaseExpression) -> FixSpec | None:
+    def _fix(
+        self, node: cst.BinaryOperation, left: Op, right: Op, x: cst.BaseExpression
+    ) -> FixSpec | None:
         ctx = self.ctx
         if not same_bindings(ctx, right.call, right.env):
             return None
         shapes = []
         for o in (left, right):
-            if any(a.keyword is not None and a.keyword.value not in ("dim", "keepdim") for a in o.rest()):
+            if any(
+                a.keyword is not None and a.keyword.value not in ("dim", "keepdim")
+                for a in o.rest()
+            ):
                 return None
             offset = 1 if o.spelling == "function" else 0
             dim = positional(o.call, offset, "dim")

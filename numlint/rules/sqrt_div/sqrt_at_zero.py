@@ -278,7 +278,7 @@ class SqrtAtZero(Rule):
 
 
 def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
-    """"sqrt" for an exponent of 0.5, "rsqrt" for -0.5, else ""."""
+    """ "sqrt" for an exponent of 0.5, "rsqrt" for -0.5, else ""."""
     if exponent is None:
         return ""
     value = const(ctx, exponent)

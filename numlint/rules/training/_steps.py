@@ -582,13 +582,17 @@ def unscaled_clips(
     for i, clip in enumerate(seq):
         if clip.kind != CLIP:
             continue
+        plain: list[Event] = []
         for ev in reversed(seq[:i]):
             if not ev.compatible(clip):
                 continue
             if ev.kind in (UNSCALE, UPDATE, ZERO_GRAD) + STEPS:
                 break
-            if ev.kind == SCALED_BACKWARD:
-                if "disabled" not in ev.flags:
+            if ev.kind == BACKWARD:
+                plain.append(ev)
+            elif ev.kind == SCALED_BACKWARD:
+                # an unscaled backward that can run with this one mixes both: stay silent
+                if "disabled" not in ev.flags and not any(p.compatible(ev) for p in plain):
                     nxt = next(
                         (e for e in seq[i + 1 :] if e.kind == SCALER_STEP and e.compatible(clip)),
                         None,

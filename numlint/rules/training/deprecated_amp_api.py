@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -36,6 +37,8 @@ _NO_SPACE = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+#: Tests that select an API by torch version: the old spelling is a deliberate fallback.
+_VERSION_TEST = re.compile(r"version|VERSION|_GREATER|_LESS|_TORCH_|hasattr\(torch")
 
 
 class DeprecatedAmpApi(Rule):
@@ -62,6 +65,8 @@ class DeprecatedAmpApi(Rule):
     there is no valid spelling, so no fix.
 
     Known limitations:
+    Calls under an `if` (or conditional expression) that tests the torch version or
+    `hasattr(torch, ...)` are a deliberate fallback for old releases and stay silent.
     References that are not called (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`)
     are not flagged.
 
@@ -76,7 +81,7 @@ class DeprecatedAmpApi(Rule):
         "`torch.cuda.amp` / `torch.cpu.amp` is deprecated and warns on every use; "
         'use `torch.amp` with the device type, e.g. `torch.amp.autocast("cuda")`'
     )
-    TRIGGERS = ("amp",)
+    TRIGGERS = ("autocast", "GradScaler", "custom_fwd", "custom_bwd")
 
     VALID = [
         Valid(
@@ -104,6 +109,17 @@ class DeprecatedAmpApi(Rule):
             scaler = GradScaler()
             """,
             "imported from torch.amp",
+        ),
+        Valid(
+            """
+            import torch
+            if is_torch_version(">=", "2.3"):
+                scaler = torch.amp.GradScaler("cuda")
+            else:
+                scaler = torch.cuda.amp.GradScaler()
+            ctx = torch.amp.autocast("cuda") if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.autocast()
+            """,
+            "a fallback for old torch releases",
         ),
         Valid(
             """
@@ -222,7 +238,7 @@ class DeprecatedAmpApi(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualname(node.func)
         api = _DEPRECATED.get(qual or "")
-        if api is None:
+        if api is None or self._version_gated():
             return
         self.report(node, self._message(qual or "", api), self._fix_call(node, api))
 
@@ -232,7 +248,7 @@ class DeprecatedAmpApi(Rule):
             return
         qual = self.ctx.qualname(expr)
         api = _DEPRECATED.get(qual or "")
-        if api is None or api.kind != "decorator":
+        if api is None or api.kind != "decorator" or self._version_gated():
             return
         fix = None
         new = self.ctx.spell(api.new)
@@ -240,6 +256,15 @@ class DeprecatedAmpApi(Rule):
             code = f'{new}(device_type="{api.device}")'
             fix = self.fix("safe", f"Replace with `{code}`", (expr, code))
         self.report(expr, self._message(qual or "", api), fix)
+
+    def _version_gated(self) -> bool:
+        """Inside an `if` / conditional expression that tests the torch version or API."""
+        for node in self.ctx.ancestors():
+            if isinstance(node, (cst.If, cst.IfExp)):
+                test = self.ctx.code(node.test)
+                if _VERSION_TEST.search(test):
+                    return True
+        return False
 
     @staticmethod
     def _message(qual: str, api: _Api) -> str:

@@ -43,7 +43,9 @@ class DetectAnomalyLeftOn(Rule):
 
     Known limitations:
     A literal `True` is required (`set_detect_anomaly(args.debug)` is a deliberate switch);
-    any enclosing `if` counts as a debug switch.
+    any enclosing `if` counts as a debug switch, and `detect_anomaly(check_nan=False)` (used
+    for its forward tracebacks) is left alone. A debugging utility that switches anomaly mode
+    on for its own run is still flagged.
 
     References:
     - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
@@ -80,6 +82,14 @@ class DetectAnomalyLeftOn(Rule):
             torch.autograd.set_detect_anomaly(False)
             """,
             "switched off",
+        ),
+        Valid(
+            """
+            import torch
+            with torch.autograd.detect_anomaly(check_nan=False):
+                out = traced(*args)
+            """,
+            "kept for its forward tracebacks, not to catch NaN",
         ),
         Valid(
             """
@@ -145,6 +155,9 @@ class DetectAnomalyLeftOn(Rule):
             on = positional(node, 0, "mode")
         elif qual in _DETECT:
             on = cst.Name("True")
+            check_nan = keyword(node, "check_nan")
+            if isinstance(check_nan, cst.Name) and check_nan.value == "False":
+                return  # used for its forward tracebacks, not to catch NaN
         elif qual in _TRAINERS:
             on = keyword(node, "detect_anomaly")
         else:

@@ -1,0 +1,742 @@
+"""Language server: `numlint lsp` (pygls 2 with lsprotocol types, on stdio).
+
+Diagnostics on open, on change (debounced, published for the latest version only) and on
+save; per-diagnostic code actions (the rule's fix, a `# noqa: CODE` suppression) plus "fix
+all safe problems in this file"; hover shows the rule's page. Everything goes through
+`numlint.api`, with the configuration found from the document's path. The server never
+imports torch: it stays on the static path.
+
+Documents are synchronised in full: pygls splits lines with `str.splitlines`, which also
+breaks on form feeds and other characters that neither Python nor LSP treat as line breaks,
+so incremental edits could land in the wrong place. Positions are converted here between
+numlint's 1-based character columns and the negotiated LSP position encoding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import importlib.abc
+import io
+import logging
+import re
+import sys
+import tokenize
+import warnings
+from bisect import bisect_right
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache, lru_cache, partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from lsprotocol import types as lsp
+from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, default_converter
+
+from numlint import __version__, api
+from numlint import config as config_mod
+from numlint.config import Config, ConfigError
+from numlint.diagnostic import Diagnostic, Edit
+from numlint.engine import PARSE_ERROR, parse_error
+from numlint.output.lsp import to_lsp
+
+logger = logging.getLogger("numlint.lsp")
+
+DEBOUNCE_S = 0.15
+MAX_CHARS = 1_000_000  # larger buffers are left to `numlint check`: linting them would stall
+FIX_ALL_KIND = f"{lsp.CodeActionKind.SourceFixAll.value}.numlint"
+PYTHON_SUFFIXES = (".py", ".pyi")
+_CONVERTER = default_converter()
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_NOQA_CODES = re.compile(r"#\s*noqa:\s*[\w-]+(?:\s*,\s*[\w-]+)*", re.IGNORECASE)
+_NOQA_BARE = re.compile(r"#\s*noqa(?!:)", re.IGNORECASE)
+_TOO_DEEP = ("too many nested", "too complex", "nested too deeply", "too many statically")
+
+
+# -- positions -------------------------------------------------------------------------
+
+
+def _units(text: str, encoding: str) -> int:
+    """Length of `text` in code units of the LSP position encoding."""
+    if encoding == lsp.PositionEncodingKind.Utf32 or text.isascii():
+        return len(text)
+    if encoding == lsp.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _chars(text: str, units: int, encoding: str) -> int:
+    """How many characters of `text` its first `units` code units span (clamped)."""
+    if encoding == lsp.PositionEncodingKind.Utf32 or text.isascii():
+        return max(0, min(units, len(text)))
+    count = 0
+    for i, c in enumerate(text):
+        if count >= units:
+            return i
+        count += _units(c, encoding)
+    return len(text)
+
+
+class TextIndex:
+    """Maps numlint's 1-based (row, column-in-characters) positions and string offsets to
+    LSP positions in the negotiated encoding, with LSP's line breaks (\\r\\n, \\r, \\n)."""
+
+    def __init__(self, source: str, encoding: str = lsp.PositionEncodingKind.Utf16) -> None:
+        self.source = source
+        self.encoding = encoding
+        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
+
+    def line(self, index: int) -> str:
+        """The 0-based line `index`, without its line break."""
+        end = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.source)
+        return self.source[self.starts[index] : end].rstrip("\r\n")
+
+    def position(self, row: int, column: int) -> lsp.Position:
+        if row > len(self.starts):
+            last = len(self.starts) - 1
+            return lsp.Position(last, _units(self.line(last), self.encoding))
+        line = max(row, 1) - 1
+        return lsp.Position(line, _units(self.line(line)[: max(column, 1) - 1], self.encoding))
+
+    def range(self, row: int, column: int, end_row: int, end_column: int) -> lsp.Range:
+        return lsp.Range(self.position(row, column), self.position(end_row, end_column))
+
+    def point(self, position: lsp.Position) -> tuple[int, int]:
+        """The 1-based (row, column) of an LSP position, clamped to the text."""
+        if position.line >= len(self.starts):
+            last = len(self.starts) - 1
+            return last + 1, len(self.line(last)) + 1
+        text = self.line(max(position.line, 0))
+        return position.line + 1, _chars(text, position.character, self.encoding) + 1
+
+    def at_offset(self, offset: int) -> lsp.Position:
+        line = bisect_right(self.starts, offset) - 1
+        return self.position(line + 1, offset - self.starts[line] + 1)
+
+
+# -- linting ---------------------------------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    """One linted state of a document."""
+
+    uri: str
+    version: int | None
+    source: str
+    path: str
+    config: Config
+    diagnostics: list[Diagnostic]
+    config_error: str | None = None
+    failure: str | None = None
+    excluded: bool = False
+    skipped: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The filesystem path of a `file:` URI; None for other schemes or malformed URIs."""
+    try:
+        parts = urlparse(uri)
+    except ValueError:
+        return None
+    if parts.scheme != "file" or not parts.path:
+        return None
+    path = url2pathname(parts.path)
+    if parts.netloc and parts.netloc != "localhost":
+        path = f"//{parts.netloc}{path}"
+    return None if "\x00" in path else path
+
+
+def _nesting_error(source: str, path: str) -> Diagnostic | None:
+    """NUM000 for code nested beyond what Python itself accepts, checked with CPython's
+    parser first: libcst's native parser can overflow its stack on such input."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return parse_error(path, "could not parse: the code is nested too deeply")
+    except SyntaxError as exc:
+        if any(s in str(exc.msg) for s in _TOO_DEEP):
+            return parse_error(
+                path, "could not parse: the code is nested too deeply", exc.lineno or 1
+            )
+    except Exception:  # null bytes and the like: the engine reports those itself
+        return None
+    return None
+
+
+def _excluded(path: Path, cfg: Config, roots: Sequence[Path]) -> bool:
+    """Whether the configuration excludes `path` or a directory between it and its root."""
+    base = cfg.root
+    if base is None:
+        base = next((r for r in roots if r == path or r in path.parents), None)
+    if base is None or (base != path and base not in path.parents):
+        base = path.parent
+    try:
+        for parent in [path, *path.parents]:
+            if parent == base:
+                return False
+            if cfg.is_excluded(parent):
+                return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def lint_document(
+    uri: str,
+    version: int | None,
+    source: str,
+    roots: Sequence[Path] = (),
+    max_chars: int = MAX_CHARS,
+) -> Snapshot:
+    """Lint a buffer through `numlint.api` with the configuration found from its path."""
+    real = uri_to_path(uri)
+    path = real or (str(roots[0] / "untitled.py") if roots else "<untitled>")
+    config_error = None
+    try:
+        cfg = api.resolve_config(None, path)
+    except ConfigError as exc:
+        cfg, config_error = Config(), str(exc)
+    except (OSError, ValueError) as exc:  # a path the filesystem refuses: the defaults
+        logger.warning("no configuration for %s: %s", uri, exc)
+        cfg = Config()
+    snap = Snapshot(uri, version, source, path, cfg, [], config_error, warnings=cfg.warnings)
+    try:
+        if real is not None and _excluded(Path(real), cfg, roots):
+            snap.excluded = True
+            return snap
+        if len(source) > max_chars:
+            snap.skipped = (
+                f"numlint: {uri} not linted in the editor: {len(source):,} characters "
+                f"(more than {max_chars:,}); run `numlint check` on it"
+            )
+            return snap
+        deep = _nesting_error(source, path)
+        snap.diagnostics = [deep] if deep else api.check_source(source, path, cfg)
+    except Exception as exc:  # a bug in a rule must not take the server down
+        logger.exception("linting %s failed", uri)
+        snap.failure = f"{type(exc).__name__}: {exc}"
+    return snap
+
+
+def to_diagnostic(d: Diagnostic, index: TextIndex) -> lsp.Diagnostic:
+    """`numlint.output.lsp.to_lsp` as an lsprotocol Diagnostic, in the client's encoding."""
+    out = _CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
+    out.range = index.range(d.row, d.column, d.end_row, d.end_column)
+    if d.code == PARSE_ERROR:
+        out.code_description = None  # no rule page
+    return out
+
+
+@cache
+def rule_markdown(code: str) -> str | None:
+    """The rule's documentation page (Markdown), or None for codes that are not rules."""
+    from numlint.rule import rule_by_selector
+
+    rule = rule_by_selector(code)
+    if rule is None:
+        return None
+    try:
+        from numlint.docs import rule_page
+
+        return rule_page(rule)
+    except Exception:  # a page that cannot be built still gets a summary
+        logger.exception("rule page for %s failed", code)
+        return f"# {rule.CODE} `{rule.NAME}`\n\n> {rule.MESSAGE}\n\n{rule.docstring()}\n"
+
+
+# -- edits -----------------------------------------------------------------------------
+
+
+def fix_edits(d: Diagnostic, index: TextIndex) -> list[lsp.TextEdit]:
+    """The diagnostic's fix as LSP text edits."""
+    assert d.fix is not None
+    return [edit_to_lsp(e, index) for e in d.fix.edits]
+
+
+def edit_to_lsp(e: Edit, index: TextIndex) -> lsp.TextEdit:
+    return lsp.TextEdit(index.range(e.row, e.column, e.end_row, e.end_column), e.content)
+
+
+def replace_edit(old: str, new: str, index: TextIndex) -> lsp.TextEdit:
+    """One edit turning `old` into `new`: the span between their common prefix and suffix."""
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < limit - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    if 0 < start < len(old) and old[start - 1] == "\r" and old[start] == "\n":
+        start -= 1  # never split a \r\n: LSP cannot address the point between them
+    old_end, new_end = len(old) - end, len(new) - end
+    if 0 < old_end < len(old) and old[old_end - 1] == "\r" and old[old_end] == "\n":
+        old_end, new_end = old_end + 1, new_end + 1
+    return lsp.TextEdit(
+        lsp.Range(index.at_offset(start), index.at_offset(old_end)), new[start:new_end]
+    )
+
+
+@lru_cache(maxsize=8)
+def _commentable_rows(source: str) -> frozenset[int] | None:
+    """Rows whose end is outside a string and not continued by a backslash (None: unknown)."""
+    rows: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
+                rows.add(tok.start[0])
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return frozenset(rows)
+
+
+def noqa_edit(d: Diagnostic, index: TextIndex) -> lsp.TextEdit | None:
+    """Add `d.code` to the line's `# noqa: ...` list, or append `  # noqa: CODE`.
+
+    The comment goes on the diagnostic's first or last row (suppressions cover both),
+    preferring a row that already has a noqa list, and never on a row that ends inside a
+    string or with a backslash continuation.
+    """
+    rows = [r for r in dict.fromkeys((d.row, d.end_row)) if r <= len(index.starts)]
+    if not rows:
+        return None
+    safe = _commentable_rows(index.source)
+    rows = [r for r in rows if safe is None or r in safe] or rows[:1]
+    row = next((r for r in rows if _NOQA_CODES.search(index.line(r - 1))), rows[0])
+    text = index.line(row - 1)
+    found = _NOQA_CODES.search(text)
+    if found is not None:
+        at, insert = found.end(), f", {d.code}"
+    elif _NOQA_BARE.search(text):
+        return None  # a bare noqa already covers every code
+    else:
+        at, insert = len(text.rstrip()), f"  # noqa: {d.code}"
+    pos = index.position(row, at + 1)
+    return lsp.TextEdit(lsp.Range(pos, pos), insert)
+
+
+# -- the server ------------------------------------------------------------------------
+
+
+class _Protocol(LanguageServerProtocol):
+    """Answers a request whose parameters do not fit its method with an error response
+    instead of leaving the client waiting for one."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            msg_id = data.get("id") if "method" in data else None
+            if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
+                self._send_response(msg_id, error=exc.to_response_error())
+            raise
+
+
+class NumlintServer(LanguageServer):
+    """The numlint language server; `create_server()` registers its features."""
+
+    def __init__(self, debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> None:
+        super().__init__(
+            "numlint",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Full,
+            protocol_cls=_Protocol,
+        )
+        self.debounce = debounce
+        self.max_chars = max_chars
+        self.snapshots: dict[str, Snapshot] = {}
+        self.tasks: dict[str, asyncio.Future[None]] = {}
+        self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="numlint-lint")
+        self.told: set[str] = set()
+
+    # state
+
+    @property
+    def encoding(self) -> str:
+        try:
+            return str(self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+        except RuntimeError:  # not initialised
+            return lsp.PositionEncodingKind.Utf16
+
+    def roots(self) -> list[Path]:
+        try:
+            uris = [f.uri for f in self.workspace.folders.values()] or [self.workspace.root_uri]
+        except RuntimeError:
+            return []
+        paths = [uri_to_path(u) for u in uris if u]
+        return [Path(p) for p in paths if p]
+
+    def document(self, uri: str) -> Any | None:
+        """The open text document for `uri` (pygls keys documents by the unquoted URI)."""
+        try:
+            doc = self.workspace.text_documents.get(unquote(uri))
+        except RuntimeError:
+            return None
+        if doc is None:
+            return None
+        language = (doc.language_id or "").lower()
+        if language != "python" and not unquote(uri).endswith(PYTHON_SUFFIXES):
+            return None
+        return doc
+
+    async def lint(self, uri: str) -> Snapshot | None:
+        """Lint the document's current text in the worker thread."""
+        doc = self.document(uri)
+        if doc is None:
+            return None
+        version, source = doc.version, doc.source
+        loop = asyncio.get_running_loop()
+        snap = await loop.run_in_executor(
+            self.linter, lint_document, uri, version, source, self.roots(), self.max_chars
+        )
+        doc = self.document(uri)
+        if doc is None or doc.version != version or doc.source != source:
+            return None  # stale: a newer change is already scheduled
+        self.snapshots[uri] = snap
+        self.tell(snap)
+        return snap
+
+    async def current(self, uri: str) -> Snapshot | None:
+        """The snapshot of the document as it is now (linting it if needed)."""
+        doc = self.document(uri)
+        if doc is None:
+            return None
+        snap = self.snapshots.get(uri)
+        if snap is not None and snap.version == doc.version and snap.source == doc.source:
+            return snap
+        return await self.lint(uri)
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Lint `uri` after `delay` seconds and publish, replacing a pending run."""
+        old = self.tasks.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.ensure_future(self._lint_and_publish(uri, delay))
+        self.tasks[uri] = task
+        task.add_done_callback(lambda t: self._finished(uri, t))
+
+    def _finished(self, uri: str, task: asyncio.Future[None]) -> None:
+        if self.tasks.get(uri) is task:
+            del self.tasks[uri]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("linting %s failed: %r", uri, task.exception())
+
+    async def _lint_and_publish(self, uri: str, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        snap = await self.lint(uri)
+        if snap is not None:
+            self.publish(snap)
+
+    def publish(self, snap: Snapshot) -> None:
+        index = TextIndex(snap.source, self.encoding)
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(
+                uri=snap.uri,
+                diagnostics=[to_diagnostic(d, index) for d in snap.diagnostics],
+                version=snap.version,
+            )
+        )
+
+    def forget(self, uri: str) -> None:
+        task = self.tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.snapshots.pop(uri, None)
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+    def config_changed(self) -> None:
+        """A pyproject.toml changed: rediscover configuration and relint open documents."""
+        config_mod.clear_cache()
+        self.told.clear()
+        for uri in [d.uri for d in self.workspace.text_documents.values()]:
+            self.schedule(uri, 0)
+
+    def tell(self, snap: Snapshot) -> None:
+        """Configuration problems and internal failures, each shown once."""
+        if snap.config_error and snap.config_error not in self.told:
+            self.told.add(snap.config_error)
+            self.window_show_message(
+                lsp.ShowMessageParams(
+                    lsp.MessageType.Error,
+                    f"numlint: {snap.config_error}; using the default rules",
+                )
+            )
+        if snap.failure and snap.failure not in self.told:
+            self.told.add(snap.failure)
+            self.window_show_message(
+                lsp.ShowMessageParams(
+                    lsp.MessageType.Error, f"numlint failed on {snap.path}: {snap.failure}"
+                )
+            )
+        if snap.skipped:
+            self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Info, snap.skipped))
+        for w in snap.warnings:
+            if w not in self.told:
+                self.told.add(w)
+                self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Warning, w))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log errors (malformed messages, failing handlers) instead of popping them up."""
+        if source is FeatureRequestError:
+            return
+        logger.error("%s: %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(
+                lsp.LogMessageParams(lsp.MessageType.Error, f"numlint: {error}")
+            )
+        except Exception:
+            pass
+
+    # client capabilities
+
+    def _capability(self, *names: str) -> Any:
+        value: Any = self.client_capabilities
+        for name in names:
+            value = getattr(value, name, None)
+            if value is None:
+                return None
+        return value
+
+    def workspace_edit(
+        self, uri: str, version: int | None, edits: list[lsp.TextEdit]
+    ) -> lsp.WorkspaceEdit:
+        if self._capability("workspace", "workspace_edit", "document_changes"):
+            doc = lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+            return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(doc, edits)])
+        return lsp.WorkspaceEdit(changes={uri: edits})
+
+    # features
+
+    async def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        snap = await self.current(params.text_document.uri)
+        if snap is None:
+            return None
+        index = TextIndex(snap.source, self.encoding)
+        here = index.point(params.position)
+        hits = [
+            d for d in snap.diagnostics if (d.row, d.column) <= here <= (d.end_row, d.end_column)
+        ]
+        if not hits:
+            return None
+        parts, seen = [], set()
+        for d in hits:
+            if d.code in seen:
+                continue
+            seen.add(d.code)
+            page = rule_markdown(d.code)
+            parts.append(page if page is not None else f"**{d.code}** `{d.name}`: {d.message}")
+        first = hits[0]
+        return lsp.Hover(
+            contents=lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
+            range=index.range(first.row, first.column, first.end_row, first.end_column),
+        )
+
+    async def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        uri = params.text_document.uri
+        snap = await self.current(uri)
+        if snap is None:
+            return None
+        only = params.context.only
+
+        def wanted(kind: str) -> bool:
+            return only is None or any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+        index = TextIndex(snap.source, self.encoding)
+        start, end = index.point(params.range.start), index.point(params.range.end)
+        actions: list[lsp.CodeAction] = []
+        if wanted(lsp.CodeActionKind.QuickFix):
+            for d in snap.diagnostics:
+                if d.code == PARSE_ERROR or (d.end_row, d.end_column) < start:
+                    continue
+                if (d.row, d.column) > end:
+                    continue
+                actions.extend(self._quick_fixes(snap, d, index))
+        if wanted(FIX_ALL_KIND) and any(
+            d.fix is not None and d.fix.applicability == "safe" for d in snap.diagnostics
+        ):
+            action = lsp.CodeAction(
+                title="numlint: fix all safe problems in this file",
+                kind=FIX_ALL_KIND,
+                data={"uri": uri, "version": snap.version},
+            )
+            lazy = self._capability("text_document", "code_action", "resolve_support")
+            if lazy is None or "edit" not in (lazy.properties or []):
+                action = await self.resolve(action)
+            actions.append(action)
+        return actions
+
+    def _quick_fixes(self, snap: Snapshot, d: Diagnostic, index: TextIndex) -> list[lsp.CodeAction]:
+        diag = to_diagnostic(d, index)
+        out = []
+        if d.fix is not None and d.fix.edits and d.fix.applicability in ("safe", "unsafe"):
+            label = " (unsafe fix)" if d.fix.applicability == "unsafe" else ""
+            out.append(
+                lsp.CodeAction(
+                    title=f"numlint ({d.code}): {d.fix.message}{label}",
+                    kind=lsp.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=d.fix.applicability == "safe",
+                    edit=self.workspace_edit(snap.uri, snap.version, fix_edits(d, index)),
+                )
+            )
+        noqa = noqa_edit(d, index)
+        if noqa is not None:
+            out.append(
+                lsp.CodeAction(
+                    title=f"numlint ({d.code}): suppress with `# noqa: {d.code}`",
+                    kind=lsp.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    edit=self.workspace_edit(snap.uri, snap.version, [noqa]),
+                )
+            )
+        return out
+
+    async def resolve(self, action: lsp.CodeAction) -> lsp.CodeAction:
+        """Compute the "fix all" edit (lazily, when the client resolves code actions)."""
+        data = action.data if isinstance(action.data, dict) else {}
+        uri = data.get("uri")
+        snap = await self.current(uri) if isinstance(uri, str) else None
+        if action.kind != FIX_ALL_KIND or snap is None:
+            return action
+        loop = asyncio.get_running_loop()
+        fix = partial(api.fix_source, snap.source, snap.path, snap.config)
+        result = await loop.run_in_executor(self.linter, fix)
+        if result.error:
+            logger.warning("fix all on %s: %s", uri, result.error)
+        edits = []
+        if result.source != snap.source:
+            edits = [
+                replace_edit(snap.source, result.source, TextIndex(snap.source, self.encoding))
+            ]
+        action.edit = self.workspace_edit(snap.uri, snap.version, edits)
+        return action
+
+
+def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> NumlintServer:
+    """A server with every feature registered."""
+    server = NumlintServer(debounce, max_chars)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: NumlintServer, params: lsp.InitializedParams) -> None:
+        if not ls._capability("workspace", "did_change_watched_files", "dynamic_registration"):
+            return
+        watch = lsp.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        )
+        registration = lsp.Registration(
+            id="numlint-pyproject",
+            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=watch,
+        )
+        try:
+            await ls.client_register_capability_async(lsp.RegistrationParams([registration]))
+        except Exception as exc:
+            logger.warning("could not watch pyproject.toml files: %s", exc)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: NumlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: NumlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
+    def did_save(ls: NumlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        if unquote(params.text_document.uri).endswith("/pyproject.toml"):
+            ls.config_changed()
+        else:
+            ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: NumlintServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: NumlintServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        ls.config_changed()
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: NumlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        return await ls.hover(params)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )
+    async def code_action(
+        ls: NumlintServer, params: lsp.CodeActionParams
+    ) -> list[lsp.CodeAction] | None:
+        return await ls.code_actions(params)
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: NumlintServer, params: lsp.CodeAction) -> lsp.CodeAction:
+        return await ls.resolve(params)
+
+    return server
+
+
+class _NoTorch(importlib.abc.MetaPathFinder):
+    """Refuses to import torch: the language server stays on the static path."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname == "torch" or fullname.startswith("torch."):
+            raise ModuleNotFoundError(f"numlint lsp does not import {fullname}", name=fullname)
+        return None
+
+
+def main(argv: list[str]) -> int:
+    """`numlint lsp [--stdio] [--debounce MS] [--log-level LEVEL]`: serve on stdio."""
+    parser = argparse.ArgumentParser(
+        prog="numlint lsp", description="The numlint language server (stdio)."
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
+    parser.add_argument(
+        "--debounce",
+        type=float,
+        default=DEBOUNCE_S * 1000,
+        metavar="MS",
+        help="wait this long after the last change before linting (default: 150)",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=MAX_CHARS,
+        metavar="N",
+        help="leave buffers larger than this to `numlint check` (default: 1000000)",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else 2
+    logging.basicConfig(
+        stream=sys.stderr, level=args.log_level, format="numlint-lsp %(levelname)s: %(message)s"
+    )
+    if not any(isinstance(f, _NoTorch) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoTorch())
+    server = create_server(max(args.debounce, 0) / 1000, args.max_chars)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # stray prints must never corrupt the protocol stream
+    try:
+        server.start_io(stdin, stdout)
+    finally:
+        server.linter.shutdown(wait=False, cancel_futures=True)
+    return 0

@@ -1,0 +1,193 @@
+"""No crash on any input: generated programs, mutated examples, and hostile files."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import hypothesmith
+import pytest
+from conftest import HAZARD, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from numlint import api, check_source
+from numlint.api import fix_source
+from numlint.config import Config
+from numlint.rule import all_rules
+
+ALL = Config.from_table({"select": ["ALL"]})
+CLASSES = 4  # generated programs are split over several tests so xdist spreads them
+PER_CLASS = int(os.environ.get("NUMLINT_FUZZ_EXAMPLES", "500"))
+
+
+def _no_crash(source: str) -> None:
+    found = check_source(source, "fuzz.py", ALL)
+    for d in found:
+        assert d.row >= 1 and d.column >= 1 and d.code.startswith("NUM")
+        assert "internal error" not in d.message, d.message
+    result = fix_source(source, "fuzz.py", ALL, unsafe=True)
+    if result.fixed:
+        again = fix_source(result.source, "fuzz.py", ALL, unsafe=True)
+        assert again.fixed == 0 or again.source != result.source
+
+
+def _seeded_programs() -> st.SearchStrategy[str]:
+    """hypothesmith programs with torch calls spliced in, so rules have something to chew on."""
+    snippets = [ex.source for rule in all_rules() for ex in (*rule.INVALID, *rule.VALID)]
+    return st.one_of(
+        hypothesmith.from_grammar(),
+        st.tuples(hypothesmith.from_grammar(), st.sampled_from(snippets)).map(lambda t: t[1] + "\n" + t[0]),
+    )
+
+
+@pytest.mark.parametrize("part", range(CLASSES))
+def test_generated_programs_never_crash(part):
+    @settings(
+        max_examples=PER_CLASS,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(source=_seeded_programs(), salt=st.just(part))
+    def run(source: str, salt: int) -> None:
+        _no_crash(source)
+
+    run()
+
+
+def _mutations(source: str, rng: random.Random) -> list[str]:
+    out = []
+    for _ in range(6):
+        i = rng.randrange(len(source) + 1)
+        j = min(len(source), i + rng.randrange(1, 8))
+        choice = rng.randrange(5)
+        if choice == 0:
+            out.append(source[:i] + source[j:])
+        elif choice == 1:
+            out.append(source[:i] + rng.choice(["(", ")", ":", "\n", "\t", "'", "#", "\\", "\x00"]) + source[i:])
+        elif choice == 2:
+            lines = source.splitlines(keepends=True)
+            k = rng.randrange(len(lines))
+            out.append("".join(lines[:k] + [lines[k]] * 2 + lines[k + 1 :]))
+        elif choice == 3:
+            out.append(source[:i] + source[i:j][::-1] + source[j:])
+        else:
+            out.append(source.replace("torch", rng.choice(["th", "np", "math", ""]), 1))
+    return out
+
+
+def test_mutated_rule_examples_never_crash():
+    rng = random.Random(1234)
+    count = 0
+    for rule in all_rules():
+        for ex in (*rule.INVALID, *rule.VALID):
+            for mutated in _mutations(ex.source, rng):
+                _no_crash(mutated)
+                count += 1
+    assert count > 300
+
+
+HOSTILE = {
+    "crlf.py": HAZARD.replace("\n", "\r\n").encode(),
+    "bom.py": b"\xef\xbb\xbf" + HAZARD.encode(),
+    "tabs.py": HAZARD.replace("    ", "\t").encode(),
+    "unicode.py": "import torch\nπ = torch.softmax(x, -1)\nλ = torch.log(π)\n".encode(),
+    "latin1.py": b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log(torch.softmax(x, 1))\n",
+    "empty.py": b"",
+    "nul.py": b"import torch\x00\n",
+    "binary.py": bytes(range(256)) * 4,
+    "badutf8.py": b"x = '\xff\xfe'\n",
+    "deep.py": b"import torch\nx = " + b"(" * 1000 + b"torch.log(x)" + b")" * 1000 + b"\n",
+    "deepcalls.py": b"import torch\nx = " + b"f(" * 1000 + b"x" + b")" * 1000 + b"\n",
+    "longchain.py": b"import torch\nx = " + b" + ".join([b"torch.log(x)"] * 600) + b"\n",
+}
+
+
+def test_hostile_files(tmp_path: Path):
+    for name, data in HOSTILE.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "dir.py").mkdir()  # a directory named like a Python file
+    (tmp_path / "loop").mkdir()
+    os.symlink(tmp_path / "loop", tmp_path / "loop" / "again")  # a symlink loop
+    os.symlink(tmp_path / "missing.py", tmp_path / "dangling.py")
+    r = run_cli("check", "--output-format", "json", "--no-cache", str(tmp_path))
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    found = json.loads(r.stdout)
+    by_file: dict[str, set[str]] = {}
+    for d in found:
+        by_file.setdefault(Path(d["filename"]).name, set()).add(d["code"])
+    for name in ("crlf.py", "bom.py", "tabs.py", "unicode.py", "latin1.py"):
+        assert "NUM101" in by_file.get(name, set()), (name, by_file.get(name))
+    for name in ("nul.py", "binary.py", "badutf8.py", "deep.py", "deepcalls.py", "dangling.py"):
+        assert by_file.get(name) == {"NUM000"}, (name, by_file.get(name))
+    assert "empty.py" not in by_file and "dir.py" not in by_file
+    # a 1,000-deep expression is reported, not crashed on
+    assert any("nested" in d["message"] or "parse" in d["message"] for d in found if d["filename"].endswith("deep.py"))
+
+
+def test_large_files(tmp_path: Path):
+    big = tmp_path / "big.py"
+    big.write_text("import torch\n" + "y = torch.log(torch.softmax(x, -1))\n" * 2 + "x = 1\n" * 100_000)
+    wide = tmp_path / "wide.py"
+    wide.write_text("x = '" + "a" * 10_000_000 + "'\n")
+    r = run_cli("check", "--output-format", "json", "--no-cache", str(big), str(wide))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [d["code"] for d in json.loads(r.stdout)] == ["NUM101", "NUM101"]
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch):
+    f = tmp_path / "secret.py"
+    f.write_text(HAZARD)
+    real = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self.name == "secret.py":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    (d,) = api.check_paths([tmp_path])
+    assert d.code == "NUM000" and "Permission denied" in d.message
+
+
+def test_interrupted_fix_leaves_original_intact(tmp_path: Path, monkeypatch):
+    f = tmp_path / "m.py"
+    f.write_text(HAZARD)
+
+    def boom(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        api.write_atomic(f, "changed\n", "utf-8")
+    assert f.read_text() == HAZARD
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+
+
+def test_fix_keeps_encoding_and_bom(tmp_path: Path):
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log(torch.softmax(x, 1))\n")
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + HAZARD.encode())
+    r = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(latin), str(bom))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert latin.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log_softmax(x, 1)\n"
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbfimport torch") and b"F.log_softmax" in bom.read_bytes()
+
+
+def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch):
+    from numlint.rules.log_exp.log_of_sigmoid import LogOfSigmoid
+
+    def explode(self, node):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(LogOfSigmoid, "visit_Call", explode)
+    src = "import torch\ny = torch.log(torch.sigmoid(z))\nw = torch.log(torch.softmax(z, -1))\n"
+    found = check_source(src, config={"select": ["NUM101", "NUM102"]})
+    assert [d.code for d in found] == ["NUM000", "NUM101"]
+    assert "internal error in rule NUM102 (ValueError: boom)" in found[0].message
