@@ -189,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             med = measure(name, rounds, block, warmup, Path(tmp))
-            cells = [
-                f"{med[v] * 1e3:8.2f} ms {med[v] / med['none']:5.3f}x" for v in VARIANTS
-            ]
+            cells = [f"{med[v] * 1e3:8.2f} ms {med[v] / med['none']:5.3f}x" for v in VARIANTS]
             print(f"{name:<12}" + "".join(f"{c:>20}" for c in cells))
             sys.stdout.flush()
     print("ratio = median step time / median step time of 'none' (lower is better)")

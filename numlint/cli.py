@@ -133,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `numlint check | head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
     parser.print_help()
     return EXIT_ERROR
 
@@ -248,9 +253,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             diagnostics.extend(found)
     else:
         try:
-            results = list(
-                api.lint_paths(args.paths, config, overrides, cache=not args.no_cache)
-            )
+            results = list(api.lint_paths(args.paths, config, overrides, cache=not args.no_cache))
         except FileNotFoundError as exc:
             raise UsageError(f"{exc}: no such file or directory") from None
         for f, found in results:
@@ -290,7 +293,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN if args.exit_zero or not diagnostics else EXIT_FINDINGS
 
 
-def _files(args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]) -> list[Path]:
+def _files(
+    args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]
+) -> list[Path]:
     try:
         return list(api.iter_files(args.paths, config, overrides))
     except FileNotFoundError as exc:

@@ -265,6 +265,19 @@ class Context:
             return Callee(method=func.attr.value, receiver=func.value)
         return Callee()
 
+    def in_no_grad(self) -> bool:
+        """Inside `with torch.no_grad()` / `inference_mode()` / `set_grad_enabled(False)`, or a
+        function decorated with one: no gradient flows, so gradient-only hazards do not apply."""
+        for node in reversed(self.stack):
+            if isinstance(node, cst.With):
+                if any(_disables_grad(self, item.item) for item in node.items):
+                    return True
+            elif isinstance(node, cst.FunctionDef):
+                if any(_disables_grad(self, d.decorator) for d in node.decorators):
+                    return True
+                return False  # an enclosing function's context does not reach a nested def
+        return False
+
     def method_returns(self, name: str) -> list[Value]:
         """Return values of a method of the enclosing class seen so far."""
         cls = self.class_scope
@@ -286,12 +299,12 @@ class Context:
 
     # ---- internals ----
 
-    def _bind(self, name: str, value: cst.BaseExpression | None) -> None:
+    def _bind(self, name: str, value: cst.BaseExpression | None, env_at: Env | None = None) -> None:
         scope = self.scope
         if scope.kind == "class":
             return
         env = dict(scope.env)
-        env[name] = Binding(value, scope.env)
+        env[name] = Binding(value, scope.env if env_at is None else env_at)
         scope.env = env
 
     def _assign(
@@ -300,6 +313,21 @@ class Context:
         if isinstance(target, cst.Name):
             self._bind(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if (
+                values is not None
+                and len(values) == len(target.elements)
+                and not any(isinstance(e, cst.StarredElement) for e in (*values, *target.elements))
+            ):
+                # `a, b = x, y`: each name gets its own value (evaluated before any binding)
+                env = self.env
+                for el, val in zip(target.elements, values, strict=True):
+                    if isinstance(el.value, cst.Name):
+                        self._bind(el.value.value, val.value, env)
+                    else:
+                        for name in _target_names(el.value):
+                            self._bind(name, None)
+                return
             for name in _target_names(target):
                 self._bind(name, None)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
@@ -406,6 +434,31 @@ _BINARY_FOR_AUG = {
     cst.DivideAssign: cst.Divide,
     cst.PowerAssign: cst.Power,
 }
+
+
+_NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
+
+def _disables_grad(ctx: Context, expr: cst.BaseExpression) -> bool:
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    qual = ctx.qualname(func)
+    if qual in _NO_GRAD:
+        if isinstance(expr, cst.Call) and expr.args and qual.endswith("inference_mode"):
+            arg = expr.args[0].value
+            return not (isinstance(arg, cst.Name) and arg.value == "False")
+        return True
+    if qual in ("torch.set_grad_enabled", "torch.enable_grad") and isinstance(expr, cst.Call):
+        arg = expr.args[0].value if expr.args else None
+        return isinstance(arg, cst.Name) and arg.value == "False"
+    return False
 
 
 def _dotted(node: cst.BaseExpression) -> str:

@@ -118,16 +118,20 @@ hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
 _ATOMS = st.sampled_from(
-    ["x", "0", "1e-8", "'s'", "os", "open", "__import__", "torch", "F", "self", "eval", "getattr"]
+    ["x", "x", "x", "1", "0.5", "torch.log(x)", "F.softmax(x, -1)", "x.sum()", "y"]
+    + ["'s'", "os", "open", "__import__", "torch", "F", "self", "eval", "getattr"]
 )
 _ATTRS = st.sampled_from(
-    ["log", "softmax", "dtype", "__class__", "system", "_x", "__globals__", "linalg", "load"]
+    ["log", "exp", "sum", "softmax", "dtype", "T", "log", "sqrt", "float"]
+    + ["__class__", "system", "_x", "__globals__", "linalg", "load", "numpy", "register_hook"]
 )
 
 
 def _extend(inner):
     return st.one_of(
         st.tuples(inner, _ATTRS).map(lambda t: f"{t[0]}.{t[1]}"),
+        st.tuples(inner, _ATTRS).map(lambda t: f"{t[0]}.{t[1]}()"),
+        st.tuples(inner, _ATTRS).map(lambda t: f"{t[0]}.{t[1]}()"),
         st.tuples(inner, st.lists(inner, max_size=2)).map(lambda t: f"{t[0]}({', '.join(t[1])})"),
         st.tuples(inner, st.sampled_from(["+", "*", "/", "**", "<", "@"]), inner).map(
             lambda t: f"({t[0]} {t[1]} {t[2]})"

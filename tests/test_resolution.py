@@ -128,3 +128,61 @@ def test_self_module_in_other_class_is_not_confused():
                 return torch.log(self.act(x))
         """
     ) == []
+
+
+def test_tuple_assignment_binds_each_name():
+    assert codes(
+        """
+        import torch
+        def f(x, y):
+            p, q = torch.softmax(x, -1), y
+            return torch.log(p)
+        """
+    ) == ["NUM101"]
+    assert codes(
+        """
+        import torch
+        def f(x, y):
+            p, q = torch.softmax(x, -1), y
+            p, q = q, p
+            return torch.log(p)
+        """
+    ) == []
+
+
+def test_no_grad_context():
+    import libcst as cst
+
+    from numlint.context import Context
+
+    src = textwrap.dedent(
+        """
+        import torch
+        @torch.no_grad()
+        def a(): x
+        def b():
+            with torch.inference_mode():
+                x
+            with torch.set_grad_enabled(False):
+                x
+            with torch.enable_grad():
+                x
+            x
+        """
+    )
+    module = cst.parse_module(src)
+    ctx = Context(module)
+    seen = []
+
+    class Walk(cst.CSTVisitor):
+        def on_visit(self, node):
+            ctx.enter(node)
+            if isinstance(node, cst.Name) and node.value == "x":
+                seen.append(ctx.in_no_grad())
+            return True
+
+        def on_leave(self, node):
+            ctx.leave(node)
+
+    module.visit(Walk())
+    assert seen == [True, True, True, False, False]

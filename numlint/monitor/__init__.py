@@ -5,12 +5,33 @@ norms, and AMP overflow told apart from divergence.
     with monitor:
         ...  # the training loop, unchanged
 
-Imports torch; nothing on the static linting path imports this package."""
+The names below load lazily, so `numlint report` (numlint.monitor.report) runs without torch."""
 
 from __future__ import annotations
 
-from numlint.monitor.events import NonFiniteError
-from numlint.monitor.monitor import Monitor, NumlintWarning, watch
-from numlint.monitor.replay import ReplayResult, replay
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numlint.monitor.events import NonFiniteError
+    from numlint.monitor.monitor import Monitor, NumlintWarning, watch
+    from numlint.monitor.replay import ReplayResult, replay
 
 __all__ = ["Monitor", "NonFiniteError", "NumlintWarning", "ReplayResult", "replay", "watch"]
+
+_WHERE = {
+    "NonFiniteError": "numlint.monitor.events",
+    "Monitor": "numlint.monitor.monitor",
+    "NumlintWarning": "numlint.monitor.monitor",
+    "watch": "numlint.monitor.monitor",
+    "ReplayResult": "numlint.monitor.replay",
+    "replay": "numlint.monitor.replay",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'numlint.monitor' has no attribute {name!r}")

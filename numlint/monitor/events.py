@@ -69,7 +69,10 @@ def _json_safe(value: Any) -> Any:
 
 def to_json_line(event: Event) -> str:
     """One event as one line of strict JSON (no NaN/Infinity tokens)."""
-    return json.dumps(_json_safe(event), allow_nan=False, separators=(",", ":"))
+    try:
+        return json.dumps(event, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # a non-finite float or a non-JSON value somewhere
+        return json.dumps(_json_safe(event), allow_nan=False, separators=(",", ":"))
 
 
 def describe(event: Event) -> str:
@@ -115,17 +118,26 @@ class NonFiniteError(FloatingPointError):
 
 class EventLog:
     """Thread-safe event sink: a ring buffer of the last `maxlen` events plus an optional
-    line-buffered JSONL file (appended to, one event per line)."""
+    line-buffered JSONL file, one event per line. The first open() truncates the file; later
+    ones (a monitor started again) append."""
 
     def __init__(self, path: str | os.PathLike[str] | None, maxlen: int = 10_000) -> None:
         self.path = Path(path) if path is not None else None
         self.events: deque[Event] = deque(maxlen=maxlen)
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._file = None
-        if self.path is not None:
+        self._file: Any = None
+        self._opened_before = False
+
+    def open(self) -> None:
+        """Open the file (if any) for writing."""
+        with self._lock:
+            if self.path is None or self._file is not None:
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            mode = "a" if self._opened_before else "w"
+            self._file = open(self.path, mode, encoding="utf-8", buffering=1)  # noqa: SIM115
+            self._opened_before = True
 
     def emit(self, event: Event) -> Event:
         """Record one event (ring buffer, counters, file)."""

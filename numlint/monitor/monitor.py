@@ -99,9 +99,8 @@ class Monitor:
         self.rank = dist.rank()
         self.log_path = self._log_path(log)
         self.snapshot_path = self._snapshot_path(snapshot, self.log_path)
-        self._max_events = max_events
         self._explosion = ExplosionDetector(explosion_factor, explosion_window, explosion_warmup)
-        self._log: EventLog | None = None
+        self._log = EventLog(self.log_path, max_events)
         self._handles: list[Any] = []
         self._scaler_patch: ScalerPatch | None = None
         self._active = False
@@ -157,7 +156,7 @@ class Monitor:
     @property
     def events(self) -> list[Event]:
         """The events recorded so far (the last `max_events` of them; kept after stop())."""
-        return list(self._log.events) if self._log is not None else []
+        return list(self._log.events)
 
     def __enter__(self) -> Monitor:
         self.start()
@@ -170,7 +169,7 @@ class Monitor:
         """Install the hooks. Idempotent only in pairs with stop()."""
         if self._active:
             raise RuntimeError("this monitor is already active")
-        self._log = EventLog(self.log_path, self._max_events)
+        self._log.open()
         self.rank = dist.rank()
         named = list(self.model.named_modules())
         self._names = [n for n, _ in named]
@@ -210,8 +209,7 @@ class Monitor:
         if self._scaler_patch is not None:
             self._scaler_patch.remove()
             self._scaler_patch = None
-        if self._log is not None:
-            self._log.close()
+        self._log.close()
         self._active = False
         self._last_out = self._last_flag = None
         self._fflags.clear()
@@ -591,7 +589,7 @@ class Monitor:
             consecutive=self._consecutive_skips,
             **where,
         )
-        self._log.emit(event)  # type: ignore[union-attr]
+        self._log.emit(event)
         reason = None
         if self._consecutive_skips >= self.max_skips:
             reason = (
@@ -613,7 +611,6 @@ class Monitor:
         total, per_param, loss, rows = pending
         self.last_grad_norm = total
         log = self._log
-        assert log is not None
         log.emit(
             make_event(
                 ev.STEP,
@@ -760,7 +757,6 @@ class Monitor:
 
     def _fail_events(self, events: list[Event]) -> None:
         log = self._log
-        assert log is not None
         origin = next((e for e in events if e.get("origin")), events[0])
         first = not self.failed
         self.failed = True

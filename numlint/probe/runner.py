@@ -12,7 +12,7 @@ import contextlib
 import math
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -376,11 +376,27 @@ def measure(
     limit: int = MAX_ELEMENTS,
 ) -> Row:
     """Run hazard, fix (and float64 reference) on one set of raw inputs in one dtype."""
-    tdtype = DTYPES[dtype]
 
     def inputs_in(dt: torch.dtype, reference: bool = False) -> dict[str, Any]:
         return bind(raw, dt, device, backward, reference, no_grad)
 
+    with contextlib.ExitStack() as stack:
+        if device != "cpu":  # tensors the expression creates itself go there too
+            stack.enter_context(torch.device(device))
+        return _measure(hazard, fix, dtype, inputs, inputs_in, backward, compare, limit)
+
+
+def _measure(
+    hazard: Expression,
+    fix: Expression | None,
+    dtype: str,
+    inputs: str,
+    inputs_in: Callable[..., dict[str, Any]],
+    backward: bool,
+    compare: str,
+    limit: int,
+) -> Row:
+    tdtype = DTYPES[dtype]
     h = run(hazard, inputs_in(tdtype), backward, limit)
     f = run(fix, inputs_in(tdtype), backward, limit) if fix is not None else None
     ref = None
@@ -429,6 +445,9 @@ def summarise(rows: Sequence[Row], dtype_order: Sequence[str] = ()) -> tuple[str
         )
     best = next((r for r in failing if r.fix_ok), failing[0])
     fix = {None: "no fix to run", True: f"fix {best.fix}"}.get(best.fix_ok, f"fix {best.fix} too")
+    broken = next((r for r in rows if r.fix_ok is False and r.dtype != best.dtype), None)
+    if best.fix_ok and broken is not None:
+        fix += f" ({broken.fix} in {broken.dtype})"
     prefix = f"{best.dtype}: " if best.dtype != "—" else ""
     line = f"{prefix}{describe_failure(best)} at {best.inputs}; {fix}"
     return CONFIRMED, line, best.dtype if best.dtype != "—" else None
