@@ -139,11 +139,14 @@ class Runner:
             loss = self.loss_fn(self.model(x), y)
             loss.backward()
             self.opt.step()
-        return float(loss)
+        return float(loss.detach())
 
 
-def measure(name: str, rounds: int, block: int, warmup: int, log: Path) -> dict[str, float]:
-    """Median per-step seconds per variant, variants interleaved round-robin."""
+def measure(
+    name: str, rounds: int, block: int, warmup: int, log: Path
+) -> dict[str, dict[str, float]]:
+    """Median per-step seconds per variant (wall clock and process CPU time), the variants
+    interleaved round-robin so that drifts in machine load hit every variant alike."""
     torch.manual_seed(0)
     base, make_batch, loss_fn = MODELS[name]()
     runners = []
@@ -151,20 +154,25 @@ def measure(name: str, rounds: int, block: int, warmup: int, log: Path) -> dict[
         (log / f"{name}-{v}").mkdir(parents=True, exist_ok=True)
         runners.append(Runner(v, copy.deepcopy(base), loss_fn, log / f"{name}-{v}"))
     batches = [make_batch() for _ in range(8)]
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    wall: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
     try:
         for r in range(warmup + rounds):
             order = runners if r % 2 == 0 else runners[::-1]  # no variant always runs first
             for runner in order:
-                t0 = time.perf_counter()
+                w0, c0 = time.perf_counter(), time.process_time()
                 for k in range(block):
                     runner.step(batches[(r * block + k) % len(batches)])
                 if r >= warmup:
-                    times[runner.variant].append((time.perf_counter() - t0) / block)
+                    wall[runner.variant].append((time.perf_counter() - w0) / block)
+                    cpu[runner.variant].append((time.process_time() - c0) / block)
     finally:
         for runner in runners:
             runner.stack.close()
-    return {v: statistics.median(ts) for v, ts in times.items()}
+    return {
+        "wall": {v: statistics.median(ts) for v, ts in wall.items()},
+        "cpu": {v: statistics.median(ts) for v, ts in cpu.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a short run (fewer rounds)")
     parser.add_argument("--rounds", type=int, default=None, help="measured rounds per model")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated models")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads (default 1: steadier)"
+    )
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
     rounds = args.rounds or (6 if args.quick else 30)
     block, warmup = (2, 2) if args.quick else (3, 3)
     names = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -180,19 +192,24 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown model(s): {', '.join(unknown)}; choose from {', '.join(MODELS)}")
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {rounds} rounds x "
-        f"{block} steps per variant, interleaved"
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {rounds} rounds x "
+        f"{block} steps per variant, interleaved; median step time and ratio to 'none'"
     )
-    header = f"{'model':<12}" + "".join(f"{v:>20}" for v in VARIANTS)
+    header = f"{'model':<12}{'clock':<6}" + "".join(f"{v:>20}" for v in VARIANTS)
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             med = measure(name, rounds, block, warmup, Path(tmp))
-            cells = [f"{med[v] * 1e3:8.2f} ms {med[v] / med['none']:5.3f}x" for v in VARIANTS]
-            print(f"{name:<12}" + "".join(f"{c:>20}" for c in cells))
+            for clock in ("wall", "cpu"):
+                m = med[clock]
+                cells = [f"{m[v] * 1e3:8.2f} ms {m[v] / m['none']:5.3f}x" for v in VARIANTS]
+                print(f"{name:<12}{clock:<6}" + "".join(f"{c:>20}" for c in cells))
             sys.stdout.flush()
-    print("ratio = median step time / median step time of 'none' (lower is better)")
+    print(
+        "wall: perf_counter; cpu: process CPU time (steadier on a shared machine). "
+        "ratio = median / median of 'none' (lower is better)"
+    )
     return 0
 
 

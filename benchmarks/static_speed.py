@@ -38,7 +38,17 @@ def build_corpus(max_files: int | None, seed: int = 0) -> Path:
     if not (src / ".done").exists():
         wheels.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels), *WHEELS],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "-d",
+                str(wheels),
+                *WHEELS,
+            ],
             check=True,
         )
         shutil.rmtree(src, ignore_errors=True)
@@ -111,12 +121,23 @@ def main() -> int:
     files = list(corpus.rglob("*.py"))
     lines = sum(f.read_bytes().count(b"\n") for f in files)
     print(f"corpus: {len(files)} files, {lines / 1000:.0f}k lines ({corpus})")
-    numlint = [sys.executable, "-m", "numlint", "check", "--exit-zero", "-q", "--output-format", "concise"]
+    numlint = [
+        sys.executable,
+        "-m",
+        "numlint",
+        "check",
+        "--exit-zero",
+        "-q",
+        "--output-format",
+        "concise",
+    ]
     cache_dir = CORPUS / "cache"
     env = {**os.environ, "NUMLINT_CACHE_DIR": str(cache_dir)}
     rows: dict[str, tuple[float, int]] = {}
     shutil.rmtree(cache_dir, ignore_errors=True)
-    rows["numlint cold (2 processes, no cache)"] = timed([*numlint, "--no-cache", str(corpus)], env=env)
+    rows["numlint cold (2 processes, no cache)"] = timed(
+        [*numlint, "--no-cache", str(corpus)], env=env
+    )
     timed([*numlint, str(corpus)], env=env)  # fill the cache
     rows["numlint warm (cache, nothing changed)"] = timed([*numlint, str(corpus)], env=env)
     parse_out = subprocess.run(

@@ -146,8 +146,12 @@ def parse(source: str) -> cst.Module:
 
 def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
     """Every finding of `rules` in `source`, suppressions applied, sorted by position."""
+    has_torch = "torch" in source
     active = [
-        (r, opts) for r, opts in rules if not r.TRIGGERS or any(t in source for t in r.TRIGGERS)
+        (r, opts)
+        for r, opts in rules
+        if (has_torch or not r.NEEDS_TORCH)
+        and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
     ]
     if not active:
         return _syntax_check(source, path)

@@ -119,6 +119,8 @@ class Rule:
     MESSAGE: ClassVar[str]
     #: Substrings one of which must occur in the source for the rule to run at all.
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
+    NEEDS_TORCH: ClassVar[bool] = True
     DEFAULT_ENABLED: ClassVar[bool] = True
     #: Per-rule options with their defaults; `[tool.numlint.options.NUMxxx]` overrides them.
     OPTIONS: ClassVar[dict[str, Any]] = {}
@@ -150,11 +152,7 @@ class Rule:
     @classmethod
     def handlers(cls) -> dict[str, Callable[..., None]]:
         """The `visit_*` / `leave_*` methods this rule defines, by method name."""
-        return {
-            name: getattr(cls, name)
-            for name in dir(cls)
-            if name.startswith(("visit_", "leave_")) and callable(getattr(cls, name))
-        }
+        return _handlers(cls)
 
     @classmethod
     def docstring(cls) -> str:
@@ -164,6 +162,15 @@ class Rule:
     def summary(cls) -> str:
         """The first line of the docstring."""
         return cls.docstring().splitlines()[0] if cls.__doc__ else cls.MESSAGE
+
+
+@cache
+def _handlers(cls: type[Rule]) -> dict[str, Callable[..., None]]:
+    return {
+        name: getattr(cls, name)
+        for name in dir(cls)
+        if name.startswith(("visit_", "leave_")) and callable(getattr(cls, name))
+    }
 
 
 @cache

@@ -212,6 +212,9 @@ def test_huge_and_pathological_documents(tmp_path: Path):
     srv.open("untitled:deep", deep)
     (d,) = srv.diagnostics("untitled:deep")
     assert d["code"] == "NUM000" and "nested" in d["message"]
+    chain = HAZARD + "x = " + "not " * 10_000 + "1\n"  # libcst's parser overflows its stack
+    srv.open("untitled:chain", chain)
+    assert [d["code"] for d in srv.diagnostics("untitled:chain")] == ["NUM000"]
     srv.open("untitled:nul", "import torch\nx = '\x00'\n")
     assert [d["code"] for d in srv.diagnostics("untitled:nul")] in ([], ["NUM000"])
     srv.alive()

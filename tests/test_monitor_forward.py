@@ -20,6 +20,14 @@ from numlint.monitor import Monitor, NonFiniteError  # noqa: E402
 from numlint.monitor.events import BASE_KEYS  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():  # small CPU tests: intra-op threads only add contention under xdist
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 class LogOfLinear(nn.Module):
     """Finite inputs, NaN output wherever the linear map goes negative."""
 
@@ -143,7 +151,9 @@ def test_nan_in_the_batch_is_reported_as_the_input() -> None:
 
 def test_hooks_are_removed_on_exit_and_after_an_exception() -> None:
     model = make_model()
-    before = {n: len(m._forward_hooks) + len(m._forward_pre_hooks) for n, m in model.named_modules()}
+    before = {
+        n: len(m._forward_hooks) + len(m._forward_pre_hooks) for n, m in model.named_modules()
+    }
     monitor = numlint.watch(model, log=None)
     with pytest.raises(NonFiniteError):
         with monitor:

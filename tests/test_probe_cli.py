@@ -80,3 +80,16 @@ def test_check_probe_json_has_a_probe_object(tmp_path: Path, capsys):
         "evidence": "float16: forward -inf, gradient NaN at x = [[0.0, 20.0]]; fix finite",
         "dtype": "float16",
     }
+
+
+def test_probe_on_an_unavailable_device_is_a_usage_error(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    assert main(["NUM101", "--device", "cuda"]) == 2
+    assert "not available" in capsys.readouterr().err
+
+
+def test_probe_several_rules_as_json(capsys):
+    main(["NUM101", "NUM102", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [d["code"] for d in data] == ["NUM101", "NUM102"]

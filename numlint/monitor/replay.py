@@ -202,6 +202,7 @@ def replay(
     loss_fn: Any = None,
     *,
     backward: bool = True,
+    strict: bool = True,
 ) -> ReplayResult:
     """Re-run the snapshot's step on `model` with per-operation checks.
 
@@ -210,9 +211,10 @@ def replay(
     `loss_fn(output)` computes the loss; when the monitor was given `criterion=`, the snapshot
     holds the targets and it is called as `loss_fn(output, *targets)`. Without `loss_fn`,
     backward is seeded with the gradient of the model output recorded at that step, when the
-    snapshot has it. The caller's RNG state is restored afterwards."""
+    snapshot has it. `strict` is passed to load_state_dict. The caller's RNG state is restored
+    afterwards."""
     snap = snap_mod.load(snapshot)
-    model.load_state_dict(snap["model_state"])
+    model.load_state_dict(snap["model_state"], strict=strict)
     model.train(bool(snap.get("training", True)))
     model.zero_grad(set_to_none=True)
     first = next(iter(model.parameters()), None)

@@ -34,6 +34,15 @@ def annotate(
     diagnostics: list[Diagnostic], sources: dict[str, str], device: str = "cpu"
 ) -> list[Diagnostic]:
     """Each diagnostic with `extra["probe"]`: confirmed / not confirmed / not probeable."""
+    from numlint.probe import runner
+
+    with runner.single_threaded():
+        return _annotate(diagnostics, sources, device)
+
+
+def _annotate(
+    diagnostics: list[Diagnostic], sources: dict[str, str], device: str
+) -> list[Diagnostic]:
     from numlint.probe import runner, user
     from numlint.probe.whitelist import NotProbeable
     from numlint.rule import all_rules
@@ -53,10 +62,12 @@ def annotate(
         if rule is None or probe is None:
             ev = runner.not_probeable("the rule declares no probe")
         elif probe.scenario or not probe.hazard:
-            template = probe_rule(rule, device)
-            what = "a training-loop protocol" if probe.scenario else "not one expression"
-            ev = runner.not_probeable(f"{what}; the rule's own probe: {template.summary}")
-            ev = dataclasses.replace(ev, dtype=template.dtype)
+            # scenarios build optimizers (importing torch._dynamo takes seconds): point to
+            # them instead of running them for every `check --probe`
+            what = f"its scenario `{probe.scenario}`" if probe.scenario else "its evidence"
+            ev = runner.not_probeable(
+                f"not one expression; `numlint probe {rule.CODE}` runs {what}"
+            )
         elif source is None:
             ev = runner.not_probeable("the source text is not available")
         else:

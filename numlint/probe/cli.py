@@ -58,7 +58,9 @@ def render(rule: type[Rule], device: str) -> tuple[str, dict, bool]:
         lines.append(f"note:   {probe.note}")
     lines.append(f"evidence: {ev.summary}")
     if ev.rows:
-        cells = [["dtype", "input", "forward", "gradient", "fix"]]
+        scenario = probe is not None and bool(probe.scenario)
+        cells = [["dtype", "case" if scenario else "input", "hazard" if scenario else "forward"]]
+        cells[0] += ["gradient", "fix"]
         for r in ev.rows:
             cells.append(
                 [

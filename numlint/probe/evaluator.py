@@ -195,6 +195,8 @@ class Evaluator:
     def _Attribute(self, node: ast.Attribute) -> Any:
         value = self.eval(node.value)
         attr = node.attr
+        if attr.endswith("_") and attr[:-1] in METHODS:
+            attr = attr[:-1]  # in place -> out of place: the same values, leaves stay intact
         if isinstance(value, torch.Tensor):
             if attr in TENSOR_ATTRIBUTES or attr in METHODS:
                 return getattr(value, attr)

@@ -10,9 +10,13 @@ import ast
 
 from numlint.probe.whitelist import Expression
 
-TENSOR, DIM, FLAG, TARGET, LABEL, MASK = "tensor", "dim", "flag", "target", "label", "mask"
+TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE = (
+    "tensor", "dim", "flag", "target", "label", "mask", "size"
+)  # fmt: skip
 #: Roles whose samples do not get gradients (only TENSOR inputs are differentiated).
-NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK})
+NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE})
+#: Creation functions whose leading positional arguments are sizes.
+_CREATION = {"zeros", "ones", "rand", "randn", "full", "empty", "eye", "arange", "linspace"}
 
 #: Positional index of the `dim` argument, function form (the method form is one less).
 _DIM_POSITION = {
@@ -47,7 +51,8 @@ def _callee(expr: Expression, node: ast.Call) -> tuple[str, bool]:
     if isinstance(func, ast.Call):  # nn.CrossEntropyLoss()(z, t)
         return expr.resolved.get(id(func.func), "").rsplit(".", 1)[-1], False
     if isinstance(func, ast.Attribute) and not qual:
-        return func.attr, True
+        in_place = func.attr.endswith("_") and not func.attr.startswith("_")
+        return (func.attr[:-1] if in_place else func.attr), True
     return qual.rsplit(".", 1)[-1], False
 
 
@@ -75,6 +80,8 @@ def roles(expr: Expression) -> dict[str, str]:
                 set_role(kw.value, target)
             elif kw.arg in ("mask", "condition"):
                 set_role(kw.value, MASK)
+            elif kw.arg in ("weight", "pos_weight") and target:
+                set_role(kw.value, LABEL)
         args = node.args
         if name in _DIM_POSITION and not isinstance(node.func, ast.Call):
             i = _DIM_POSITION[name] - (1 if method else 0)
@@ -82,6 +89,9 @@ def roles(expr: Expression) -> dict[str, str]:
                 set_role(args[i], DIM)
         if target and len(args) > 1:
             set_role(args[1], target)
+        if name in _CREATION and not method:
+            for arg in args[:3]:
+                set_role(arg, SIZE)
         if name in _MASK_POSITION:
             i = _MASK_POSITION[name] - (1 if method else 0)
             if 0 <= i < len(args):

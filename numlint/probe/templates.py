@@ -96,4 +96,5 @@ def run_probe(probe: Probe | None, device: str = "cpu") -> runner.Evidence:
 @cache
 def probe_rule(rule: type[Rule], device: str = "cpu") -> runner.Evidence:
     """The rule's measured evidence (cached per rule and device)."""
-    return run_probe(rule.PROBE, device)
+    with runner.single_threaded():
+        return run_probe(rule.PROBE, device)

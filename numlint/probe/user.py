@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import torch
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
 from numlint.probe import runner, templates
-from numlint.probe.roles import DIM, FLAG, LABEL, MASK, NO_GRAD, TARGET, TENSOR, roles
+from numlint.probe.roles import DIM, FLAG, LABEL, MASK, NO_GRAD, SIZE, TARGET, TENSOR, roles
 from numlint.probe.whitelist import (
     Expression,
     NotProbeable,
@@ -260,6 +261,33 @@ class _Scopes:
             return events[values[-1]]
         return None
 
+    def enclosing(self, source: str, d: Diagnostic, levels: int = 4) -> Iterator[Diagnostic]:
+        """The finding widened to each enclosing expression, innermost first."""
+        lines = source.splitlines()
+        if not 1 <= d.row <= len(lines) or not 1 <= d.end_row <= len(lines):
+            return
+        start = (d.row, len(lines[d.row - 1][: d.column - 1].encode("utf-8")))
+        end = (d.end_row, len(lines[d.end_row - 1][: d.end_column - 1].encode("utf-8")))
+        chain = [
+            n
+            for n in ast.walk(self.tree)
+            if isinstance(n, ast.expr)
+            and hasattr(n, "end_lineno")
+            and _pos(n) <= start
+            and end <= _pos(n, end=True)
+            and (_pos(n), _pos(n, end=True)) != (start, end)
+        ]
+        chain.sort(key=lambda n: (_pos(n), _neg(_pos(n, end=True))), reverse=True)
+        for node in chain[:levels]:
+            (r, c), (er, ec) = _pos(node), _pos(node, end=True)
+            yield dataclasses.replace(
+                d,
+                row=r,
+                column=len(lines[r - 1].encode("utf-8")[:c].decode("utf-8", "replace")) + 1,
+                end_row=er,
+                end_column=len(lines[er - 1].encode("utf-8")[:ec].decode("utf-8", "replace")) + 1,
+            )
+
     def self_attribute(self, attr: str, where: Position) -> ast.expr | None:
         """A numeric constant assigned to `self.attr` in the enclosing class."""
         cls = self.enclosing_class(where)
@@ -279,6 +307,10 @@ class _Scopes:
         return found[0] if len(found) == 1 and _is_number(found[0]) else None
 
 
+def _neg(p: Position) -> Position:
+    return (-p[0], -p[1])
+
+
 class _Inliner(ast.NodeTransformer):
     """Replace names by the expressions last assigned to them (when those are probeable).
 
@@ -287,12 +319,18 @@ class _Inliner(ast.NodeTransformer):
     """
 
     def __init__(
-        self, scopes: _Scopes, imports: Mapping[str, str], where: Position, depth: int
+        self,
+        scopes: _Scopes,
+        imports: Mapping[str, str],
+        where: Position,
+        depth: int,
+        constants_only: bool = False,
     ) -> None:
         self.scopes = scopes
         self.imports = imports
         self.where = where
         self.depth = depth
+        self.constants_only = constants_only
         self.opaque: list[str] = []
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -312,6 +350,9 @@ class _Inliner(ast.NodeTransformer):
             raise NotProbeable(f"`{node.id}` is modified in place before this use")
         if not isinstance(found, _Def) or found.kind == "param":
             return node
+        if self.constants_only:
+            value = found.value if found.kind == "value" else None
+            return copy.deepcopy(value) if value is not None and _is_number(value) else node
         if found.kind != "value" or found.value is None or self.depth <= 0:
             self.opaque.append(node.id)
             return node
@@ -328,8 +369,15 @@ class _Inliner(ast.NodeTransformer):
 
 
 def inline(
-    tree: ast.expr, scopes: _Scopes, imports: Mapping[str, str], where: Position
+    tree: ast.expr,
+    scopes: _Scopes,
+    imports: Mapping[str, str],
+    where: Position,
+    constants_only: bool = False,
 ) -> ast.expr:
+    """The tree with earlier assignments inlined (only numeric constants, if asked)."""
+    if constants_only:
+        return _Inliner(scopes, imports, where, 0, True).visit(copy.deepcopy(tree))
     return inline_tracking(tree, scopes, imports, where)[0]
 
 
@@ -342,7 +390,16 @@ def inline_tracking(
 
 
 #: Spellings counted as the same operation when matching a rule's hazard.
-_SAME_OP = {"log1p": "log", "log2": "log", "log10": "log", "expit": "sigmoid", "prod": "prod"}
+_SAME_OP = {"log1p": "log", "log2": "log", "log10": "log", "expit": "sigmoid"}
+#: Operations that do not make a hazard: casts, shapes, constants.
+_NEUTRAL = frozenset(
+    """
+    zeros_like ones_like full_like rand_like randn_like tensor as_tensor zeros ones full
+    float double half bfloat16 to type_as contiguous detach clone reshape view view_as
+    squeeze unsqueeze flatten transpose permute t expand expand_as finfo iinfo dim size
+    numel item
+    """.split()
+)
 
 
 def operations(expr: Expression) -> set[str]:
@@ -358,7 +415,9 @@ def operations(expr: Expression) -> set[str]:
                 name = func.attr
             else:
                 continue
-            found.add(_SAME_OP.get(name, name))
+            name = name[:-1] if name.endswith("_") and not name.startswith("_") else name
+            if name not in _NEUTRAL:
+                found.add(_SAME_OP.get(name, name))
     return found
 
 
@@ -393,6 +452,8 @@ def _default(r: str, first: torch.Tensor | None) -> Any:
         return -1
     if r == FLAG:
         return True
+    if r == SIZE:
+        return 16
     if r == TARGET:
         if first is not None and first.ndim >= 2:
             return torch.zeros(first.shape[0], dtype=torch.long)
@@ -421,7 +482,7 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
         names += [n for n in sample if n not in names]
         return [sample[n] for n in names if template_roles.get(n, _sample_role(sample[n])) == r]
 
-    def add(values: dict[str, Any], sample: dict[str, Any], origin: str) -> None:
+    def add(values: dict[str, Any], sample: dict[str, Any]) -> None:
         first = next((v for v in values.values() if _kind(v) == "float"), None)
         for r in (TARGET, LABEL, MASK):
             for name, value in zip(mine[r], theirs(sample, r), strict=False):
@@ -429,7 +490,8 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
         for name in expr.free:
             if name not in values:
                 values[name] = _default(role[name], first)
-        for _variant, transform in _VARIANTS:
+        big = any(isinstance(v, torch.Tensor) and v.numel() > 4096 for v in values.values())
+        for _variant, transform in _VARIANTS[:1] if big else _VARIANTS:
             shaped = {
                 k: transform(v) if role[k] == TENSOR and _kind(v) == "float" else v
                 for k, v in values.items()
@@ -437,21 +499,24 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
             if any(v is None for v in shaped.values()):
                 continue
             label = ", ".join(f"{k} = {_show(shaped[k])}" for k in expr.free if role[k] != DIM)
-            shapes = [tuple(v.shape) for v in shaped.values() if isinstance(v, torch.Tensor)]
-            key = f"{origin}|{label}|{shapes}"
+            key = repr([(k, _fingerprint(v)) for k, v in sorted(shaped.items())])
             if key not in seen:
                 seen.add(key)
                 out.append(Binding(shaped, label or "no tensor inputs"))
 
-    for i, sample in enumerate(samples):
+    for sample in samples:
         given = theirs(sample, TENSOR)
         if mine[TENSOR] and len(given) == len(mine[TENSOR]):
-            add(dict(zip(mine[TENSOR], given, strict=True)), sample, f"{i}")
-    for i, sample in enumerate(samples):
-        for j, v in enumerate(theirs(sample, TENSOR)):
-            add(dict.fromkeys(mine[TENSOR], v), sample, f"{i}:{j}*")
+            add(dict(zip(mine[TENSOR], given, strict=True)), sample)
+    for sample in samples:
+        for v in theirs(sample, TENSOR):
+            add(dict.fromkeys(mine[TENSOR], v), sample)
+    # last, exact zeros of the same shape: the most common real trigger (a zero row, a == b)
+    first = next((v for s in samples for v in theirs(s, TENSOR)), None)
+    if first is not None and mine[TENSOR]:
+        add(dict.fromkeys(mine[TENSOR], torch.zeros_like(first)), samples[0])
     if not mine[TENSOR] and samples:
-        add({}, samples[0], "none")
+        add({}, samples[0])
     return out
 
 
@@ -463,13 +528,32 @@ def _transposed(t: torch.Tensor) -> torch.Tensor | None:
     return t.transpose(-1, -2) if t.ndim >= 2 and t.shape[-1] != t.shape[-2] else None
 
 
+def _row(t: torch.Tensor) -> torch.Tensor | None:
+    return t.unsqueeze(0) if t.ndim == 1 else None
+
+
+def _diagonal(t: torch.Tensor) -> torch.Tensor | None:
+    return torch.diag(t) if t.ndim == 1 and 1 < t.numel() <= 256 else None
+
+
 #: Shapes tried for each sample: as declared, as a vector (for `softmax(x, 0)` on 1-D
-#: code), and with the last two dimensions swapped (for a reduction over dim 0 or 1).
+#: code), with the last two dimensions swapped (a reduction over dim 0), a vector as a
+#: batch of one row (code indexing dim 1), and as a diagonal matrix (`det`, `inverse`).
 _VARIANTS: tuple[tuple[str, Any], ...] = (
     ("", lambda t: t),
     ("flat", _flat),
     ("transposed", _transposed),
+    ("row", _row),
+    ("diagonal", _diagonal),
 )
+
+
+def _fingerprint(v: Any) -> Any:
+    """Enough of a sample to tell two samples apart."""
+    if isinstance(v, torch.Tensor):
+        flat = v.detach().flatten()
+        return (tuple(v.shape), str(v.dtype), flat[:8].tolist(), float(flat.double().sum()))
+    return repr(v)
 
 
 def _show(v: Any) -> str:
@@ -545,36 +629,87 @@ def dtype_order(probe: Probe, info: FileInfo) -> tuple[str, ...]:
 def probe_finding(
     d: Diagnostic, probe: Probe, info: FileInfo, scopes: _Scopes | None, device: str
 ) -> runner.Evidence:
-    """Probe the expression a finding flags (its fix too, when it carries one)."""
+    """Probe the expression a finding flags (its fix too, when it carries one).
+
+    When the flagged node is only part of the hazard (the eps literal of `log(p + 1e-8)`),
+    the smallest enclosing expression that holds the rule's operations is probed. The
+    expression is tried as written (its names as inputs) when it shows the rule's
+    operations, then with earlier assignments inlined; the first confirmation wins.
+    """
     if info.tree is None or scopes is None:
         raise NotProbeable("the file does not parse")
-    text, fixed_text = flagged(info.source, d)
-    where = (d.row, _column_offset(info.source, d))
-    tree, opaque = inline_tracking(parse_expression(text), scopes, info.imports, where)
-    hazard = compile_expression(tree, info.imports)
-    if opaque and probe.hazard:
+    wanted = operations(runner.compile_probe_expression(probe.hazard)) if probe.hazard else set()
+    candidates = _build(d, info, scopes, wanted)
+    if wanted - operations(candidates[-1][0]):
+        for wider in scopes.enclosing(info.source, d):
+            try:
+                built = _build(wider, info, scopes, wanted)
+            except NotProbeable:
+                continue
+            if not wanted - operations(built[-1][0]):
+                candidates = built
+                break
+    hazard, _, opaque = candidates[-1]
+    missing = wanted - operations(hazard)
+    if opaque and missing:
         # a value computed by unprobed code is only a stand-in input when the hazardous
         # operations themselves are in view (`log(softmax(logits))`, not `log(probs)`)
-        missing = operations(runner.compile_probe_expression(probe.hazard)) - operations(hazard)
-        if missing:
-            raise NotProbeable(
-                f"`{opaque[0]}` is computed by code that is not probed, and the rule's "
-                f"{', '.join(sorted(missing))} is not in the expression"
-            )
-    fix = None
-    if fixed_text is not None:
+        raise NotProbeable(
+            f"`{opaque[0]}` is computed by code that is not probed, and the rule's "
+            f"{', '.join(sorted(missing))} is not in the expression"
+        )
+    dtypes = dtype_order(probe, info)
+    results = []
+    for hazard, fix, _ in candidates:
+        ev = probe_expression(hazard, fix, probe, dtypes, device)
+        if ev.confirmed:
+            return ev
+        results.append(ev)
+    return next((ev for ev in reversed(results) if ev.verdict != runner.NOT_PROBEABLE), results[-1])
+
+
+Built = tuple[Expression, "Expression | None", list[str]]
+
+
+def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> list[Built]:
+    """(hazard, fix, opaque names) for a source range: as written, when that already shows
+    its operations and the fix uses no other names, then with assignments inlined."""
+    text, fixed_text = flagged(info.source, d)
+    where = (d.row, _column_offset(info.source, d))
+    imports = dict(info.imports)
+    for edit in d.fix.edits if d.fix else ():
         try:
-            imports = dict(info.imports)
-            for edit in d.fix.edits if d.fix else ():
-                try:
-                    imports.update(module_imports(ast.parse(edit.content)))
-                except SyntaxError:
-                    pass
-            fix_tree = inline(parse_expression(fixed_text), scopes, imports, where)
-            fix = compile_expression(fix_tree, imports)
+            imports.update(module_imports(ast.parse(edit.content)))
+        except SyntaxError:
+            pass
+
+    def fix_of(inlined: bool) -> Expression | None:
+        if fixed_text is None:
+            return None
+        try:
+            tree = inline(parse_expression(fixed_text), scopes, imports, where, not inlined)
+            return compile_expression(tree, imports)
         except NotProbeable:
-            fix = None
-    return probe_expression(hazard, fix, probe, dtype_order(probe, info), device)
+            return None
+
+    tree = inline(parse_expression(text), scopes, info.imports, where, constants_only=True)
+    inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where)
+    inlined = compile_expression(inlined_tree, info.imports)
+    built: list[Built] = []
+    if ast.dump(inlined_tree) != ast.dump(tree):
+        try:
+            plain = compile_expression(tree, info.imports)
+        except NotProbeable:
+            plain = None
+        plain_fix = fix_of(False)
+        if (
+            plain is not None
+            and not wanted - operations(plain)
+            and (plain_fix is None or set(plain_fix.free) <= set(plain.free))
+        ):
+            built.append((plain, plain_fix, []))
+    built.append((inlined, fix_of(True), opaque))
+    return built
 
 
 def _column_offset(source: str, d: Diagnostic) -> int:

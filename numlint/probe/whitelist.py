@@ -131,6 +131,11 @@ CONSTANTS: frozenset[str] = frozenset(
     }
 )
 
+#: Functions and methods that draw random numbers.
+RANDOM: frozenset[str] = frozenset(
+    {"rand", "randn", "randint", "rand_like", "randn_like", "gumbel_softmax", "dropout"}
+)
+
 #: Modules whose attributes may be named (as `torch.log`, `F.softmax`, ...).
 MODULE_PATHS: frozenset[str] = frozenset(
     {
@@ -145,10 +150,15 @@ MODULE_PATHS: frozenset[str] = frozenset(
 )
 
 #: Built-in functions a probe may call (on numbers and tensors only).
-BUILTINS: frozenset[str] = frozenset({"float", "int", "abs", "min", "max", "bool"})
+BUILTINS: frozenset[str] = frozenset({"float", "int", "abs", "min", "max", "bool", "pow"})
 
 #: Aliases where torch exposes one function under another module's name.
 ALIASES: Mapping[str, str] = {
+    **{f"torch.arc{n}": f"torch.a{n}" for n in "cos sin tan cosh sinh tanh tan2".split()},
+    "torch.absolute": "torch.abs",
+    "torch.multiply": "torch.mul",
+    "torch.divide": "torch.div",
+    "torch.subtract": "torch.sub",
     "torch.nn.functional.tanh": "torch.tanh",
     "torch.nn.functional.sigmoid": "torch.sigmoid",
     "torch.special.expit": "torch.sigmoid",
@@ -181,6 +191,13 @@ class Expression:
     @property
     def key(self) -> str:
         return ast.dump(self.tree)
+
+    @property
+    def random(self) -> bool:
+        """Whether it draws random numbers (then it runs under a fixed seed)."""
+        names = {q.rsplit(".", 1)[-1] for q in self.resolved.values()}
+        names |= {n.attr for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)}
+        return bool(names & RANDOM)
 
 
 def module_imports(tree: ast.AST) -> dict[str, str]:
@@ -337,6 +354,8 @@ def compile_expression(
         attr = node.attr
         if attr.startswith("_"):
             raise NotProbeable(f"private attribute `.{attr}`")
+        if called and attr.endswith("_") and attr[:-1] in METHODS:
+            attr = attr[:-1]  # `x.clamp_(...)` is probed as `x.clamp(...)`: same values
         allowed = METHODS if called else TENSOR_ATTRIBUTES | INFO_ATTRIBUTES | RESULT_FIELDS
         if attr not in allowed and not (called and attr in RESULT_FIELDS):
             what = "method" if called else "attribute"

@@ -5,6 +5,7 @@ Purely syntactic plus numlint.context's data flow; nothing is imported or execut
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -518,16 +519,35 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
     return None
 
 
-def positive_value(ctx: Context, value: Value) -> bool:
-    """Known to be > 0: exp, softplus, softmax, ones, a positive constant, clamped above 0."""
+def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """Known to be > 0 (or, for probabilities, to sum to a positive total): exp, softplus,
+    softmax, sigmoid, ones, a positive constant, clamped above 0, `x + eps`, products and
+    convex mixtures of those (`(1 - g) * p + g * q`), and their top-k / sorted / gathered /
+    reshaped parts."""
+    if depth > 8:
+        return False
     value = ctx.deref(value)
     node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return positive_value(ctx, Value(expr, env), depth + 1)
+
     c = const(ctx, node, env)
     if c is not None:
         return c > 0
+    if isinstance(node, cst.Name):
+        source = unpacked_from(ctx, node, env)
+        return source is not None and positive_value(ctx, source, depth + 1)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return sub(node.value)  # `x.topk(k).values`
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        left, right = const(ctx, node.left, env), const(ctx, node.right, env)
-        return (left is not None and left > 0) or (right is not None and right > 0)
+        if _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env):
+            return True
+        return _convex_mix(ctx, node, env, sub)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return sub(node.left) and sub(node.right)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         left = const(ctx, node.left, env)
         return left is not None and left > 0  # inverse weights `1 / counts`
@@ -535,14 +555,69 @@ def positive_value(ctx: Context, value: Value) -> bool:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
             return all((const(ctx, e.value, env) or 0) > 0 for e in data.elements)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.receiver is not None and (
+            callee.method in TRANSPARENT_METHODS or callee.method in _SELECTING
+        ):
+            return sub(callee.receiver)
+        if callee.qualname in _SELECTING_FUNCTIONS and (inp := positional(node, 0, "input")):
+            return sub(inp)
     o = op(ctx, node, env)
     if o is None:
         return activation(ctx, value) is not None
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
         return True
+    if o.name in ("sum", "mean") and o.input is not None:
+        return sub(o.input)
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
+    return False
+
+
+#: Methods and functions whose result is a selection of their input's elements.
+_SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select", "narrow"})
+_SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "torch.narrow"})
+
+
+_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny)($|_|\d)")
+
+
+def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """A positive constant, `torch.finfo(...).eps/tiny`, or a name spelt as an eps."""
+    c = const(ctx, expr, env)
+    if c is not None:
+        return c > 0
+    last = expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if isinstance(expr, cst.Name):
+        last = expr.value
+    return last is not None and _EPS_NAME.search(last.lower()) is not None
+
+
+def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return [*_factors(node.left), *_factors(node.right)]
+    return [node]
+
+
+def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
+    """`(1 - g) * p + g * q` with p, q positive (probabilities): a convex mixture."""
+    left, right = _factors(node.left), _factors(node.right)
+    for a, b in ((left, right), (right, left)):
+        for f in a:
+            inner = f
+            if (
+                isinstance(inner, cst.BinaryOperation)
+                and isinstance(inner.operator, cst.Subtract)
+                and const(ctx, inner.left, env) == 1.0
+            ):
+                weight = inner.right
+                match = [g for g in b if same_code(ctx, g, weight)]
+                if match:
+                    rest_a = [g for g in a if g is not f]
+                    rest_b = [g for g in b if g is not match[0]]
+                    return all(sub(g) for g in (*rest_a, *rest_b))
     return False
 
 
@@ -824,3 +899,249 @@ def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if name is None and isinstance(node.func, cst.Name):
         name = node.func.value
     return name is not None and "max" in name.rsplit(".", 1)[-1].lower() and o is None
+
+
+# ---- values without a gradient ------------------------------------------------------------
+
+#: Tensor constructors: their results never require a gradient, whatever their arguments.
+CONSTRUCTORS = frozenset(
+    {
+        "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+        "torch.eye", "torch.tensor", "torch.as_tensor", "torch.linspace", "torch.logspace",
+        "torch.meshgrid", "torch.randint", "torch.randn", "torch.rand", "torch.randperm",
+        "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+        "torch.randint_like", "torch.randn_like", "torch.rand_like", "torch.tril_indices",
+        "torch.triu_indices", "torch.LongTensor", "torch.FloatTensor", "torch.Tensor",
+    }
+)  # fmt: skip
+#: Functions that combine tensors without creating a gradient of their own.
+_COMBINERS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.flatten"})
+_PY_NUMBERS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "range"})
+
+
+#: Constructors whose elements are whole numbers (given whole-number arguments).
+_INTEGER_CONSTRUCTORS = frozenset(
+    {
+        "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.eye", "torch.meshgrid",
+        "torch.randint", "torch.randperm", "torch.zeros_like", "torch.ones_like",
+        "torch.tril_indices", "torch.triu_indices", "torch.LongTensor",
+    }
+)  # fmt: skip
+_INTEGER_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = False) -> bool:
+    """Whether a value is built only from tensor constructors, constants and Python numbers
+    (`torch.arange(n).view(1, -1) - torch.arange(n).view(-1, 1)`, `idx ** 2 + idy ** 2`), or
+    detached: no gradient can flow through it, so gradient-only hazards do not apply.
+
+    With `integers`, also require whole-number values (integer constructors and arithmetic).
+    """
+    if depth > 12:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return no_gradient(ctx, Value(expr, env), depth + 1, integers)
+
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Float):
+        return not integers
+    if isinstance(node, cst.UnaryOperation):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        if integers and not isinstance(node.operator, _INTEGER_OPS):
+            if not (isinstance(node.operator, cst.Power) and isinstance(node.right, cst.Integer)):
+                return False
+        return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(sub(e.value) for e in node.elements)
+    if isinstance(node, cst.Attribute) and node.attr.value in ("shape", "ndim"):
+        return True
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:
+        return ctx.lookup(node.func.value, env) is None and (
+            not integers or node.func.value != "float"
+        )
+    callee = ctx.callee(node, env)
+    args = [a.value for a in node.args if a.keyword is None]
+    if integers:
+        if callee.qualname in _INTEGER_CONSTRUCTORS:
+            return all(sub(a) for a in args if not isinstance(a, (cst.Attribute, cst.Name)))
+        if callee.qualname in CONSTRUCTORS or callee.method in ("mean", "sqrt", "div", "exp"):
+            return False
+    elif callee.qualname in CONSTRUCTORS:
+        return True
+    if callee.qualname in _COMBINERS:
+        return all(sub(a) for a in args)
+    if callee.method in ("detach", "size", "numel", "dim"):
+        return True
+    if callee.method is not None and callee.receiver is not None:
+        return sub(callee.receiver) and all(sub(a) for a in args)
+    return False
+
+
+def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """No gradient flows here: inside `torch.no_grad()` (or a function decorated with it), or
+    the operand is built only from constructors and constants (see `no_gradient`)."""
+    return ctx.in_no_grad() or no_gradient(ctx, ctx.value(operand))
+
+
+# ---- guards by control flow ---------------------------------------------------------------
+
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """Whether control flow keeps `operand` away from 0 at the current node.
+
+    `if n > 0: y = s / n`, `s / n if n != 0 else 0`, `else:` of `if n == 0:`, and an earlier
+    `if n == 0: return ...` in the same block. Only tests comparing a name of the operand
+    with a constant count.
+    """
+    wanted = names(operand)
+    if not wanted:
+        return False
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(parent, (cst.If, cst.While)) and child is parent.body:
+            if _nonzero_test(ctx, parent.test, wanted, True):
+                return True
+        elif isinstance(parent, cst.If) and child is parent.orelse:
+            if _nonzero_test(ctx, parent.test, wanted, False):
+                return True
+        elif isinstance(parent, cst.IfExp):
+            if child is parent.body and _nonzero_test(ctx, parent.test, wanted, True):
+                return True
+            if child is parent.orelse and _nonzero_test(ctx, parent.test, wanted, False):
+                return True
+        elif isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                if (
+                    isinstance(stmt, cst.If)
+                    and _nonzero_test(ctx, stmt.test, wanted, False)
+                    and _exits(stmt.body)
+                ):
+                    return True
+    return False
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, _EXITS) for s in last.body)
+    return False
+
+
+def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool) -> bool:
+    """Whether `test` being `taken` (True or False) implies a name in `wanted` is not 0."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _nonzero_test(ctx, test.expression, wanted, not taken)
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.And) == taken  # `a and b` true: both hold
+        left = _nonzero_test(ctx, test.left, wanted, taken)
+        right = _nonzero_test(ctx, test.right, wanted, taken)
+        return (left or right) if both else (left and right)
+    if isinstance(test, cst.Name):
+        bound = ctx.deref(ctx.value(test)).node
+        if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
+            return _nonzero_test(ctx, bound, wanted, taken)  # `ok = n > 0` ... `if ok:`
+    if isinstance(test, (cst.Name, cst.Attribute)) and taken:
+        return bool(wanted & names(test))  # `if n:`
+    if isinstance(test, cst.Call):
+        callee = ctx.callee(test)
+        inner = positional(test, 0) if callee.qualname in ("torch.all", "torch.any") else None
+        if callee.method in ("all", "any", "item") and callee.receiver is not None:
+            inner = callee.receiver
+        return inner is not None and _nonzero_test(ctx, inner, wanted, taken)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    subject, bound, operator = test.left, target.comparator, target.operator
+    if not wanted & names(subject):
+        subject, bound = bound, subject
+        operator = _FLIP.get(type(operator), operator)
+        if not wanted & names(subject):
+            return False
+    low = const(ctx, bound)
+    if low is None and not _constant_bound(ctx, bound):
+        return False
+    low = 0.0 if low is None else low
+    kind = type(operator)
+    if taken:
+        return (
+            (kind is cst.GreaterThan and low >= 0)
+            or (kind is cst.GreaterThanEqual and low > 0)
+            or (kind is cst.NotEqual and low == 0)
+        )
+    return (
+        (kind is cst.Equal and low == 0)
+        or (kind is cst.LessThanEqual and low >= 0)
+        or (kind is cst.LessThan and low > 0)
+    )
+
+
+_FLIP = {
+    cst.GreaterThan: cst.LessThan(),
+    cst.LessThan: cst.GreaterThan(),
+    cst.GreaterThanEqual: cst.LessThanEqual(),
+    cst.LessThanEqual: cst.GreaterThanEqual(),
+}
+
+
+# ---- tuple unpacking ----------------------------------------------------------------------
+
+_UNPACKING = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median"})
+
+
+def unpacked_from(ctx: Context, name: cst.Name, env: Env) -> Value | None:
+    """For `v, i = torch.topk(x, k)` (also sort / max / min ...): the call `v` came from, as
+    `Value(call, env)`, when `name` is the first target. Searches the enclosing function's
+    statements before the current one; None when `name` was bound otherwise."""
+    binding = ctx.lookup(name.value, env)
+    func = ctx.function
+    if binding is None or binding.value is not None or func is None:
+        return None
+    here = set(map(id, ctx.stack))
+    found: cst.Call | None = None
+
+    class _Find(cst.CSTVisitor):
+        done = False
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self.done or id(node) in here and isinstance(node, cst.BaseSmallStatement):
+                self.done = True
+                return False
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not func:
+                return False
+            return super().on_visit(node)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal found
+            target = node.targets[0].target
+            if (
+                isinstance(target, (cst.Tuple, cst.List))
+                and target.elements
+                and isinstance(target.elements[0].value, cst.Name)
+                and target.elements[0].value.value == name.value
+            ):
+                found = node.value if isinstance(node.value, cst.Call) else None
+
+    func.visit(_Find())
+    if found is None:
+        return None
+    callee = ctx.callee(found, binding.env)
+    if callee.method in _UNPACKING or (callee.qualname or "").rsplit(".", 1)[-1] in _UNPACKING:
+        return Value(found, binding.env)
+    return None

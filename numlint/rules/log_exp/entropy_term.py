@@ -101,6 +101,15 @@ class EntropyTerm(Rule):
             """,
             "log of a softmax output: NUM101 reports the log",
         ),
+        Valid(
+            """
+            import torch
+            def log_binom(n, eps=1e-7):
+                n = n + eps
+                return n * torch.log(n)
+            """,
+            'an eps added in an earlier statement',
+        ),
     ]
     INVALID = [
         Invalid(

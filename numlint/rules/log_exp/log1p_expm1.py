@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
-from numlint.rules.log_exp._zero import const, op
+from numlint.rules.log_exp._zero import const, no_gradient, op
 
 
 class Log1pExpm1Precision(Rule):
@@ -82,6 +83,23 @@ class Log1pExpm1Precision(Rule):
             y = np.exp(x) - 1
             """,
             "NumPy",
+        ),
+        Valid(
+            """
+            import torch
+            def log_coords(n):
+                rel = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).float()
+                return torch.sign(rel) * torch.log(1.0 + rel.abs())
+            """,
+            'whole-number offsets: `1 + x` is exact',
+        ),
+        Valid(
+            """
+            import torch
+            def durations(log_dur):
+                return torch.round(torch.exp(log_dur) - 1).long()
+            """,
+            'rounded to whole numbers right away',
         ),
     ]
     INVALID = [
@@ -180,6 +198,8 @@ class Log1pExpm1Precision(Rule):
             return
         if find(ctx, x, ("exp",), inner.env) is not None:
             return
+        if no_gradient(ctx, Value(x, inner.env), integers=True):
+            return  # whole numbers (`torch.arange` offsets): `1 + x` is exact
         fix = None
         if inner.node is o.input:
             if o.spelling == "method":
@@ -205,7 +225,7 @@ class Log1pExpm1Precision(Rule):
         else:
             return
         o = op(ctx, side)
-        if o is None or o.name != "exp" or o.input is None:
+        if o is None or o.name != "exp" or o.input is None or _rounded(ctx):
             return
         if o.spelling == "method" and node.left is side:
             text = ctx.code(o.input)
@@ -220,3 +240,19 @@ class Log1pExpm1Precision(Rule):
             code = f"-{code}"
         fix = self.fix("unsafe", "Replace with `expm1`", (node, wrap(node, code)))
         self.report(node, fix=fix)
+
+
+_ROUNDING = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
+
+
+def _rounded(ctx) -> bool:
+    """The value is rounded to a whole number right away (`torch.round(torch.exp(d) - 1)`):
+    the digits `expm1` would keep are discarded anyway."""
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.Call):
+            callee = ctx.callee(parent)
+            name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
+            return name in _ROUNDING
+        if not isinstance(parent, (cst.Arg, cst.Attribute, cst.BinaryOperation)):
+            return False
+    return False

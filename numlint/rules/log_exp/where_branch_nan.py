@@ -10,6 +10,7 @@ from numlint.rules.log_exp._zero import (
     Selection,
     clamp_bounds,
     const,
+    gradient_free,
     guarded_by_mutation,
     op,
     positive_bound,
@@ -110,6 +111,27 @@ class WhereBranchNan(Rule):
             """,
             "the condition does not test the denominator against 0",
         ),
+        Valid(
+            """
+            import torch
+            class Lamb(torch.optim.Optimizer):
+                @torch.no_grad()
+                def step(self):
+                    for p in self.params:
+                        w, g = p.norm(), p.grad.norm()
+                        p.mul_(torch.where(g > 0, w / g, 1.0))
+            """,
+            'an optimizer step under no_grad: no gradient flows',
+        ),
+        Valid(
+            """
+            import torch
+            def f(x):
+                with torch.no_grad():
+                    return torch.where(x > 0, torch.log(x), 0.0)
+            """,
+            'inside `with torch.no_grad()`',
+        ),
     ]
     INVALID = [
         Invalid(
@@ -185,8 +207,8 @@ class WhereBranchNan(Rule):
         if _guarded(ctx, operand):
             return
         sel = selection(ctx, operand)
-        if sel is None:
-            return
+        if sel is None or gradient_free(ctx, operand):
+            return  # the NaN is in the gradient only: nothing to report where none flows
         self.report(node, fix=self._fix(operand, sel))
 
     def _fix(self, operand: cst.BaseExpression, sel: Selection) -> FixSpec | None:

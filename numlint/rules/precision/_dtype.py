@@ -339,3 +339,14 @@ _DTYPE_TEST = m.Attribute(attr=m.Name("dtype") | m.Name("is_floating_point"))
 def _dtype_test(test: cst.BaseExpression) -> int:
     """1 when an `if` test looks at a dtype (`x.dtype == torch.half`): dtype-aware code."""
     return 1 if m.findall(test, _DTYPE_TEST) else 0
+
+
+def dtype_branch(ctx: Context) -> bool:
+    """Inside either branch of an `if` that tests a dtype (`if x.dtype == torch.float16:`):
+    the code already handles each precision on purpose."""
+    for parent in ctx.ancestors():
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(parent, (cst.If, cst.IfExp)) and _dtype_test(parent.test):
+            return True
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.precision._dtype import is_half
+from numlint.rules.precision._dtype import dtype_branch, is_half
 from numlint.semantics import format_args, keyword, positional
 
 #: Softmax functions and the position of their `dtype` argument.
@@ -123,6 +123,18 @@ class HalfSoftmaxWithoutFloat32(Rule):
             """,
             "a conversion chosen by a dtype test is dtype-aware code, not evidence",
         ),
+        Valid(
+            """
+            import torch
+            def attention(scores):
+                scores = scores.half()
+                if scores.dtype == torch.float16:
+                    return torch.softmax(scores, dim=-1, dtype=torch.float32).half()
+                else:
+                    return torch.softmax(scores, dim=-1)
+            """,
+            'dtype-aware code: each precision is handled on purpose',
+        ),
     ]
     INVALID = [
         Invalid(
@@ -202,7 +214,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
             return
         if len([a for a in node.args if a.keyword is None]) > dtype_at:
             return  # dtype given positionally
-        if not is_half(ctx, ctx.value(source)):
+        if not is_half(ctx, ctx.value(source)) or dtype_branch(ctx):
             return
         self.report(node, fix=self._fix(node))
 

@@ -9,6 +9,7 @@ from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._zero import (
     const,
     denominator_reason,
+    guarded_by_condition,
     op,
     same_code,
     selection,
@@ -121,6 +122,47 @@ class DivideByZeroNorm(Rule):
             """,
             "torch.maximum with an eps",
         ),
+        Valid(
+            """
+            import torch
+            def gated(patch, pos, g):
+                attn = (1.0 - torch.sigmoid(g)) * patch.softmax(-1) + torch.sigmoid(g) * pos.softmax(-1)
+                attn /= attn.sum(dim=-1).unsqueeze(-1)
+                return attn
+            """,
+            'a convex mixture of probabilities sums to 1',
+        ),
+        Valid(
+            """
+            import torch
+            def route(logits, k):
+                w = torch.softmax(logits, dim=-1)
+                w, idx = torch.topk(w, k, dim=-1)
+                return w / w.sum(dim=-1, keepdim=True)
+            """,
+            'the top-k of probabilities has a positive sum',
+        ),
+        Valid(
+            """
+            import torch
+            def ratio(area, total):
+                if total > 0:
+                    return area / total.sum()
+                return None
+            """,
+            'an enclosing test keeps the denominator away from 0',
+        ),
+        Valid(
+            """
+            import torch
+            def masked_mean(x, m):
+                n = m.sum()
+                if n == 0:
+                    return x.new_zeros(())
+                return (x * m).sum() / n
+            """,
+            'an early return on 0',
+        ),
     ]
     INVALID = [
         Invalid(
@@ -231,6 +273,8 @@ class DivideByZeroNorm(Rule):
         ctx = self.ctx
         reason = denominator_reason(ctx, ctx.value(den))
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
+            return
+        if guarded_by_condition(ctx, den):
             return
         fix = self._fix(node, num, den) if fixable else None
         hint = "clamp the denominator (`den.clamp_min(eps)`) or add an eps"

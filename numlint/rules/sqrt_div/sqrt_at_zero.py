@@ -8,6 +8,7 @@ from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._zero import (
     const,
+    gradient_free,
     has_tensor_op,
     op,
     selection,
@@ -116,6 +117,25 @@ class SqrtAtZero(Rule):
                 return torch.sqrt(torch.var(v, dim=0) + 1e-5)
             """,
             "a variance with an eps inside (batch norm)",
+        ),
+        Valid(
+            """
+            import torch
+            def distances(n):
+                ind = torch.arange(n).view(1, -1) - torch.arange(n).view(-1, 1)
+                d2 = ind.repeat(n, n) ** 2 + ind.repeat_interleave(n, dim=0) ** 2
+                return d2 ** 0.5
+            """,
+            'built only from constructors: no gradient flows',
+        ),
+        Valid(
+            """
+            import torch
+            @torch.no_grad()
+            def dist(a, b):
+                return torch.sqrt(((a - b) ** 2).sum(-1))
+            """,
+            'no gradient under torch.no_grad(): sqrt(0) = 0 is fine forward',
         ),
     ]
     INVALID = [
@@ -230,6 +250,8 @@ class SqrtAtZero(Rule):
         reason = zero_reason(ctx, ctx.value(arg), "sqrt")
         if reason is None or selection(ctx, arg) is not None:
             return
+        if name == "sqrt" and gradient_free(ctx, arg):
+            return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
         if name == "rsqrt":
             message = (
                 f"rsqrt of {reason}, which can be exactly 0: the result is inf; "

@@ -55,6 +55,7 @@ class ClipOutsideBackwardStep(Rule):
         "and before `optimizer.step()`"
     )
     TRIGGERS = ("clip_grad",)
+    NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
         Valid(

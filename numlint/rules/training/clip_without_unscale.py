@@ -50,6 +50,7 @@ class ClipWithoutUnscale(Rule):
         "about 65,536 times; call `scaler.unscale_(optimizer)` right before the clip"
     )
     TRIGGERS = ("clip_grad",)
+    NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
         Valid(

@@ -59,6 +59,7 @@ class DetectAnomalyLeftOn(Rule):
         "enable it behind a debug flag, or use numlint's runtime monitor (`numlint.watch`)"
     )
     TRIGGERS = ("anomaly",)
+    NEEDS_TORCH = False  # Lightning code need not mention torch
 
     VALID = [
         Valid(

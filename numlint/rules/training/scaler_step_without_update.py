@@ -45,6 +45,7 @@ class ScalerStepWithoutUpdate(Rule):
         "raises and the loss scale never adapts; call `scaler.update()` after every step"
     )
     TRIGGERS = ("GradScaler", ".scale(", "unscale_")
+    NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
         Valid(

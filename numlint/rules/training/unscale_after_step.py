@@ -38,6 +38,7 @@ class UnscaleAfterStep(Rule):
         "gradients already used; call it after `backward()` and before clipping and `step()`"
     )
     TRIGGERS = ("unscale_",)
+    NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
         Valid(

@@ -1,0 +1,96 @@
+"""Two processes on the gloo backend (CPU): a NaN on one rank stops every rank at the same step."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed is not available", allow_module_level=True)
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import numlint
+
+    rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    result = {"rank": rank, "raised": False, "steps": 0}
+    try:
+        with numlint.watch(model, opt, log=f"{out}/events.jsonl", static=False):
+            for step in range(6):
+                x = torch.randn(4, 4)
+                if rank == 1 and step == 3:
+                    x[0, 0] = float("nan")  # bad data on rank 1 only
+                opt.zero_grad()
+                model(x).pow(2).mean().backward()
+                opt.step()
+                result["steps"] += 1
+    except numlint.NonFiniteError as exc:
+        result.update(raised=True, event=exc.event)
+    with open(f"{out}/result{rank}.json", "w") as fh:
+        json.dump(result, fh)
+    dist.destroy_process_group()
+    """
+)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    port = str(free_port())
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(rank), port, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=150)
+            outputs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, out
+    r0 = json.loads((tmp_path / "result0.json").read_text())
+    r1 = json.loads((tmp_path / "result1.json").read_text())
+    assert r0["raised"] and r1["raised"]
+    assert r0["steps"] == r1["steps"] == 3  # both stopped in step 3's forward
+    assert r1["event"]["event"] == "nonfinite" and r1["event"]["rank"] == 1
+    assert r1["event"]["module"] == "<input>" and r1["event"]["step"] == 3
+    assert r0["event"]["event"] == "nonfinite_remote" and r0["event"]["rank"] == 0
+    assert r0["event"]["source_rank"] == 1 and r0["event"]["step"] == 3
+    # one log per rank: rank 0 keeps the name, rank 1 gets a suffix
+    lines1 = (tmp_path / "events.rank1.jsonl").read_text().splitlines()
+    assert any(json.loads(line)["rank"] == 1 for line in lines1)
+    lines0 = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in lines0 if e["event"] == "step"] == [1, 2, 3]

@@ -1,0 +1,91 @@
+"""`numlint report EVENTS.jsonl -o report.png`: a PNG and a text summary; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numlint.monitor.report import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def base(event: str, **fields: object) -> dict[str, object]:
+    keys = ("step", "iteration", "phase", "module", "kind", "nan_count", "inf_count", "dtype")
+    keys += ("shape", "min", "max", "mean", "absmax", "rank", "origin")
+    ev: dict[str, object] = dict.fromkeys(keys)
+    ev.update(event=event, rank=0, **fields)
+    return ev
+
+
+def write_log(path: Path) -> Path:
+    events = [base("step", step=i, iteration=i, grad_norm=1.0 + 0.1 * i) for i in range(1, 6)]
+    events.append(base("amp_overflow_skip", step=5, iteration=6, scale=32768.0, loss=0.5))
+    events += [base("step", step=i - 1, iteration=i, grad_norm=1.2) for i in range(7, 10)]
+    events.append(base("grad_explosion", step=8, iteration=9, grad_norm=90.0, ratio=75.0))
+    events.append(
+        base(
+            "nonfinite",
+            step=8,
+            iteration=9,
+            phase="forward",
+            module="encoder.layers.2.attn",
+            kind="nan",
+            nan_count=3,
+            inf_count=0,
+            dtype="float32",
+            shape=[8, 16],
+            origin=True,
+            static=[{"code": "NUM101", "location": "model.py:42", "message": "log of softmax"}],
+            snapshot="numlint-events.snapshot.pt",
+        )
+    )
+    events.append(base("nonfinite", step=8, iteration=9, phase="forward", module="head"))
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_report_writes_a_png_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    log = write_log(tmp_path / "events.jsonl")
+    png = tmp_path / "out" / "report.png"
+    assert main([str(log), "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
+    text = capsys.readouterr().out
+    assert "steps: 8 logged" in text
+    assert "1 skipped step" in text and "iteration 6" in text
+    assert "gradient explosions: 1" in text
+    assert "encoder.layers.2.attn" in text and "(origin)" in text and "NUM101 model.py:42" in text
+    assert "numlint-events.snapshot.pt" in text
+
+
+def test_report_without_plot_and_on_a_clean_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    log = tmp_path / "clean.jsonl"
+    log.write_text(json.dumps(base("step", step=1, iteration=1, grad_norm="nan")) + "\n\n")
+    assert main([str(log)]) == 0
+    text = capsys.readouterr().out
+    assert "first non-finite value: none" in text and "AMP: no skipped steps" in text
+    assert not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ('{"event": "step"}\n{not json\n', ":2: not valid JSON"),
+        ('["a list"]\n', ":1: not a numlint event"),
+    ],
+)
+def test_bad_input_is_a_message_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, content: str | None, message: str
+) -> None:
+    log = tmp_path / "events.jsonl"
+    if content is not None:
+        log.write_text(content)
+    assert main([str(log), "-o", str(tmp_path / "r.png")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "r.png").exists()
