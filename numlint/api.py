@@ -138,7 +138,9 @@ def _rules_key(cfg: Config, name: str) -> tuple[tuple[str, tuple[tuple[str, Any]
     return tuple((r.CODE, tuple(sorted(opts.items()))) for r, opts in cfg.rules_for(name))
 
 
-def _check_bytes(job: tuple[str, bytes, tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]]) -> list[Diagnostic]:
+def _check_bytes(
+    job: tuple[str, bytes, tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]],
+) -> list[Diagnostic]:
     """Worker: lint one file's bytes with the given rules (codes and options)."""
     name, data, spec = job
     try:

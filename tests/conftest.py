@@ -23,7 +23,9 @@ HAZARD = textwrap.dedent(
 CLEAN = "import torch\n\ndef f(x):\n    return torch.log_softmax(x, dim=-1)\n"
 
 
-def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess:
     """Run `python -m numlint` as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "numlint", *args],

@@ -15,7 +15,13 @@ from numlint.api import decode, fix_source
 
 def test_check_source_returns_diagnostics():
     (d,) = numlint.check_source(HAZARD, "model.py")
-    assert (d.code, d.name, d.filename, d.row, d.column) == ("NUM101", "log-of-softmax", "model.py", 5, 12)
+    assert (d.code, d.name, d.filename, d.row, d.column) == (
+        "NUM101",
+        "log-of-softmax",
+        "model.py",
+        5,
+        12,
+    )
     assert d.fix is not None and d.fix.applicability == "unsafe"
 
 
@@ -70,7 +76,9 @@ def test_static_path_never_imports_torch(project: Path):
 
 
 def test_python_dash_m_and_console_script():
-    r = subprocess.run([sys.executable, "-m", "numlint", "--version"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "numlint", "--version"], capture_output=True, text=True
+    )
     assert r.stdout.strip() == f"numlint {numlint.__version__}"
     script = Path(sys.executable).with_name("numlint")
     if script.exists():
@@ -80,19 +88,32 @@ def test_python_dash_m_and_console_script():
 
 def test_docs_are_fresh():
     r = subprocess.run(
-        [sys.executable, "-m", "numlint", "docs", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "numlint", "docs", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 0, r.stderr
 
 
 def test_docs_check_detects_stale(tmp_path: Path):
-    r = subprocess.run([sys.executable, "-m", "numlint", "docs", "--dir", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "numlint", "docs", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0
     page = tmp_path / "NUM101.md"
     text = page.read_text()
-    assert "# NUM101 `log-of-softmax`" in text and "## Use instead" in text and "## Why is this bad?" in text
+    assert (
+        "# NUM101 `log-of-softmax`" in text
+        and "## Use instead" in text
+        and "## Why is this bad?" in text
+    )
     page.write_text(text + "edited\n")
     r = subprocess.run(
-        [sys.executable, "-m", "numlint", "docs", "--check", "--dir", str(tmp_path)], capture_output=True, text=True
+        [sys.executable, "-m", "numlint", "docs", "--check", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 1 and "NUM101.md" in r.stderr

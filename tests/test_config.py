@@ -35,7 +35,9 @@ def test_found_from_checked_path_upward(project: Path, tmp_path: Path):
 
 def test_cli_flags_override_config(project: Path):
     _pyproject(project, '[tool.numlint]\nignore = ["NUM101"]\n')
-    assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 0  # ignore still applies
+    assert (
+        run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 0
+    )  # ignore still applies
     _pyproject(project, '[tool.numlint]\nselect = ["NUM102"]\n')
     assert run_cli("check", "pkg", cwd=project).returncode == 0
     assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 1

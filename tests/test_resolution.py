@@ -10,7 +10,9 @@ from numlint import check_source
 
 
 def codes(src: str) -> list[str]:
-    return [d.code for d in check_source(textwrap.dedent(src), config={"select": ["NUM101", "NUM102"]})]
+    return [
+        d.code for d in check_source(textwrap.dedent(src), config={"select": ["NUM101", "NUM102"]})
+    ]
 
 
 @pytest.mark.parametrize(
@@ -54,26 +56,33 @@ def test_near_misses_are_silent(src):
 
 
 def test_flow_follows_latest_binding():
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
         def f(x):
             p = torch.softmax(x, -1)
             p = p.clamp(min=1e-6)
             return torch.log(p)
         """
-    ) == []
-    assert codes(
-        """
+        )
+        == []
+    )
+    assert (
+        codes(
+            """
         import torch
         def f(x):
             p = torch.softmax(x, -1)
             p[p < 1e-6] = 1e-6
             return torch.log(p)
         """
-    ) == []
-    assert codes(
-        """
+        )
+        == []
+    )
+    assert (
+        codes(
+            """
         import torch
         def f(x):
             p = x.abs() + 1
@@ -81,7 +90,9 @@ def test_flow_follows_latest_binding():
             p = torch.softmax(x, -1)
             return torch.log(q)
         """
-    ) == []
+        )
+        == []
+    )
     assert codes(
         """
         import torch
@@ -94,28 +105,35 @@ def test_flow_follows_latest_binding():
 
 
 def test_scopes_do_not_leak():
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
         def f(x):
             p = torch.softmax(x, -1)
         def g(p):
             return torch.log(p)
         """
-    ) == []
-    assert codes(
-        """
+        )
+        == []
+    )
+    assert (
+        codes(
+            """
         import torch
         def f(x, probs):
             p = torch.softmax(x, -1)
             return [torch.log(p) for p in probs]
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_self_module_in_other_class_is_not_confused():
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
         from torch import nn
         class A(nn.Module):
@@ -127,7 +145,9 @@ def test_self_module_in_other_class_is_not_confused():
             def forward(self, x):
                 return torch.log(self.act(x))
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_tuple_assignment_binds_each_name():
@@ -139,15 +159,18 @@ def test_tuple_assignment_binds_each_name():
             return torch.log(p)
         """
     ) == ["NUM101"]
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import torch
         def f(x, y):
             p, q = torch.softmax(x, -1), y
             p, q = q, p
             return torch.log(p)
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_no_grad_context():

@@ -65,7 +65,9 @@ def test_rule_metadata_is_complete():
             assert section in doc, f"{rule.CODE} docstring lacks {section}"
         assert rule.VALID, f"{rule.CODE} has no near-miss examples"
         assert rule.INVALID, f"{rule.CODE} has no examples to flag"
-        assert rule.TRIGGERS or rule.CODE.startswith("NUM9"), f"{rule.CODE} has no prefilter triggers"
+        assert rule.TRIGGERS or rule.CODE.startswith("NUM9"), (
+            f"{rule.CODE} has no prefilter triggers"
+        )
         if any(ex.fixed is not None for ex in rule.INVALID):
             assert "Fix safety:" in doc, f"{rule.CODE} has a fix but no Fix safety section"
 
@@ -75,3 +77,12 @@ def test_examples_pass_prefilter():
     for rule in RULES:
         for ex in rule.INVALID:
             assert not rule.TRIGGERS or any(t in ex.source for t in rule.TRIGGERS), rule.CODE
+            assert not rule.NEEDS_TORCH or "torch" in ex.source, rule.CODE
+
+
+def test_files_without_torch_are_left_to_torch_free_rules():
+    """TensorFlow / JAX code that happens to use `.softmax(...).log()` stays silent."""
+    from numlint import check_source
+
+    assert check_source("import tensorflow as tf\ny = x.softmax(-1).log()\n") == []
+    assert [d.code for d in check_source("import torch\ny = x.softmax(-1).log()\n")] == ["NUM101"]

@@ -60,3 +60,26 @@ class ScalerPatch:
             else:
                 setattr(self.scaler, name, old)
         self._saved.clear()
+
+
+class SkipTracker:
+    """Tells a GradScaler overflow skip (an event) from divergence (an error): `max_skips`
+    consecutive skipped steps, or a loss scale fallen below `min_scale`."""
+
+    def __init__(self, max_skips: int = 10, min_scale: float = 1.0) -> None:
+        self.max_skips = max_skips
+        self.min_scale = min_scale
+        self.consecutive = 0
+
+    def stepped(self) -> None:
+        """A step was taken: the run of skips is over."""
+        self.consecutive = 0
+
+    def skipped(self, scale_after: float) -> str | None:
+        """Count one skip; return why this is divergence, or None."""
+        self.consecutive += 1
+        if self.consecutive >= self.max_skips:
+            return f"{self.consecutive} consecutive skipped steps (max_skips={self.max_skips})"
+        if scale_after < self.min_scale:
+            return f"loss scale {scale_after:g} fell below min_scale={self.min_scale:g}"
+        return None

@@ -11,6 +11,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from numlint.monitor.events import (
+    EXPLOSION,
+    GRAD_STATS,
+    STEP,
+    VANISHING,
+    Event,
+    make_event,
+)
+
 
 @dataclass
 class ParamGroup:
@@ -98,3 +107,54 @@ class ExplosionDetector:
         if median is not None and median > 0 and norm > self.factor * median:
             return median
         return None
+
+
+def step_events(
+    *,
+    step: int,
+    iteration: int,
+    rank: int,
+    total: float,
+    per_param: dict[int, float],
+    loss: float | None,
+    scale: float | None,
+    rows: list[dict[str, Any]] | None,
+    groups: list[ParamGroup],
+    names: list[str],
+    explosion: ExplosionDetector,
+) -> list[Event]:
+    """The events of one completed step: the global norm (always), an explosion, a vanishing
+    group (every parameter with a gradient in the group has an all-zero gradient), and the
+    per-parameter statistics when they were computed."""
+    common = {"step": step, "iteration": iteration, "rank": rank}
+    out = [make_event(STEP, grad_norm=total, loss=loss, scale=scale, **common)]
+    median = explosion.update(total)
+    if median is not None:
+        out.append(
+            make_event(
+                EXPLOSION,
+                phase="grad",
+                grad_norm=total,
+                median=median,
+                factor=explosion.factor,
+                ratio=total / median,
+                **common,
+            )
+        )
+    for group in groups:
+        with_grad = [i for i in group.indices if i in per_param]
+        if with_grad and all(per_param[i] == 0.0 for i in with_grad):
+            params = [names[i] for i in with_grad][:50]
+            out.append(
+                make_event(
+                    VANISHING,
+                    phase="grad",
+                    group=group.name,
+                    module=group.name,
+                    params=params,
+                    **common,
+                )
+            )
+    if rows is not None:
+        out.append(make_event(GRAD_STATS, phase="grad", params=rows, **common))
+    return out

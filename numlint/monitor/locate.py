@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from numlint.monitor.findings import Finding
 from numlint.monitor.stats import (
     first_nonfinite,
     flat_tensors,
@@ -26,18 +27,6 @@ from numlint.monitor.stats import (
     iter_tensors,
     tensor_stats,
 )
-
-
-@dataclass
-class Finding:
-    """One module (or parameter, or the model input) seen non-finite on the failure path."""
-
-    module: str
-    tensor: str
-    stats: dict[str, Any]
-    origin: bool
-    obj: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

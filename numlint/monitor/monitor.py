@@ -17,10 +17,11 @@ the events are written, a snapshot is saved, and the action ("raise", "warn", "r
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,12 +32,19 @@ from torch.autograd import Variable
 from numlint.monitor import distributed as dist
 from numlint.monitor import events as ev
 from numlint.monitor import snapshot as snap_mod
-from numlint.monitor.amp import ScalerPatch
+from numlint.monitor.amp import ScalerPatch, SkipTracker
 from numlint.monitor.events import Event, EventLog, NonFiniteError, make_event
-from numlint.monitor.grads import ExplosionDetector, ParamGroup, norms, param_stats, stack_on
-from numlint.monitor.locate import Finding, RngState, locate_backward, locate_forward
+from numlint.monitor.findings import Finding, from_flags, param_findings, to_event
+from numlint.monitor.grads import (
+    ExplosionDetector,
+    ParamGroup,
+    norms,
+    param_stats,
+    stack_on,
+    step_events,
+)
+from numlint.monitor.locate import RngState, locate_backward, locate_forward
 from numlint.monitor.stats import all_finite, flag, flat_tensors, is_checked, tensor_stats
-from numlint.monitor.tieback import findings_for_file, findings_for_module, source_file_of
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
@@ -114,6 +122,7 @@ class Monitor:
         check_backward: bool = True,
         check_params: Literal["forward", "step"] | bool = "forward",
         static: bool = True,
+        ignore: Iterable[str] = (),
         max_events: int = 10_000,
         max_findings: int = 20,
     ) -> None:
@@ -127,11 +136,11 @@ class Monitor:
         self.action: Action = action
         self.criterion = criterion
         self.grad_stats_every = int(grad_stats)  # True: every step; N: every N steps
-        self.max_skips = max_skips
-        self.min_scale = min_scale
+        self._skips = SkipTracker(max_skips, min_scale)
         self.check_backward = check_backward
         self.check_params = "forward" if check_params is True else check_params
         self.static = static
+        self.ignore = tuple(ignore)
         self.max_findings = max_findings
         self.rank = dist.rank()
         self.log_path = self._log_path(log)
@@ -149,7 +158,6 @@ class Monitor:
         self.failed = False
         self.snapshot: Any = None
         self.last_grad_norm: float | None = None
-        self._consecutive_skips = 0
         self._fflags: list[Tensor] = []
         self._fidx: list[int] = []
         self._bflags: list[Tensor] = []
@@ -217,8 +225,8 @@ class Monitor:
         self._params = [p for _, p in named_params]
         self._groups = self._groups_from(self.optimizer)
         try:
-            for i, (_, module) in enumerate(named):
-                if module is self.model:
+            for i, (name, module) in enumerate(named):
+                if module is self.model or self._ignored(name):
                     continue
                 hook = self._make_forward_hook(i, module)
                 self._handles.append(module.register_forward_hook(hook))
@@ -255,6 +263,9 @@ class Monitor:
         self._fidx.clear()
         self._bflags.clear()
         self._bidx.clear()
+
+    def _ignored(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
 
     @property
     def active(self) -> bool:
@@ -315,6 +326,12 @@ class Monitor:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self._paused:
                 return
+            try:
+                record(args, output)
+            except Exception:  # a tensor type the flag cannot reduce: never break training
+                return
+
+        def record(args: Any, output: Any) -> None:
             if isinstance(output, Tensor):
                 last = self._last_out
                 if last is not None and self._last_ver == last._version:
@@ -365,10 +382,11 @@ class Monitor:
         outs = flat_tensors(output)
         last = self._last_out
         for t in outs:
-            if t is last and self._last_ver == t._version:
-                flags.append(self._last_flag)  # type: ignore[arg-type]
-            else:
-                flags.append(flag(t))
+            try:
+                f = self._last_flag if t is last and self._last_ver == t._version else flag(t)
+            except Exception:
+                continue
+            flags.append(f)  # type: ignore[arg-type]
             idx.append(0)
         self._last_out = self._last_flag = None
         self._args, self._kwargs = args, kwargs
@@ -378,18 +396,23 @@ class Monitor:
             for k, t in enumerate(outs):
                 if t.requires_grad:
                     t.register_hook(self._make_root_grad_hook(grads, k))
+        self._drain_forward()
+
+    def _drain_forward(self) -> None:
+        """Read the forward flags collected so far (one host read). Runs at the end of the
+        top-level forward, and before backward ends or a step for flags left by submodules
+        called on their own (or recomputed by activation checkpointing)."""
+        flags, idx = self._fflags, self._fidx
         if not flags:
             return
-        ok = all_finite(flags)  # the one host read of this forward
-        bad_rank = dist.agree(not ok)
-        if bad_rank is None:
-            flags.clear()
-            idx.clear()
-            return
+        ok = all_finite(flags)
         saved, saved_idx = list(flags), list(idx)
         flags.clear()
         idx.clear()
-        self._forward_failure(saved, saved_idx, bad_rank)
+        self._last_out = self._last_flag = None
+        bad_rank = dist.agree(not ok)
+        if bad_rank is not None:
+            self._forward_failure(saved, saved_idx, bad_rank)
 
     def _forward_failure(self, flags: list[Tensor], idx: list[int], bad_rank: int) -> None:
         if bad_rank != self.rank:
@@ -411,8 +434,11 @@ class Monitor:
                 self._grad_enabled,
                 self.max_findings,
             )
+        findings = [f for f in findings if not self._ignored(f.module)]
         if not findings:
             findings = self._from_flags(flags, idx, "output")
+        if not findings:
+            return  # only modules the user asked to ignore held non-finite values
         phase = "forward"
         first = next((f for f in findings if f.origin), findings[0])
         if first.module == "" and first.tensor.endswith(".loss"):
@@ -459,6 +485,7 @@ class Monitor:
         self._bw_queued = False
         if self._paused:
             return
+        self._drain_forward()
         flags, idx = self._bflags, self._bidx
         saved, saved_idx = list(flags), list(idx)
         flags.clear()
@@ -550,6 +577,7 @@ class Monitor:
         """Before optimizer.step: every gradient norm in one multi-tensor op, one read."""
         if self._paused:
             return
+        self._drain_forward()
         self._stepped = True
         params = self._params
         present = [i for i, p in enumerate(params) if p.grad is not None]
@@ -601,31 +629,30 @@ class Monitor:
             self._log_step(None)
 
     def _on_update(self, before: float, after: float) -> None:
+        """After GradScaler.update(): a step without an optimizer step was skipped."""
         if self._paused:
             return
         skipped = not self._stepped
         self._stepped = False
+        self.iteration += 1
         if not skipped:
-            self.iteration += 1
-            self._consecutive_skips = 0
+            self._skips.stepped()
             self._log_step(after)
             return
-        self.iteration += 1
         if not self._loss_finite:
             return  # already reported as a loss event
-        self._consecutive_skips += 1
-        hint = self._overflow_hint
         where: dict[str, Any] = {}
-        if hint:
-            flags, idx = hint
+        if self._overflow_hint:  # where the overflowing gradient was first seen in backward
+            flags, idx = self._overflow_hint
             vals = torch.stack(flags).tolist()
             k = next((k for k, v in enumerate(vals) if not math.isfinite(v)), None)
             if k is not None:
                 where = {
                     "module": self._names[idx[k]],
-                    "kind": "nan" if math.isnan(vals[k]) else "inf",
+                    "kind": "nan" if vals[k] != vals[k] else "inf",
                 }
         self._overflow_hint = None
+        reason = self._skips.skipped(after)
         event = make_event(
             ev.AMP_SKIP,
             step=self.step,
@@ -636,83 +663,35 @@ class Monitor:
             scale_before=before,
             scale=after,
             loss=float(self._loss.float().item()) if self._loss is not None else None,
-            consecutive=self._consecutive_skips,
+            consecutive=self._skips.consecutive,
             **where,
         )
         self._log.emit(event)
-        reason = None
-        if self._consecutive_skips >= self.max_skips:
-            reason = (
-                f"{self._consecutive_skips} consecutive skipped steps (max_skips={self.max_skips})"
-            )
-        elif after < self.min_scale:
-            reason = f"loss scale {after:g} fell below min_scale={self.min_scale:g}"
         if reason is not None:
             div = dict(event)
             div.update(event=ev.AMP_DIVERGENCE, reason=reason, origin=True)
-            div["time"] = event["time"]
             self._fail_events([div])
 
     def _log_step(self, scale: float | None) -> None:
-        pending = self._pending
-        self._pending = None
+        pending, self._pending = self._pending, None
         if pending is None:
             return
         total, per_param, loss, rows = pending
         self.last_grad_norm = total
-        log = self._log
-        log.emit(
-            make_event(
-                ev.STEP,
-                step=self.step,
-                iteration=self.iteration,
-                rank=self.rank,
-                grad_norm=total,
-                loss=loss,
-                scale=scale,
-            )
-        )
-        median = self._explosion.update(total)
-        if median is not None:
-            log.emit(
-                make_event(
-                    ev.EXPLOSION,
-                    step=self.step,
-                    iteration=self.iteration,
-                    phase="grad",
-                    rank=self.rank,
-                    grad_norm=total,
-                    median=median,
-                    factor=self._explosion.factor,
-                    ratio=total / median,
-                )
-            )
-        for group in self._groups:
-            with_grad = [i for i in group.indices if i in per_param]
-            if with_grad and all(per_param[i] == 0.0 for i in with_grad):
-                log.emit(
-                    make_event(
-                        ev.VANISHING,
-                        step=self.step,
-                        iteration=self.iteration,
-                        phase="grad",
-                        rank=self.rank,
-                        group=group.name,
-                        module=group.name,
-                        params=[self._param_names[i] for i in with_grad][:50],
-                    )
-                )
-        if rows is not None:
-            log.emit(
-                make_event(
-                    ev.GRAD_STATS,
-                    step=self.step,
-                    iteration=self.iteration,
-                    phase="grad",
-                    rank=self.rank,
-                    params=rows,
-                )
-            )
+        for event in step_events(
+            step=self.step,
+            iteration=self.iteration,
+            rank=self.rank,
+            total=total,
+            per_param=per_param,
+            loss=loss,
+            scale=scale,
+            rows=rows,
+            groups=self._groups,
+            names=self._param_names,
+            explosion=self._explosion,
+        ):
+            self._log.emit(event)
 
     # ------------------------------------------------------------------ failure path
     def _paused_call(self, fn: Callable[..., list[Finding]], *args: Any) -> list[Finding]:
@@ -726,72 +705,14 @@ class Monitor:
             self._paused = was
 
     def _from_flags(self, flags: list[Tensor], idx: list[int], tensor: str) -> list[Finding]:
-        """Events from the fast-path flags alone (the failure did not reproduce)."""
-        values = torch.stack(flags).tolist()
-        out: list[Finding] = []
-        seen: set[int] = set()
-        for i, v in zip(idx, values, strict=False):
-            if math.isfinite(v) or i in seen:
-                continue
-            seen.add(i)
-            kind = "nan" if math.isnan(v) else "inf"
-            f = Finding(self._names[i], tensor, {"kind": kind}, not out, None)
-            f.extra["reproduced"] = False
-            out.append(f)
-            if len(out) >= self.max_findings:
-                break
-        return out
+        return from_flags(flags, idx, self._names, tensor, self.max_findings)
 
     def _param_findings(self, phase: str) -> list[Finding]:
-        out: list[Finding] = []
-        for name, p in zip(self._param_names, self._params, strict=True):
-            t = p.grad if phase == "grad" else p
-            if t is None or bool(torch.isfinite(t).all()):
-                continue
-            other = p if phase == "grad" else p.grad
-            other_ok = other is None or bool(torch.isfinite(other).all())
-            f = Finding(name, "grad" if phase == "grad" else "param", tensor_stats(t), False, None)
-            # origin: the value was finite and its gradient not (grad), or the gradient was
-            # finite and the updated value not (param: the optimizer made it)
-            f.extra["candidate"] = other_ok
-            out.append(f)
-            if len(out) >= self.max_findings:
-                break
-        for f in out:
-            if f.extra.pop("candidate", False) and not any(g.origin for g in out):
-                f.origin = True
-        return out or [Finding("?", phase, {}, True)]
-
-    def _event_from(self, phase: str, f: Finding) -> Event:
-        s = f.stats
-        event = make_event(
-            ev.NONFINITE,
-            step=self.step,
-            iteration=self.iteration,
-            phase=phase,
-            module=f.module,
-            kind=s.get("kind"),
-            nan_count=s.get("nan_count"),
-            inf_count=s.get("inf_count"),
-            dtype=s.get("dtype"),
-            shape=s.get("shape"),
-            min=s.get("min"),
-            max=s.get("max"),
-            mean=s.get("mean"),
-            absmax=s.get("absmax"),
-            rank=self.rank,
-            origin=bool(f.origin),
-            tensor=f.tensor,
-        )
-        event.update(f.extra)
-        if f.origin and self.static:
-            path = source_file_of(f.obj) if isinstance(f.obj, nn.Module) else None
-            event["source_file"] = path
-            event["static"] = findings_for_module(f.obj) if path else []
-        return event
+        return param_findings(self._param_names, self._params, phase, self.max_findings)
 
     def _fail(self, phase: str, findings: list[Finding]) -> None:
-        self._fail_events([self._event_from(phase, f) for f in findings])
+        where = {"step": self.step, "iteration": self.iteration, "rank": self.rank}
+        self._fail_events([to_event(f, phase, static=self.static, **where) for f in findings])
 
     def _fail_remote(self, phase: str, source_rank: int) -> None:
         event = make_event(
@@ -863,9 +784,12 @@ def watch(
     "warn" (NumlintWarning) or "record" (events only). Options: criterion (an nn.Module loss whose
     value is checked and whose targets go into the snapshot), snapshot ("auto": next to the log;
     a path; None), grad_stats (per-parameter statistics every N steps), explosion_factor,
-    explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params,
-    static, max_events, max_findings."""
+    explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params
+    ("forward": a parameter made non-finite by a step is caught by the next forward at no
+    per-step cost; "step": checked after every step; False), static (list static findings for
+    the origin's source file), ignore (glob patterns of module names whose outputs may hold
+    Inf by design, e.g. mask builders), max_events, max_findings."""
     return Monitor(model, optimizer, scaler=scaler, log=log, action=action, **options)
 
 
-__all__ = ["Monitor", "NonFiniteError", "NumlintWarning", "watch", "findings_for_file"]
+__all__ = ["Monitor", "NonFiniteError", "NumlintWarning", "watch"]

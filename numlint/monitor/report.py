@@ -84,10 +84,15 @@ def load(path: Path) -> Summary:
 
 
 def _x(event: dict[str, Any]) -> float:
+    """The attempt an event belongs to. Step, skip and explosion events are written when their
+    attempt completes (`iteration` counts it); a non-finite value is found during the next one."""
     value = _number(event.get("iteration"))
     if value is None:
         value = _number(event.get("step"))
-    return value if value is not None else 0.0
+    value = value if value is not None else 0.0
+    if event.get("event") in ("nonfinite", "nonfinite_remote"):
+        value += 1
+    return value
 
 
 def first_error(summary: Summary) -> dict[str, Any] | None:

@@ -982,8 +982,13 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     if callee.method in ("detach", "size", "numel", "dim"):
         return True
     if callee.method is not None and callee.receiver is not None:
+        if callee.method in _SHAPE_METHODS:
+            return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+_SHAPE_METHODS = TRANSPARENT_METHODS | {"repeat", "repeat_interleave", "tile", "sign", "abs"}
 
 
 def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:

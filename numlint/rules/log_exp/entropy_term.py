@@ -52,7 +52,7 @@ class EntropyTerm(Rule):
         "`p * log(p)` is 0 * -inf = NaN where p is 0; use `torch.xlogy(p, p)` "
         "(or `-torch.special.entr(p)`)"
     )
-    TRIGGERS = ("log",)
+    TRIGGERS = ("log(", "log2(", "log10(")
 
     VALID = [
         Valid(
@@ -108,7 +108,7 @@ class EntropyTerm(Rule):
                 n = n + eps
                 return n * torch.log(n)
             """,
-            'an eps added in an earlier statement',
+            "an eps added in an earlier statement",
         ),
     ]
     INVALID = [

@@ -44,7 +44,7 @@ class HandWrittenLogsumexp(Rule):
         "hand-written logsumexp `log(sum(exp(x)))`: overflows to inf (x > 88.7) or underflows "
         "to -inf, with NaN gradients; use `torch.logsumexp(x, dim)`"
     )
-    TRIGGERS = ("exp",)
+    TRIGGERS = ("exp(",)
 
     VALID = [
         Valid(

@@ -40,7 +40,7 @@ class HandWrittenSigmoid(Rule):
         "hand-written sigmoid `1 / (1 + exp(-x))`: exp overflows for large |x|, giving NaN "
         "gradients; use `torch.sigmoid(x)`"
     )
-    TRIGGERS = ("exp",)
+    TRIGGERS = ("exp(",)
 
     VALID = [
         Valid(

@@ -42,7 +42,7 @@ class HandWrittenSoftmax(Rule):
         "hand-written softmax `exp(x) / exp(x).sum(d)`: overflows to inf/inf or underflows to "
         "0/0, giving NaN; use `torch.softmax(x, dim=d)`"
     )
-    TRIGGERS = ("exp",)
+    TRIGGERS = ("exp(",)
 
     VALID = [
         Valid(

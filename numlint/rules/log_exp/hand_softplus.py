@@ -43,7 +43,7 @@ class HandWrittenSoftplus(Rule):
         "hand-written softplus `log(1 + exp(x))`: exp overflows to inf for x > 88.7 (float32), "
         "giving inf and NaN gradients; use `F.softplus(x)`"
     )
-    TRIGGERS = ("exp",)
+    TRIGGERS = ("exp(",)
 
     VALID = [
         Valid(

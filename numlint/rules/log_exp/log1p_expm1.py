@@ -44,7 +44,7 @@ class Log1pExpm1Precision(Rule):
         "`log(1 + x)` / `exp(x) - 1` round to 0 for small x in floating point; "
         "use `torch.log1p(x)` / `torch.expm1(x)`"
     )
-    TRIGGERS = ("log", "exp")
+    TRIGGERS = ("log(", "exp(")
 
     VALID = [
         Valid(
@@ -91,7 +91,7 @@ class Log1pExpm1Precision(Rule):
                 rel = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).float()
                 return torch.sign(rel) * torch.log(1.0 + rel.abs())
             """,
-            'whole-number offsets: `1 + x` is exact',
+            "whole-number offsets: `1 + x` is exact",
         ),
         Valid(
             """
@@ -99,7 +99,7 @@ class Log1pExpm1Precision(Rule):
             def durations(log_dur):
                 return torch.round(torch.exp(log_dur) - 1).long()
             """,
-            'rounded to whole numbers right away',
+            "rounded to whole numbers right away",
         ),
     ]
     INVALID = [

@@ -44,7 +44,7 @@ class LogOfProduct(Rule):
         "log of a product or determinant: it underflows to 0 (or overflows), giving -inf and "
         "NaN gradients; sum the logs (`torch.log(p).sum(d)`) or use `torch.logdet` / `slogdet`"
     )
-    TRIGGERS = ("prod", "det")
+    TRIGGERS = ("prod(", "det(")
 
     VALID = [
         Valid(

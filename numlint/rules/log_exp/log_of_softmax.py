@@ -283,7 +283,10 @@ class LogOfSoftmax(Rule):
             args = ", ".join(format_args(ctx, act.args))
             code = f"{receiver}.log_softmax({args})"
         else:
-            args = [ctx.code(act.input), *format_args(ctx, act.args, ("dim",) if act.spelling == "module" else ())]
+            args = [
+                ctx.code(act.input),
+                *format_args(ctx, act.args, ("dim",) if act.spelling == "module" else ()),
+            ]
             if act.spelling == "module":
                 func = ctx.spell("torch.nn.functional.log_softmax")
             elif isinstance(act.call.func, cst.Attribute):

@@ -48,7 +48,7 @@ class LogOfZero(Rule):
         "log of a value that can be exactly 0: gives -inf and infinite gradients; clamp it "
         "first (`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
     )
-    TRIGGERS = ("log",)
+    TRIGGERS = ("log(", "log2(", "log10(")
 
     VALID = [
         Valid(

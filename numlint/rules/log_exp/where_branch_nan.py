@@ -43,6 +43,9 @@ class WhereBranchNan(Rule):
     `torch.where(c, f(x), y)` the operand becomes `torch.where(c, x, 1)`.
 
     Known limitations:
+    The NaN is in the gradient only: nothing is reported inside `torch.no_grad()` /
+    `inference_mode()` (an optimizer's `step`), or for an operand built only from
+    constructors and constants.
     The operation must be written inside the `where` call or the masked product itself;
     a log computed in an earlier statement is not followed. Operands with an eps or clamp are
     not reported.
@@ -121,7 +124,7 @@ class WhereBranchNan(Rule):
                         w, g = p.norm(), p.grad.norm()
                         p.mul_(torch.where(g > 0, w / g, 1.0))
             """,
-            'an optimizer step under no_grad: no gradient flows',
+            "an optimizer step under no_grad: no gradient flows",
         ),
         Valid(
             """
@@ -130,7 +133,7 @@ class WhereBranchNan(Rule):
                 with torch.no_grad():
                     return torch.where(x > 0, torch.log(x), 0.0)
             """,
-            'inside `with torch.no_grad()`',
+            "inside `with torch.no_grad()`",
         ),
     ]
     INVALID = [

@@ -133,7 +133,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
                 else:
                     return torch.softmax(scores, dim=-1)
             """,
-            'dtype-aware code: each precision is handled on purpose',
+            "dtype-aware code: each precision is handled on purpose",
         ),
     ]
     INVALID = [

@@ -37,6 +37,14 @@ class DivideByZeroNorm(Rule):
     `torch.linalg.vector_norm` with p = 2) has a fix, `F.normalize(x, dim=d)`. It is unsafe:
     F.normalize clamps the norm at 1e-12, so values change for tiny vectors.
 
+    A sum counts as possibly 0 unless its terms are known to have a positive total: a sum
+    of a mask, a count, a ReLU or clamped-at-0 output, or of values of unknown origin is
+    reported (an all-zero row is the everyday case: an empty mask, a padded sample), while
+    a sum of exp, softplus, softmax or sigmoid outputs, of a convex mixture of them
+    (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, or of `x + eps` is
+    not. A denominator tested by an enclosing `if n > 0:` / `if n != 0:` / `... if n else`
+    or by an earlier `if n == 0: return` is guarded.
+
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
     a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
@@ -130,7 +138,7 @@ class DivideByZeroNorm(Rule):
                 attn /= attn.sum(dim=-1).unsqueeze(-1)
                 return attn
             """,
-            'a convex mixture of probabilities sums to 1',
+            "a convex mixture of probabilities sums to 1",
         ),
         Valid(
             """
@@ -140,7 +148,7 @@ class DivideByZeroNorm(Rule):
                 w, idx = torch.topk(w, k, dim=-1)
                 return w / w.sum(dim=-1, keepdim=True)
             """,
-            'the top-k of probabilities has a positive sum',
+            "the top-k of probabilities has a positive sum",
         ),
         Valid(
             """
@@ -150,7 +158,7 @@ class DivideByZeroNorm(Rule):
                     return area / total.sum()
                 return None
             """,
-            'an enclosing test keeps the denominator away from 0',
+            "an enclosing test keeps the denominator away from 0",
         ),
         Valid(
             """
@@ -161,7 +169,7 @@ class DivideByZeroNorm(Rule):
                     return x.new_zeros(())
                 return (x * m).sum() / n
             """,
-            'an early return on 0',
+            "an early return on 0",
         ),
     ]
     INVALID = [

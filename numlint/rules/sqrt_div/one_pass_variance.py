@@ -45,7 +45,7 @@ class OnePassVariance(Rule):
         "one-pass variance `mean(x**2) - mean(x)**2` cancels catastrophically and can be "
         "negative; use `torch.var(x, correction=0)` (or `torch.var_mean`)"
     )
-    TRIGGERS = ("mean",)
+    TRIGGERS = ("mean(",)
 
     VALID = [
         Valid(

@@ -39,6 +39,9 @@ class SqrtAtZero(Rule):
     no automatic fix: put the eps inside the root (`torch.sqrt(s + eps)`).
 
     Known limitations:
+    The hazard is in the gradient only: `sqrt` inside `torch.no_grad()` / `inference_mode()`
+    (or a function decorated with them), or of a tensor built only from constructors and
+    constants (`torch.arange(n) ** 2`), is not reported; `rsqrt(0) = inf` always is.
     An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
     are not guards, and are reported. Values are followed within one function.
 
@@ -53,7 +56,7 @@ class SqrtAtZero(Rule):
         "sqrt of a value that can be exactly 0: its gradient there is NaN; use "
         "`torch.linalg.vector_norm(...)` or put an eps inside the root (`torch.sqrt(s + eps)`)"
     )
-    TRIGGERS = ("sqrt", "0.5", "pow", "** (1", "**(1")
+    TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1")
 
     VALID = [
         Valid(
@@ -126,7 +129,7 @@ class SqrtAtZero(Rule):
                 d2 = ind.repeat(n, n) ** 2 + ind.repeat_interleave(n, dim=0) ** 2
                 return d2 ** 0.5
             """,
-            'built only from constructors: no gradient flows',
+            "built only from constructors: no gradient flows",
         ),
         Valid(
             """
@@ -135,7 +138,7 @@ class SqrtAtZero(Rule):
             def dist(a, b):
                 return torch.sqrt(((a - b) ** 2).sum(-1))
             """,
-            'no gradient under torch.no_grad(): sqrt(0) = 0 is fine forward',
+            "no gradient under torch.no_grad(): sqrt(0) = 0 is fine forward",
         ),
     ]
     INVALID = [
