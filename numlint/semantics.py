@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.context import Context, Value
+from numlint.tree import walk
 
 SOFTMAX_FUNCTIONS = frozenset(
     {
@@ -255,8 +256,8 @@ def _names(node: cst.CSTNode) -> set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Collect())
+    walk(node, _Collect())
     return found

@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
-from torch.autograd import Variable
 
 from numlint.monitor import distributed as dist
 from numlint.monitor import events as ev
@@ -43,8 +42,9 @@ from numlint.monitor.grads import (
     stack_on,
     step_events,
 )
+from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.locate import RngState, locate_backward, locate_forward
-from numlint.monitor.stats import all_finite, flag, flat_tensors, is_checked, tensor_stats
+from numlint.monitor.stats import all_finite, flag, flat_tensors, tensor_stats
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
@@ -52,49 +52,8 @@ DEFAULT_LOG = "numlint-events.jsonl"
 LOSS = "<loss>"
 
 
-# Modules whose output is finite whenever their (single) input is: their output can reuse the
-# flag of an input that was just flagged, which saves a reduction over the output. (Dropout
-# scales by 1/(1-p): it could overflow only inputs already within a factor of FLT_MAX.)
-FINITE_PRESERVING: tuple[type[nn.Module], ...] = (
-    nn.ReLU,
-    nn.ReLU6,
-    nn.LeakyReLU,
-    nn.ELU,
-    nn.SELU,
-    nn.CELU,
-    nn.GELU,
-    nn.SiLU,
-    nn.Mish,
-    nn.Tanh,
-    nn.Sigmoid,
-    nn.Hardtanh,
-    nn.Hardswish,
-    nn.Hardsigmoid,
-    nn.Softsign,
-    nn.Softmax,
-    nn.LogSoftmax,
-    nn.Dropout,
-    nn.Dropout1d,
-    nn.Dropout2d,
-    nn.Dropout3d,
-    nn.Identity,
-    nn.Flatten,
-    nn.Unflatten,
-    nn.MaxPool1d,
-    nn.MaxPool2d,
-    nn.MaxPool3d,
-    nn.AdaptiveMaxPool1d,
-    nn.AdaptiveMaxPool2d,
-    nn.AdaptiveMaxPool3d,
-)
-
-
 class NumlintWarning(RuntimeWarning):
     """Issued for error events when action="warn"."""
-
-
-def _queue_callback(fn: Callable[[], None]) -> None:
-    Variable._execution_engine.queue_callback(fn)
 
 
 class Monitor:
@@ -150,7 +109,6 @@ class Monitor:
         self._handles: list[Any] = []
         self._scaler_patch: ScalerPatch | None = None
         self._active = False
-        self._paused = True
         self._lock = threading.RLock()
         # per-step state
         self.step = 0  # optimizer steps completed
@@ -158,19 +116,11 @@ class Monitor:
         self.failed = False
         self.snapshot: Any = None
         self.last_grad_norm: float | None = None
-        self._fflags: list[Tensor] = []
-        self._fidx: list[int] = []
-        self._bflags: list[Tensor] = []
-        self._bidx: list[int] = []
-        self._bw_queued = False
-        self._last_out: Tensor | None = None
-        self._last_flag: Tensor | None = None
-        self._last_ver = -1
+        self._rec = FlagRecorder(self._end_backward, check_backward)
         self._args: tuple[Any, ...] | None = None
         self._kwargs: dict[str, Any] | None = None
         self._rng: RngState | None = None
         self._grad_enabled = True
-        self._out_grads: list[Tensor | None] | None = None
         self._loss: Tensor | None = None
         self._loss_finite = True
         self._targets: tuple[Any, ...] | None = None
@@ -228,7 +178,7 @@ class Monitor:
             for i, (name, module) in enumerate(named):
                 if module is self.model or self._ignored(name):
                     continue
-                hook = self._make_forward_hook(i, module)
+                hook = self._rec.forward_hook(i, module)
                 self._handles.append(module.register_forward_hook(hook))
             root = self.model
             self._handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
@@ -258,14 +208,19 @@ class Monitor:
             self._scaler_patch = None
         self._log.close()
         self._active = False
-        self._last_out = self._last_flag = None
-        self._fflags.clear()
-        self._fidx.clear()
-        self._bflags.clear()
-        self._bidx.clear()
+        self._rec.take_forward()
+        self._rec.take_backward()
 
     def _ignored(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
+
+    @property
+    def _paused(self) -> bool:
+        return self._rec.paused
+
+    @_paused.setter
+    def _paused(self, value: bool) -> None:
+        self._rec.paused = value
 
     @property
     def active(self) -> bool:
@@ -318,98 +273,28 @@ class Monitor:
             self._post_step(opt, args, kwargs)
 
     # ------------------------------------------------------------------ forward
-    def _make_forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
-        flags, idx = self._fflags, self._fidx
-        grad_hook = self._make_grad_hook(i) if self.check_backward else None
-        preserving = isinstance(module, FINITE_PRESERVING)
-
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if self._paused:
-                return
-            try:
-                record(args, output)
-            except Exception:  # a tensor type the flag cannot reduce: never break training
-                return
-
-        def record(args: Any, output: Any) -> None:
-            if isinstance(output, Tensor):
-                last = self._last_out
-                if last is not None and self._last_ver == last._version:
-                    # The flag of the tensor flagged last is still valid (not modified in place)
-                    # and covers this output too when it is that same tensor (a container
-                    # passing a child's output through), or when this module maps finite
-                    # inputs to finite outputs and that tensor was its only input.
-                    if output is last or (preserving and len(args) == 1 and args[0] is last):
-                        f = self._last_flag
-                        flags.append(f)  # type: ignore[arg-type]
-                        idx.append(i)
-                        if output is not last:
-                            self._last_out, self._last_ver = output, output._version
-                            if grad_hook is not None and output.requires_grad:
-                                output.register_hook(grad_hook)
-                        return
-                if output.dtype is torch.float32:  # the common case, inlined
-                    f = output.detach().sum()
-                elif is_checked(output):
-                    f = flag(output)
-                else:
-                    return
-                flags.append(f)
-                idx.append(i)
-                self._last_out, self._last_ver, self._last_flag = output, output._version, f
-                if grad_hook is not None and output.requires_grad:
-                    output.register_hook(grad_hook)
-                return
-            for t in flat_tensors(output):
-                flags.append(flag(t))
-                idx.append(i)
-                if grad_hook is not None and t.requires_grad:
-                    t.register_hook(grad_hook)
-
-        return hook
-
     def _root_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
         if self._paused:
             return
         self._rng = RngState.capture()
         self._grad_enabled = torch.is_grad_enabled()
-        self._out_grads = None
+        self._rec.out_grads = None
 
     def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         if self._paused:
             return
-        flags, idx = self._fflags, self._fidx
-        outs = flat_tensors(output)
-        last = self._last_out
-        for t in outs:
-            try:
-                f = self._last_flag if t is last and self._last_ver == t._version else flag(t)
-            except Exception:
-                continue
-            flags.append(f)  # type: ignore[arg-type]
-            idx.append(0)
-        self._last_out = self._last_flag = None
+        self._rec.root_outputs(output)
         self._args, self._kwargs = args, kwargs
-        if self.check_backward:
-            grads: list[Tensor | None] = [None] * len(outs)
-            self._out_grads = grads
-            for k, t in enumerate(outs):
-                if t.requires_grad:
-                    t.register_hook(self._make_root_grad_hook(grads, k))
         self._drain_forward()
 
     def _drain_forward(self) -> None:
         """Read the forward flags collected so far (one host read). Runs at the end of the
         top-level forward, and before backward ends or a step for flags left by submodules
         called on their own (or recomputed by activation checkpointing)."""
-        flags, idx = self._fflags, self._fidx
-        if not flags:
+        if not self._rec.fflags:
             return
-        ok = all_finite(flags)
-        saved, saved_idx = list(flags), list(idx)
-        flags.clear()
-        idx.clear()
-        self._last_out = self._last_flag = None
+        saved, saved_idx = self._rec.take_forward()
+        ok = all_finite(saved)
         bad_rank = dist.agree(not ok)
         if bad_rank is not None:
             self._forward_failure(saved, saved_idx, bad_rank)
@@ -446,50 +331,13 @@ class Monitor:
         self._fail(phase, findings)
 
     # ------------------------------------------------------------------ backward
-    def _make_grad_hook(self, i: int) -> Callable[[Tensor], None]:
-        flags, idx = self._bflags, self._bidx
-
-        def hook(grad: Tensor) -> None:
-            if self._paused or grad is None:
-                return
-            if grad.dtype is torch.float32:
-                flags.append(grad.sum())
-                idx.append(i)
-            elif is_checked(grad):
-                flags.append(flag(grad))
-                idx.append(i)
-            if not self._bw_queued:
-                self._bw_queued = True
-                _queue_callback(self._end_backward)
-
-        return hook
-
-    def _make_root_grad_hook(self, store: list[Tensor | None], k: int) -> Callable[[Tensor], None]:
-        flags, idx = self._bflags, self._bidx
-
-        def hook(grad: Tensor) -> None:
-            if self._paused or grad is None:
-                return
-            store[k] = grad
-            if is_checked(grad):
-                flags.append(flag(grad))
-                idx.append(0)
-            if not self._bw_queued:
-                self._bw_queued = True
-                _queue_callback(self._end_backward)
-
-        return hook
-
     def _end_backward(self) -> None:
         """Runs once when the autograd engine finishes a backward pass."""
-        self._bw_queued = False
+        self._rec.backward_ended()
         if self._paused:
             return
         self._drain_forward()
-        flags, idx = self._bflags, self._bidx
-        saved, saved_idx = list(flags), list(idx)
-        flags.clear()
-        idx.clear()
+        saved, saved_idx = self._rec.take_backward()
         ok = all_finite(saved)
         if ok and self.optimizer is None:
             ok = self._grads_finite()  # no optimizer step to check gradients at
@@ -498,11 +346,11 @@ class Monitor:
             # GradScaler handles overflowing gradients (it skips the step); decided in update().
             self._overflow_hint = (saved, saved_idx) if not ok else None
             if not self.failed:
-                self._out_grads = None
+                self._rec.out_grads = None
             return
         bad_rank = dist.agree(not ok)
         if bad_rank is None:
-            self._out_grads = None
+            self._rec.out_grads = None
             return
         if bad_rank != self.rank:
             self._fail_remote("backward", bad_rank)
@@ -516,7 +364,7 @@ class Monitor:
         return all_finite(norms(grads))  # type: ignore[arg-type]
 
     def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
-        grads = self._out_grads or []
+        grads = self._rec.out_grads or []
         g = next((t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None)
         if g is not None:
             # The gradient arriving at the model output is already non-finite: the loss did it.
@@ -744,6 +592,7 @@ class Monitor:
             warnings.warn(ev.describe(origin), NumlintWarning, stacklevel=3)
 
     def _save_snapshot(self, event: Event) -> Any:
+        grads = self._rec.out_grads
         try:
             data = snap_mod.build(
                 event=event,
@@ -754,9 +603,7 @@ class Monitor:
                 kwargs=self._kwargs,
                 rng=self._rng,
                 grad_enabled=self._grad_enabled,
-                output_grads=self._out_grads
-                if self._out_grads and any(g is not None for g in self._out_grads)
-                else None,
+                output_grads=grads if grads and any(g is not None for g in grads) else None,
                 targets=self._targets,
             )
             if self.snapshot_path is None:

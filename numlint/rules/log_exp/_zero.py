@@ -13,6 +13,7 @@ import libcst as cst
 
 from numlint.context import Context, Env, Value
 from numlint.semantics import TRANSPARENT_METHODS, activation, number, positional
+from numlint.tree import walk
 
 #: Qualified torch functions -> a short op name.
 FUNCTIONS: dict[str, str] = {
@@ -221,17 +222,17 @@ def names(node: cst.CSTNode) -> set[str]:
             if isinstance(n.value, cst.Name) and n.value.value == "self":
                 found.add(f"self.{n.attr.value}")
                 return False
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
         def visit_Call(self, n: cst.Call) -> bool:
             if isinstance(n.func, cst.Attribute):
-                n.func.value.visit(self)
+                walk(n.func.value, self)
             for a in n.args:
-                a.value.visit(self)
+                walk(a.value, self)
             return False
 
-    node.visit(_Collect())
+    walk(node, _Collect())
     return found - {"torch", "F", "nn", "th", "self"}
 
 
@@ -648,7 +649,7 @@ def has_tensor_op(ctx: Context, value: Value, depth: int = 0) -> bool:
             if not found and ctx.deref(Value(n, value.env)).node is not n:
                 found = has_tensor_op(ctx, Value(n, value.env), depth + 1)
 
-    value.node.visit(_Find())
+    walk(value.node, _Find())
     return found
 
 
@@ -1143,7 +1144,7 @@ def unpacked_from(ctx: Context, name: cst.Name, env: Env) -> Value | None:
             ):
                 found = node.value if isinstance(node.value, cst.Call) else None
 
-    func.visit(_Find())
+    walk(func, _Find())
     if found is None:
         return None
     callee = ctx.callee(found, binding.env)

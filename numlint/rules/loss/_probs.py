@@ -35,6 +35,7 @@ from numlint.semantics import (
     same_bindings,
     strip,
 )
+from numlint.tree import walk
 
 KINDS = ("softmax", "sigmoid")
 _CLAMP_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "clip"})
@@ -351,7 +352,7 @@ def _analyse_class(ctx: Context, classdef: cst.ClassDef) -> tuple[Context, Scope
     module_scope = Scope("module", ctx.module, env=dict(ctx.scopes[0].env))
     sub.scopes = [module_scope]
     walker = _Walker(sub, classdef)
-    classdef.visit(walker)
+    walk(classdef, walker)
     scope = walker.scope or Scope("class", classdef)
     sub.scopes = [module_scope, scope]
     return sub, scope

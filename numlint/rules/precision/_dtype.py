@@ -37,6 +37,7 @@ import libcst.matchers as m
 
 from numlint.context import Context, Env, Value
 from numlint.semantics import keyword, number, positional, string_value
+from numlint.tree import walk
 
 #: Below this (2**-25) a positive literal rounds to 0 in float16.
 HALF_ZERO = 2.0**-25
@@ -329,7 +330,7 @@ def _calls(node: cst.CSTNode, skip_defs: bool) -> list[cst.Call]:
         def visit_ClassDef(self, n: cst.ClassDef) -> bool:
             return not skip_defs
 
-    node.visit(_Collect())
+    walk(node, _Collect())
     return found
 
 

@@ -19,6 +19,7 @@ import libcst as cst
 
 from numlint.context import Context
 from numlint.semantics import keyword, positional
+from numlint.tree import walk
 
 CLIP_FUNCTIONS = frozenset(
     f"torch.nn.utils.{mod}{name}"
@@ -505,7 +506,7 @@ class _CallCollector(cst.CSTVisitor):
 
 def _calls_in_order(node: cst.CSTNode) -> list[cst.Call]:
     collector = _CallCollector()
-    node.visit(collector)
+    walk(node, collector)
     return collector.calls
 
 

@@ -1,0 +1,206 @@
+"""The fast path: hooks that reduce every module output and every gradient flowing back into a
+module to one on-device flag, without reading it (no host synchronisation per layer).
+
+A flag is the sum of a tensor: a 0-dim device tensor that is non-finite iff the tensor holds a
+NaN or an Inf (see `stats.flag`). Flags are appended to a list in call order, with the index of
+the module that produced them; the Monitor reads a whole list at once (one `.item()`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.autograd import Variable
+
+from numlint.monitor.stats import flag, flat_tensors, is_checked
+
+# Modules whose output is finite whenever their single input is: the output reuses the flag of
+# that input when it was the tensor flagged last, which saves one reduction. (Dropout scales by
+# 1/(1-p), so it could overflow only inputs already within a factor of FLT_MAX.)
+FINITE_PRESERVING: tuple[type[nn.Module], ...] = (
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Hardtanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.Softsign,
+    nn.Softmax,
+    nn.LogSoftmax,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.Identity,
+    nn.Flatten,
+    nn.Unflatten,
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+)
+
+
+def queue_end_of_backward(fn: Callable[[], None]) -> None:
+    """Run `fn` once the running backward pass finishes (the hook DDP itself relies on)."""
+    Variable._execution_engine.queue_callback(fn)
+
+
+class FlagRecorder:
+    """Collects forward and backward flags. `paused` silences every hook (set while the monitor
+    is off or re-running a step itself); `on_backward_end` runs once per backward pass."""
+
+    def __init__(self, on_backward_end: Callable[[], None], check_backward: bool = True) -> None:
+        self.paused = True
+        self.check_backward = check_backward
+        self.fflags: list[Tensor] = []
+        self.fidx: list[int] = []
+        self.bflags: list[Tensor] = []
+        self.bidx: list[int] = []
+        self.out_grads: list[Tensor | None] | None = None
+        self._on_backward_end = on_backward_end
+        self._queued = False
+        self._last: Tensor | None = None  # the tensor flagged last, its version and flag
+        self._last_ver = -1
+        self._last_flag: Tensor | None = None
+
+    def forget_last(self) -> None:
+        """Drop the reference to the tensor flagged last (end of a forward)."""
+        self._last = self._last_flag = None
+
+    def take_forward(self) -> tuple[list[Tensor], list[int]]:
+        """The forward flags collected so far, and clear them."""
+        out = (list(self.fflags), list(self.fidx))
+        self.fflags.clear()
+        self.fidx.clear()
+        self.forget_last()
+        return out
+
+    def take_backward(self) -> tuple[list[Tensor], list[int]]:
+        """The backward flags collected so far, and clear them."""
+        out = (list(self.bflags), list(self.bidx))
+        self.bflags.clear()
+        self.bidx.clear()
+        return out
+
+    def backward_ended(self) -> None:
+        """Called from the end-of-backward callback: the next gradient starts a new pass."""
+        self._queued = False
+
+    # -------------------------------------------------------------- forward
+    def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
+        """The forward hook of submodule number `i`."""
+        flags, idx = self.fflags, self.fidx
+        grad_hook = self.grad_hook(i) if self.check_backward else None
+        preserving = isinstance(module, FINITE_PRESERVING)
+
+        def record(args: Any, output: Any) -> None:
+            if isinstance(output, Tensor):
+                last = self._last
+                if last is not None and self._last_ver == last._version:
+                    # The flag of the tensor flagged last is still valid (not modified in place)
+                    # and covers this output too when it is that same tensor (a container
+                    # passing a child's output through), or when this module maps finite
+                    # inputs to finite outputs and that tensor was its only input.
+                    if output is last or (preserving and len(args) == 1 and args[0] is last):
+                        flags.append(self._last_flag)  # type: ignore[arg-type]
+                        idx.append(i)
+                        if output is not last:
+                            self._last, self._last_ver = output, output._version
+                            if grad_hook is not None and output.requires_grad:
+                                output.register_hook(grad_hook)
+                        return
+                if output.dtype is torch.float32:  # the common case, inlined
+                    f = output.detach().sum()
+                elif is_checked(output):
+                    f = flag(output)
+                else:
+                    return
+                flags.append(f)
+                idx.append(i)
+                self._last, self._last_ver, self._last_flag = output, output._version, f
+                if grad_hook is not None and output.requires_grad:
+                    output.register_hook(grad_hook)
+                return
+            for t in flat_tensors(output):
+                flags.append(flag(t))
+                idx.append(i)
+                if grad_hook is not None and t.requires_grad:
+                    t.register_hook(grad_hook)
+
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            if self.paused:
+                return
+            try:
+                record(args, output)
+            except Exception:  # a tensor type the flag cannot reduce: never break training
+                return
+
+        return hook
+
+    def root_outputs(self, output: Any) -> list[Tensor]:
+        """Flag the top-level module's outputs; hook their gradients, keeping them (the
+        gradient of the loss w.r.t. the model output) until the end of backward."""
+        outs = flat_tensors(output)
+        last = self._last
+        for t in outs:
+            try:
+                f = self._last_flag if t is last and self._last_ver == t._version else flag(t)
+            except Exception:
+                continue
+            self.fflags.append(f)  # type: ignore[arg-type]
+            self.fidx.append(0)
+        if self.check_backward:
+            store: list[Tensor | None] = [None] * len(outs)
+            self.out_grads = store
+            for k, t in enumerate(outs):
+                if t.requires_grad:
+                    t.register_hook(self._root_grad_hook(store, k))
+        return outs
+
+    # -------------------------------------------------------------- backward
+    def _queue(self) -> None:
+        if not self._queued:
+            self._queued = True
+            queue_end_of_backward(self._on_backward_end)
+
+    def grad_hook(self, i: int) -> Callable[[Tensor], None]:
+        """A tensor hook on an output of module `i`: flags the gradient flowing back into it."""
+        flags, idx = self.bflags, self.bidx
+
+        def hook(grad: Tensor) -> None:
+            if self.paused or grad is None:
+                return
+            if grad.dtype is torch.float32:
+                flags.append(grad.sum())
+                idx.append(i)
+            elif is_checked(grad):
+                flags.append(flag(grad))
+                idx.append(i)
+            self._queue()
+
+        return hook
+
+    def _root_grad_hook(self, store: list[Tensor | None], k: int) -> Callable[[Tensor], None]:
+        def hook(grad: Tensor) -> None:
+            if self.paused or grad is None:
+                return
+            store[k] = grad
+            if is_checked(grad):
+                self.bflags.append(flag(grad))
+                self.bidx.append(0)
+            self._queue()
+
+        return hook

@@ -1,0 +1,77 @@
+"""Fast read-only traversal of libcst trees.
+
+libcst's own `node.visit(visitor)` rebuilds every node it passes; linting only reads, so
+numlint walks the dataclass fields that can hold code instead (not whitespace, punctuation
+or names that are not references). `walk(node, visitor)` takes an ordinary
+`libcst.CSTVisitor` (its `visit_X` / `leave_X` methods, `False` to skip children).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import libcst as cst
+
+#: Fields never walked: whitespace, punctuation and operator tokens, and names that are not
+#: references (`x.attr`, keyword names, definitions, imports) or only annotate types.
+SKIP_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "equal", "dot", "semicolon", "colon", "operator",
+        "leading_lines", "lines_after_decorators", "trailing_whitespace", "header", "footer",
+        "lbracket", "rbracket", "lbrace", "rbrace", "first_colon", "second_colon",
+        "asynchronous", "relative", "posonly_ind", "whitespace_between", "newline",
+        "attr", "keyword", "name", "asname", "names", "module", "annotation", "returns",
+    }
+)  # fmt: skip
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def fields(kind: type) -> tuple[str, ...]:
+    """The walked fields of a node type, in declaration order."""
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(kind)
+            if f.name not in SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[kind] = names
+    return names
+
+
+def is_node(kind: type) -> bool:
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The walked children of a node, in order."""
+    for name in fields(type(node)):
+        value = getattr(node, name)
+        if type(value) in (list, tuple):
+            for child in value:
+                if is_node(type(child)):
+                    yield child
+        elif is_node(type(value)):
+            yield value
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Visit `node` and its descendants with a CSTVisitor, without rebuilding anything."""
+    if visitor.on_visit(node) is not False:
+        for child in children(node):
+            walk(child, visitor)
+    visitor.on_leave(node)
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every walked node below it, in pre-order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
