@@ -84,9 +84,13 @@ def decode(data: bytes) -> tuple[str, str, str]:
 
 
 def iter_files(
-    paths: Iterable[str | Path], config: ConfigLike = None, overrides: dict[str, Any] | None = None
+    paths: Iterable[str | Path],
+    config: ConfigLike = None,
+    overrides: dict[str, Any] | None = None,
+    force_exclude: bool = False,
 ) -> Iterator[Path]:
-    """Python files under `paths` (given files always; directories walked, exclusions applied).
+    """Python files under `paths`: directories are walked with exclusions applied; files named
+    explicitly are always included unless `force_exclude` (for pre-commit, which names files).
 
     Raises FileNotFoundError for a path that does not exist.
     """
@@ -95,6 +99,8 @@ def iter_files(
         p = Path(given)
         if not p.exists() and not p.is_symlink():
             raise FileNotFoundError(str(given))
+        if force_exclude and _excluded(p, resolve_config(config, str(p), overrides)):
+            continue
         if not p.is_dir():
             if p not in seen:
                 seen.add(p)
@@ -120,6 +126,19 @@ def iter_files(
                 if name.endswith((".py", ".pyi")) and not cfg.is_excluded(f) and f not in seen:
                     seen.add(f)
                     yield f
+
+
+def _excluded(path: Path, cfg: Config) -> bool:
+    """Whether `path` or one of its parent directories (below the config root) is excluded."""
+    if cfg.is_excluded(path):
+        return True
+    root = (cfg.root or Path.cwd()).resolve()
+    for parent in path.resolve().parents:
+        if parent == root or root not in parent.parents:
+            break
+        if cfg.is_excluded(parent):
+            return True
+    return False
 
 
 def check_file(
@@ -158,6 +177,7 @@ def lint_paths(
     *,
     cache: bool = False,
     jobs: int | None = None,
+    force_exclude: bool = False,
 ) -> Iterator[tuple[Path, list[Diagnostic]]]:
     """(file, findings) for every Python file under `paths`, in order.
 
@@ -167,7 +187,7 @@ def lint_paths(
     from numlint.cache import ResultCache, key
 
     results = ResultCache() if cache else None
-    files = list(iter_files(paths, config, overrides))
+    files = list(iter_files(paths, config, overrides, force_exclude))
     done: dict[int, list[Diagnostic]] = {}
     todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
     for i, f in enumerate(files):

@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--isolated", action="store_true", help="ignore configuration files")
     check.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply exclusions to files named on the command line too (for pre-commit)",
+    )
+    check.add_argument(
         "--no-cache", action="store_true", help="neither read nor write .numlint_cache/"
     )
     check.add_argument(
@@ -253,7 +258,15 @@ def cmd_check(args: argparse.Namespace) -> int:
             diagnostics.extend(found)
     else:
         try:
-            results = list(api.lint_paths(args.paths, config, overrides, cache=not args.no_cache))
+            results = list(
+                api.lint_paths(
+                    args.paths,
+                    config,
+                    overrides,
+                    cache=not args.no_cache,
+                    force_exclude=args.force_exclude,
+                )
+            )
         except FileNotFoundError as exc:
             raise UsageError(f"{exc}: no such file or directory") from None
         for f, found in results:
@@ -297,7 +310,7 @@ def _files(
     args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]
 ) -> list[Path]:
     try:
-        return list(api.iter_files(args.paths, config, overrides))
+        return list(api.iter_files(args.paths, config, overrides, args.force_exclude))
     except FileNotFoundError as exc:
         raise UsageError(f"{exc}: no such file or directory") from None
 

@@ -212,11 +212,15 @@ def load(pyproject: Path) -> Config | None:
 @lru_cache(maxsize=1024)
 def _candidates(directory: Path) -> tuple[Path, ...]:
     """pyproject.toml files from `directory` upward (existence is cached; contents are not)."""
-    return tuple(
-        parent / "pyproject.toml"
-        for parent in (directory, *directory.parents)
-        if (parent / "pyproject.toml").is_file()
-    )
+    found = []
+    for parent in (directory, *directory.parents):
+        candidate = parent / "pyproject.toml"
+        try:
+            if candidate.is_file():
+                found.append(candidate)
+        except OSError:  # a name too long, a permission problem: not a config file
+            continue
+    return tuple(found)
 
 
 @lru_cache(maxsize=256)

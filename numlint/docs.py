@@ -100,13 +100,35 @@ def index_page(rules: tuple[type[Rule], ...]) -> str:
         lines.append(
             f"| [{r.CODE}]({r.CODE}.md) | `{r.NAME}` | {fix_kind(r)} | {r.summary()}{off} |"
         )
-    lines += ["", "`NUM000` is reported for a file that cannot be read or parsed."]
+    lines += ["", "[`NUM000`](NUM000.md) is reported for a file that cannot be read or parsed."]
     return "\n".join(lines) + "\n"
+
+
+NUM000_PAGE = f"""{HEADER}
+# NUM000 `parse-error`
+
+**Fix:** none · **Default:** always on
+
+> The file could not be read or parsed, or a rule failed on it.
+
+numlint reports `NUM000` instead of crashing:
+
+- a syntax error, at the position Python's own parser gives (`could not parse: ...`);
+- code nested more deeply than Python accepts;
+- a file that is not text (NUL bytes), not UTF-8 without a PEP 263 coding cookie, or
+  unreadable (`could not read: ...`);
+- an internal error of one rule on this file (`internal error in rule NUMxxx ...`): the other
+  rules still run; please report it with the file.
+
+The other files are still checked. `NUM000` cannot be disabled with `--ignore`, but like
+every finding it can be suppressed with `# noqa` on its line.
+"""
 
 
 def expected_pages() -> dict[str, str]:
     rules = all_rules()
-    pages = {f"{r.CODE}.md": rule_page(r) for r in rules}
+    pages = {"NUM000.md": NUM000_PAGE}
+    pages.update({f"{r.CODE}.md": rule_page(r) for r in rules})
     pages[INDEX] = index_page(rules)
     return pages
 

@@ -15,7 +15,6 @@ numlint's 1-based character columns and the negotiated LSP position encoding.
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
 import importlib.abc
 import io
@@ -23,7 +22,6 @@ import logging
 import re
 import sys
 import tokenize
-import warnings
 from bisect import bisect_right
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +41,7 @@ from numlint import __version__, api
 from numlint import config as config_mod
 from numlint.config import Config, ConfigError
 from numlint.diagnostic import Diagnostic, Edit
-from numlint.engine import PARSE_ERROR, parse_error
+from numlint.engine import PARSE_ERROR
 from numlint.output.lsp import to_lsp
 
 logger = logging.getLogger("numlint.lsp")
@@ -56,7 +54,6 @@ _CONVERTER = default_converter()
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _NOQA_CODES = re.compile(r"#\s*noqa:\s*[\w-]+(?:\s*,\s*[\w-]+)*", re.IGNORECASE)
 _NOQA_BARE = re.compile(r"#\s*noqa(?!:)", re.IGNORECASE)
-_TOO_DEEP = ("too many nested", "too complex", "nested too deeply", "too many statically")
 
 
 # -- positions -------------------------------------------------------------------------
@@ -154,25 +151,6 @@ def uri_to_path(uri: str) -> str | None:
     return None if "\x00" in path else path
 
 
-def _nesting_error(source: str, path: str) -> Diagnostic | None:
-    """NUM000 for code nested beyond what Python itself accepts, checked with CPython's
-    parser first: libcst's native parser can overflow its stack on such input."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (RecursionError, MemoryError):
-        return parse_error(path, "could not parse: the code is nested too deeply")
-    except SyntaxError as exc:
-        if any(s in str(exc.msg) for s in _TOO_DEEP):
-            return parse_error(
-                path, "could not parse: the code is nested too deeply", exc.lineno or 1
-            )
-    except Exception:  # null bytes and the like: the engine reports those itself
-        return None
-    return None
-
-
 def _excluded(path: Path, cfg: Config, roots: Sequence[Path]) -> bool:
     """Whether the configuration excludes `path` or a directory between it and its root."""
     base = cfg.root
@@ -220,8 +198,7 @@ def lint_document(
                 f"(more than {max_chars:,}); run `numlint check` on it"
             )
             return snap
-        deep = _nesting_error(source, path)
-        snap.diagnostics = [deep] if deep else api.check_source(source, path, cfg)
+        snap.diagnostics = api.check_source(source, path, cfg)
     except Exception as exc:  # a bug in a rule must not take the server down
         logger.exception("linting %s failed", uri)
         snap.failure = f"{type(exc).__name__}: {exc}"
@@ -232,8 +209,6 @@ def to_diagnostic(d: Diagnostic, index: TextIndex) -> lsp.Diagnostic:
     """`numlint.output.lsp.to_lsp` as an lsprotocol Diagnostic, in the client's encoding."""
     out = _CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
     out.range = index.range(d.row, d.column, d.end_row, d.end_column)
-    if d.code == PARSE_ERROR:
-        out.code_description = None  # no rule page
     return out
 
 
@@ -407,20 +382,28 @@ class NumlintServer(LanguageServer):
 
     async def current(self, uri: str) -> Snapshot | None:
         """The snapshot of the document as it is now (linting it if needed)."""
-        doc = self.document(uri)
-        if doc is None:
-            return None
-        snap = self.snapshots.get(uri)
-        if snap is not None and snap.version == doc.version and snap.source == doc.source:
-            return snap
-        return await self.lint(uri)
+        for _ in range(3):  # the text may change while it is being linted
+            doc = self.document(uri)
+            if doc is None:
+                return None
+            snap = self.snapshots.get(uri)
+            if snap is not None and snap.version == doc.version and snap.source == doc.source:
+                return snap
+            snap = await self.lint(uri)
+            if snap is not None:
+                return snap
+        return None
 
-    def schedule(self, uri: str, delay: float) -> None:
-        """Lint `uri` after `delay` seconds and publish, replacing a pending run."""
+    def schedule(self, uri: str, delay: float, fresh: bool = True) -> None:
+        """Lint `uri` after `delay` seconds and publish, replacing a pending run.
+
+        `fresh=False` reuses a snapshot of the same text (one a hover or code action made
+        meanwhile); opening, saving and configuration changes always lint again.
+        """
         old = self.tasks.pop(uri, None)
         if old is not None:
             old.cancel()
-        task = asyncio.ensure_future(self._lint_and_publish(uri, delay))
+        task = asyncio.ensure_future(self._lint_and_publish(uri, delay, fresh))
         self.tasks[uri] = task
         task.add_done_callback(lambda t: self._finished(uri, t))
 
@@ -430,10 +413,10 @@ class NumlintServer(LanguageServer):
         if not task.cancelled() and task.exception() is not None:
             logger.error("linting %s failed: %r", uri, task.exception())
 
-    async def _lint_and_publish(self, uri: str, delay: float) -> None:
+    async def _lint_and_publish(self, uri: str, delay: float, fresh: bool) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
-        snap = await self.lint(uri)
+        snap = await (self.lint(uri) if fresh else self.current(uri))
         if snap is not None:
             self.publish(snap)
 
@@ -647,17 +630,19 @@ def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> N
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: NumlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        config_mod.clear_cache()  # cheap; catches edits when the client cannot watch files
         ls.schedule(params.text_document.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: NumlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, ls.debounce)
+        ls.schedule(params.text_document.uri, ls.debounce, fresh=False)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
     def did_save(ls: NumlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
         if unquote(params.text_document.uri).endswith("/pyproject.toml"):
             ls.config_changed()
         else:
+            config_mod.clear_cache()
             ls.schedule(params.text_document.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)

@@ -149,3 +149,10 @@ def test_json_output_with_config(project: Path):
     _pyproject(project, '[tool.numlint]\nselect = ["ALL"]\n')
     r = run_cli("check", "--output-format", "json", "pkg", cwd=project)
     assert [d["code"] for d in json.loads(r.stdout)] == ["NUM101"]
+
+
+def test_force_exclude_applies_to_named_files(project: Path):
+    _pyproject(project, '[tool.numlint]\nexclude = ["pkg"]\n')
+    assert run_cli("check", "pkg/bad.py", cwd=project).returncode == 1
+    r = run_cli("check", "--force-exclude", "pkg/bad.py", cwd=project)
+    assert r.returncode == 0, r.stdout

@@ -110,6 +110,7 @@ HOSTILE = {
     "deep.py": b"import torch\nx = " + b"(" * 1000 + b"torch.log(x)" + b")" * 1000 + b"\n",
     "deepcalls.py": b"import torch\nx = " + b"f(" * 1000 + b"x" + b")" * 1000 + b"\n",
     "longchain.py": b"import torch\nx = " + b" + ".join([b"torch.log(x)"] * 600) + b"\n",
+    "notchain.py": b"import torch\nx = " + b"not " * 10_000 + b"torch.log(x)\n",  # crashes libcst
 }
 
 
@@ -129,7 +130,15 @@ def test_hostile_files(tmp_path: Path):
         by_file.setdefault(Path(d["filename"]).name, set()).add(d["code"])
     for name in ("crlf.py", "bom.py", "tabs.py", "unicode.py", "latin1.py"):
         assert "NUM101" in by_file.get(name, set()), (name, by_file.get(name))
-    for name in ("nul.py", "binary.py", "badutf8.py", "deep.py", "deepcalls.py", "dangling.py"):
+    for name in (
+        "nul.py",
+        "binary.py",
+        "badutf8.py",
+        "deep.py",
+        "deepcalls.py",
+        "dangling.py",
+        "notchain.py",
+    ):
         assert by_file.get(name) == {"NUM000"}, (name, by_file.get(name))
     assert "empty.py" not in by_file and "dir.py" not in by_file
     # a 1,000-deep expression is reported, not crashed on

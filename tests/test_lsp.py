@@ -50,6 +50,12 @@ def make_client() -> LanguageClient:
     def log(ls: LanguageClient, params: lsp.LogMessageParams) -> None:
         ls.log_messages.append(params)
 
+    client.registrations: list[lsp.Registration] = []  # type: ignore[misc]
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(ls: LanguageClient, params: lsp.RegistrationParams) -> None:
+        ls.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
     return client
 
 
@@ -71,7 +77,10 @@ def capabilities(
             ),
         ),
         workspace=lsp.WorkspaceClientCapabilities(
-            workspace_edit=lsp.WorkspaceEditClientCapabilities(document_changes=True)
+            workspace_edit=lsp.WorkspaceEditClientCapabilities(document_changes=True),
+            did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=resolve
+            ),
         ),
     )
 
@@ -292,6 +301,17 @@ async def test_changed_configuration_is_picked_up(client: LanguageClient, tmp_pa
     assert any("not valid TOML" in m.message for m in client.messages)
 
 
+async def test_saving_a_file_rereads_its_configuration(client: LanguageClient, tmp_path: Path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.numlint]\n", encoding="utf-8")
+    uri = (tmp_path / "m.py").as_uri()
+    assert codes(await open_and_wait(client, uri, HAZARDS)) == ["NUM101", "NUM102"]
+    config.write_text('[tool.numlint]\nselect = ["NUM102"]\n', encoding="utf-8")
+    mark = len(published(client))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert codes(await wait_for(client, uri, mark)) == ["NUM102"]
+
+
 # -- code actions ----------------------------------------------------------------------
 
 
@@ -442,6 +462,14 @@ async def utf32_client(lsp_client: LanguageClient, workspace: Path):
 async def test_utf32_is_negotiated_when_offered(utf32_client: LanguageClient, workspace: Path):
     result: Any = utf32_client.init_result  # type: ignore[attr-defined]
     assert result.capabilities.position_encoding == lsp.PositionEncodingKind.Utf32
+    registrations: list[lsp.Registration] = utf32_client.registrations  # type: ignore[attr-defined]
+    for _ in range(int(TIMEOUT / 0.05)):
+        if registrations:
+            break
+        await asyncio.sleep(0.05)
+    (watch,) = registrations
+    assert watch.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    assert "pyproject.toml" in str(watch.register_options)
     uri = (workspace / "emoji32.py").as_uri()
     (d,) = (await open_and_wait(utf32_client, uri, EMOJI)).diagnostics
     assert d.range.start == lsp.Position(1, COLUMN)

@@ -290,3 +290,27 @@ def test_ignored_modules_may_output_inf() -> None:
         with numlint.watch(model, log=None, static=False):
             model(torch.randn(4, 4))
     assert info.value.event["module"] == "1.mask" and info.value.event["kind"] == "inf"
+
+
+def test_model_computing_its_own_loss_reports_the_loss_phase() -> None:
+    from collections import OrderedDict
+
+    class WithLoss(nn.Module):  # Hugging Face style: ModelOutput is an OrderedDict
+        def __init__(self) -> None:
+            super().__init__()
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor, labels: torch.Tensor) -> OrderedDict:
+            logits = self.head(x)
+            probs = torch.softmax(logits * 1e4, -1)
+            loss = -torch.log(probs.gather(1, labels[:, None])).mean()  # log(0) = -inf
+            return OrderedDict(loss=loss, logits=logits)
+
+    torch.manual_seed(0)
+    model = WithLoss()
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None, static=False):
+            model(torch.randn(8, 4), labels=torch.zeros(8, dtype=torch.long))
+    ev = info.value.event
+    assert ev["phase"] == "loss" and ev["module"] == "" and ev["tensor"] == "output.loss"
+    assert ev["kind"] == "inf" and ev["origin"] is True

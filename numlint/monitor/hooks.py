@@ -75,6 +75,7 @@ class FlagRecorder:
         self._last: Tensor | None = None  # the tensor flagged last, its version and flag
         self._last_ver = -1
         self._last_flag: Tensor | None = None
+        self._node_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
 
     def forget_last(self) -> None:
         """Drop the reference to the tensor flagged last (end of a forward)."""
@@ -103,7 +104,8 @@ class FlagRecorder:
     def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
         """The forward hook of submodule number `i`."""
         flags, idx = self.fflags, self.fidx
-        grad_hook = self.grad_hook(i) if self.check_backward else None
+        check_backward = self.check_backward
+        watch_grad = self.watch_grad
         preserving = isinstance(module, FINITE_PRESERVING)
 
         def record(args: Any, output: Any) -> None:
@@ -119,8 +121,8 @@ class FlagRecorder:
                         idx.append(i)
                         if output is not last:
                             self._last, self._last_ver = output, output._version
-                            if grad_hook is not None and output.requires_grad:
-                                output.register_hook(grad_hook)
+                            if check_backward and output.requires_grad:
+                                watch_grad(i, output)
                         return
                 if output.dtype is torch.float32:  # the common case, inlined
                     f = output.detach().sum()
@@ -131,14 +133,14 @@ class FlagRecorder:
                 flags.append(f)
                 idx.append(i)
                 self._last, self._last_ver, self._last_flag = output, output._version, f
-                if grad_hook is not None and output.requires_grad:
-                    output.register_hook(grad_hook)
+                if check_backward and output.requires_grad:
+                    watch_grad(i, output)
                 return
             for t in flat_tensors(output):
                 flags.append(flag(t))
                 idx.append(i)
-                if grad_hook is not None and t.requires_grad:
-                    t.register_hook(grad_hook)
+                if check_backward and t.requires_grad:
+                    watch_grad(i, t)
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:
@@ -176,12 +178,30 @@ class FlagRecorder:
             self._queued = True
             queue_end_of_backward(self._on_backward_end)
 
-    def grad_hook(self, i: int) -> Callable[[Tensor], None]:
-        """A tensor hook on an output of module `i`: flags the gradient flowing back into it."""
+    def watch_grad(self, i: int, t: Tensor) -> None:
+        """Flag the gradient that will flow back into `t`, an output of module `i`.
+
+        The hook goes on `t`'s autograd node (a node pre-hook, half the cost of a tensor hook),
+        and reads the gradient of output `t.output_nr` of that node. If `t` is later modified in
+        place (an inplace ReLU), the node still sees the gradient flowing into the module that
+        produced `t`."""
+        node = t.grad_fn
+        if node is None:
+            return
+        key = (i, t.output_nr)
+        hook = self._node_hooks.get(key)
+        if hook is None:
+            hook = self._node_hooks[key] = self._make_node_hook(i, t.output_nr)
+        node.register_prehook(hook)
+
+    def _make_node_hook(self, i: int, nr: int) -> Callable[[tuple[Any, ...]], None]:
         flags, idx = self.bflags, self.bidx
 
-        def hook(grad: Tensor) -> None:
-            if self.paused or grad is None:
+        def hook(grad_outputs: tuple[Any, ...]) -> None:
+            if self.paused or nr >= len(grad_outputs):
+                return
+            grad = grad_outputs[nr]
+            if grad is None:
                 return
             if grad.dtype is torch.float32:
                 flags.append(grad.sum())

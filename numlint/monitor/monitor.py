@@ -1,25 +1,26 @@
 """The training-loop monitor: `watch(model, optimizer)` and the Monitor it returns.
 
-Fast path (every step). Each submodule's forward hook reduces each floating output to one 0-dim
-device tensor (its sum: non-finite iff the output holds a NaN/Inf) and appends it to a list; it
-never reads it. The top-level module's forward hook stacks the list and reads one boolean: one
-host synchronisation per forward. Reading there, not only at optimizer.step, lets the error
-surface at the `model(x)` call of the failing step, before the loss and backward run. Backward is
-the same with tensor hooks on module outputs (the gradient flowing back into each module),
-read once when the autograd engine finishes (a queued engine callback). Around optimizer.step one
-multi-tensor norm (`torch._foreach_norm`) gives every gradient norm, the global norm and the
-per-group norms (one read before the step, so a non-finite gradient never reaches the weights),
-and one more checks the parameters after the step. Hooks never modify a tensor.
+Fast path, every step (see `hooks`). Each submodule's forward hook reduces each floating output
+to one 0-dim device tensor (its sum: non-finite iff the output holds a NaN/Inf) and appends it
+to a list without reading it. The top-level module's forward hook reads the whole list once: one
+host synchronisation per forward, so the error surfaces at the `model(x)` call of the failing
+step, before loss and backward run. Backward is the same with tensor hooks on module outputs
+(the gradient flowing back into each module), read once when the autograd engine finishes (an
+engine callback). Before optimizer.step one multi-tensor norm (`torch._foreach_norm`) gives
+every gradient norm, read once: the global norm is logged, and a non-finite gradient stops the
+step before it reaches the weights. A parameter that the step itself makes non-finite shows in
+the next forward's read and is reported with phase "param" (check_params="step" checks right
+after every step instead, for one more norm per step). Hooks never modify a tensor.
 
-Failure path (only when a read says non-finite): the forward (and backward) of that step is
-re-run on the same batch with the same RNG state under exact per-module checks (see `locate`),
-the events are written, a snapshot is saved, and the action ("raise", "warn", "record") applied."""
+Failure path, only when a read says non-finite (see `locate`): the forward (and backward) of
+that step is re-run on the same batch with the same RNG state under exact per-module checks,
+the events are written, a snapshot is saved and the action ("raise", "warn", "record") applied.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import math
-import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -109,7 +110,6 @@ class Monitor:
         self._handles: list[Any] = []
         self._scaler_patch: ScalerPatch | None = None
         self._active = False
-        self._lock = threading.RLock()
         # per-step state
         self.step = 0  # optimizer steps completed
         self.iteration = 0  # optimizer steps attempted (GradScaler skips included)
@@ -125,7 +125,6 @@ class Monitor:
         self._loss_finite = True
         self._targets: tuple[Any, ...] | None = None
         self._stepped = False
-        self._pending_step: Event | None = None
         self._opt_seen: dict[int, bool] = {}
         self._pending: tuple[Any, ...] | None = None
         self._overflow_hint: tuple[list[Tensor], list[int]] | None = None
@@ -515,6 +514,7 @@ class Monitor:
             **where,
         )
         self._log.emit(event)
+        self._loss = None
         if reason is not None:
             div = dict(event)
             div.update(event=ev.AMP_DIVERGENCE, reason=reason, origin=True)
@@ -522,6 +522,7 @@ class Monitor:
 
     def _log_step(self, scale: float | None) -> None:
         pending, self._pending = self._pending, None
+        self._loss = None  # the next step's loss is its own
         if pending is None:
             return
         total, per_param, loss, rows = pending

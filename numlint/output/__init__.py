@@ -43,6 +43,15 @@ def formats() -> dict[str, Renderer]:
     }
 
 
+def probe_note(d: Diagnostic) -> str | None:
+    """`probe: confirmed (float16: ...)` when `check --probe` judged the finding."""
+    probe = d.extra.get("probe")
+    if not probe:
+        return None
+    evidence = f" ({probe['evidence']})" if probe.get("evidence") else ""
+    return f"probe: {probe['verdict']}{evidence}"
+
+
 def fixable(d: Diagnostic, unsafe: bool) -> bool:
     return d.fix is not None and d.fix.applicability in (
         ("safe", "unsafe") if unsafe else ("safe",)

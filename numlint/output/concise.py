@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, fixable, summary
+from numlint.output import RenderEnv, fixable, probe_note, summary
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
-    lines = [
-        f"{d.filename}:{d.row}:{d.column}: {d.code}{' [*]' if fixable(d, env.unsafe_fixes) else ''} {d.message}"
-        for d in diagnostics
-    ]
+    lines = []
+    for d in diagnostics:
+        mark = " [*]" if fixable(d, env.unsafe_fixes) else ""
+        note = probe_note(d)
+        tail = f" [{note}]" if note else ""
+        lines.append(f"{d.filename}:{d.row}:{d.column}: {d.code}{mark} {d.message}{tail}")
     lines.append(summary(diagnostics, env))
     return "\n".join(lines)

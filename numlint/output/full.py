@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, fixable, summary
+from numlint.output import RenderEnv, fixable, probe_note, summary
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
@@ -25,6 +25,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
             if d.fix is not None:
                 label = "" if d.fix.applicability == "safe" else f" ({d.fix.applicability} fix)"
                 out.append(f"{pad} = help: {d.fix.message}{label}")
+        if (note := probe_note(d)) is not None:
+            out.append(f"{' ' * len(str(d.row))} = {note}")
         out.append("")
     out.append(summary(diagnostics, env))
     return "\n".join(out)

@@ -59,6 +59,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
                 }
             ],
         }
+        if "probe" in d.extra:
+            result["properties"] = {"probe": d.extra["probe"]}
         if d.fix is not None and d.fix.edits:
             result["fixes"] = [
                 {

@@ -166,8 +166,12 @@ class AcosOfCosine(Rule):
     ]
     PROBE = Probe(
         hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
-        fix="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1).clamp(-1 + 1e-7, 1 - 1e-7))",
+        fix=(
+            "torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1)"
+            ".clamp(-1 + torch.finfo(a.dtype).eps, 1 - torch.finfo(a.dtype).eps))"
+        ),
         inputs={"a": "torch.randn(1000, 16)"},
+        note="a clamp to 1 - 1e-7 rounds to 1.0 in float16 and bfloat16: clamp by the dtype's eps",
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -250,8 +250,9 @@ class DivideByZeroNorm(Rule):
     ]
     PROBE = Probe(
         hazard="x / x.norm(dim=-1, keepdim=True)",
-        fix="torch.nn.functional.normalize(x, dim=-1)",
+        fix="torch.nn.functional.normalize(x, dim=-1, eps=torch.finfo(x.dtype).tiny)",
         inputs={"x": "torch.tensor([[0.0, 0.0], [3.0, 4.0]])"},
+        note="F.normalize's default eps=1e-12 rounds to 0 in float16 (NaN again): use tiny",
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
