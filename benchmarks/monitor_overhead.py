@@ -1,14 +1,18 @@
 """Step-time overhead of the runtime monitor against its peers, measured side by side.
 
 For an MLP, a small CNN and a small transformer (CPU, Adam), four copies of the same model train
-interleaved round-robin in one process:
+interleaved round-robin in one process (warm-up rounds first, the order alternating each round):
 
   none        no monitoring
-  numlint     numlint.watch(model, optimizer) (forward, backward, gradient norm, parameter checks)
-  isnan-hook  a forward hook per module doing `if out.isnan().any(): raise` (a host read per layer)
-  anomaly     torch.autograd.set_detect_anomaly(True) around the step
+  numlint     numlint.watch(model, optimizer): forward outputs and backward gradients of every
+              module, global gradient norm, parameter check, JSONL log
+  isnan-hook  a forward hook per module doing `if out.isnan().any(): raise` (a host read per
+              layer, forward only)
+  anomaly     torch.autograd.set_detect_anomaly(True) around the step (backward only)
 
-Prints the median step time of each and its ratio to `none`. Usage:
+Prints the median step time of each (wall clock and process CPU time, the latter steadier on a
+shared machine) and its ratio to `none`. One intra-op thread by default (--threads), for the
+same reason. Usage:
 
     python benchmarks/monitor_overhead.py [--quick] [--rounds N] [--models mlp,cnn,transformer]
 """

@@ -104,6 +104,7 @@ class _Threshold(Rule):
     NAME = "test-threshold"
     MESSAGE = "too big"
     OPTIONS = {"limit": 10}
+    NEEDS_TORCH = False
     VALID = [Valid("x = 1")]
     INVALID = [Invalid("x = 100", 1, 5)]
 

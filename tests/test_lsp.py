@@ -245,7 +245,7 @@ async def test_syntax_error_gives_num000_and_recovers(client: LanguageClient, wo
     params = await open_and_wait(client, uri, "import torch\ndef f(:\n    pass\n")
     (d,) = params.diagnostics
     assert d.code == "NUM000" and d.severity == lsp.DiagnosticSeverity.Error
-    assert d.code_description is None and d.range.start.line == 1
+    assert d.code_description.href.endswith("rules/NUM000.md") and d.range.start.line == 1
     mark = len(published(client))
     change_doc(client, uri, LOG_SOFTMAX, 2)
     assert codes(await wait_for(client, uri, mark, 2)) == ["NUM101"]

@@ -117,9 +117,11 @@ class NonFiniteError(FloatingPointError):
 
 
 class EventLog:
-    """Thread-safe event sink: a ring buffer of the last `maxlen` events plus an optional
-    line-buffered JSONL file, one event per line. The first open() truncates the file; later
-    ones (a monitor started again) append."""
+    """Thread-safe event sink: a ring buffer of the last `maxlen` events plus an optional JSONL
+    file, one event per line, flushed at once for error events and at most a second late for
+    the others. The first open() truncates the file; later ones (a monitor restarted) append."""
+
+    FLUSH_EVERY_S = 1.0
 
     def __init__(self, path: str | os.PathLike[str] | None, maxlen: int = 10_000) -> None:
         self.path = Path(path) if path is not None else None
@@ -128,6 +130,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._file: Any = None
         self._opened_before = False
+        self._flushed = 0.0
 
     def open(self) -> None:
         """Open the file (if any) for writing."""
@@ -136,7 +139,7 @@ class EventLog:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             mode = "a" if self._opened_before else "w"
-            self._file = open(self.path, mode, encoding="utf-8", buffering=1)  # noqa: SIM115
+            self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115
             self._opened_before = True
 
     def emit(self, event: Event) -> Event:
@@ -147,6 +150,10 @@ class EventLog:
             self.counts[event["event"]] = self.counts.get(event["event"], 0) + 1
             if self._file is not None and line is not None:
                 self._file.write(line + "\n")
+                now = time.monotonic()
+                if event["event"] in ERROR_EVENTS or now - self._flushed > self.FLUSH_EVERY_S:
+                    self._file.flush()
+                    self._flushed = now
         return event
 
     def close(self) -> None:

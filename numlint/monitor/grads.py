@@ -73,7 +73,11 @@ def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> l
         l2v, linfv, sumv = table[0][k], table[1][k], table[2][k]
         mean = sumv / n
         var = max(l2v * l2v / n - mean * mean, 0.0) if math.isfinite(l2v) else math.nan
-        finite = math.isfinite(l2v) and math.isfinite(sumv)
+        finite = math.isfinite(l2v) and math.isfinite(sumv) and math.isfinite(linfv)
+        has_nan = has_inf = False
+        if not finite:  # rare: look at the gradient itself
+            has_nan = bool(torch.isnan(grads[k]).any())
+            has_inf = bool(torch.isinf(grads[k]).any())
         rows.append(
             {
                 "name": names[i],
@@ -81,9 +85,9 @@ def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> l
                 "std": math.sqrt(var) if math.isfinite(var) else math.nan,
                 "absmax": linfv,
                 "norm": l2v,
-                "nonfinite": not finite,
-                "has_nan": math.isnan(l2v) or math.isnan(sumv),
-                "has_inf": not finite and not (math.isnan(l2v) or math.isnan(sumv)),
+                "nonfinite": has_nan or has_inf,
+                "has_nan": has_nan,
+                "has_inf": has_inf,
             }
         )
     return rows

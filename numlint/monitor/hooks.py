@@ -136,11 +136,17 @@ class FlagRecorder:
                 if check_backward and output.requires_grad:
                     watch_grad(i, output)
                 return
+            first = None
             for t in flat_tensors(output):
-                flags.append(flag(t))
+                f = flag(t)
+                flags.append(f)
                 idx.append(i)
+                if first is None:
+                    first = (t, t._version, f)
                 if check_backward and t.requires_grad:
                     watch_grad(i, t)
+            if first is not None:  # e.g. attention's (output, weights): output feeds dropout
+                self._last, self._last_ver, self._last_flag = first
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:

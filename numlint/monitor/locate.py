@@ -39,7 +39,7 @@ class RngState:
     @classmethod
     def capture(cls) -> RngState:
         cuda = None
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_initialized():  # cheap test first: no CUDA state to save otherwise
             cuda = torch.cuda.get_rng_state_all()
         return cls(torch.get_rng_state(), cuda)
 

@@ -278,6 +278,7 @@ class Monitor:
         self._rng = RngState.capture()
         self._grad_enabled = torch.is_grad_enabled()
         self._rec.out_grads = None
+        self._rec.backward_ended()  # in case a backward pass died before its end callback
 
     def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         if self._paused:
