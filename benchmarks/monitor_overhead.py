@@ -1,7 +1,9 @@
 """Step-time overhead of the runtime monitor against its peers, measured side by side.
 
-For an MLP, a small CNN and a small transformer (CPU, Adam), four copies of the same model train
-interleaved round-robin in one process (warm-up rounds first, the order alternating each round):
+For an MLP, a small CNN and a small transformer (CPU, Adam), one model trains under four
+variants interleaved round-robin in one process, a block of steps each (warm-up rounds first,
+the order alternating each round; each variant's hooks are installed and removed outside the
+timed block, and the same model object serves all four so weight placement cannot differ):
 
   none        no monitoring
   numlint     numlint.watch(model, optimizer): forward outputs and backward gradients of every
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import statistics
 import sys
 import tempfile
@@ -103,46 +104,47 @@ MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
 VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
 
 
-class Runner:
-    """One model copy, its optimizer and the monitoring variant wrapped around its steps."""
+def _isnan_hook(name: str) -> Callable[..., None]:
+    def hook(module: nn.Module, args: Any, out: Any) -> None:
+        if isinstance(out, torch.Tensor) and out.isnan().any():
+            raise FloatingPointError(f"NaN in {name}")
 
-    def __init__(self, variant: str, model: nn.Module, loss_fn: Callable[..., Any], log: Path):
-        self.variant = variant
+    return hook
+
+
+class Bench:
+    """One model, its optimizer, and the variants switched on around a block of steps.
+
+    Every variant trains the same model object: separate copies would put the weights at
+    different addresses, and that alone moves a small model's step time by several percent."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., Any], log: Path) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        self.stack = contextlib.ExitStack()
-        if variant == "numlint":
-            self.stack.enter_context(numlint.watch(model, self.opt, log=log / "events.jsonl"))
-        elif variant == "isnan-hook":
-            for name, module in model.named_modules():
-                self.stack.callback(module.register_forward_hook(self._isnan_hook(name)).remove)
-
-    @staticmethod
-    def _isnan_hook(name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: Any, out: Any) -> None:
-            if isinstance(out, torch.Tensor) and out.isnan().any():
-                raise FloatingPointError(f"NaN in {name}")
-
-        return hook
+        self.monitor = numlint.watch(model, self.opt, log=log / "events.jsonl")
 
     @contextlib.contextmanager
-    def _mode(self) -> Iterator[None]:
-        if self.variant == "anomaly":
-            with warnings.catch_warnings():
+    def variant(self, name: str) -> Iterator[None]:
+        """Install the variant's instrumentation (outside the timed region) and remove it."""
+        with contextlib.ExitStack() as stack:
+            if name == "numlint":
+                stack.enter_context(self.monitor)
+            elif name == "isnan-hook":
+                for mname, module in self.model.named_modules():
+                    stack.callback(module.register_forward_hook(_isnan_hook(mname)).remove)
+            elif name == "anomaly":
+                stack.enter_context(warnings.catch_warnings())
                 warnings.simplefilter("ignore")
-                with torch.autograd.set_detect_anomaly(True):
-                    yield
-        else:
+                stack.enter_context(torch.autograd.set_detect_anomaly(True))
             yield
 
     def step(self, batch: Batch) -> float:
         x, y = batch
-        with self._mode():
-            self.opt.zero_grad(set_to_none=True)
-            loss = self.loss_fn(self.model(x), y)
-            loss.backward()
-            self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.opt.step()
         return float(loss.detach())
 
 
@@ -152,27 +154,23 @@ def measure(
     """Median per-step seconds per variant (wall clock and process CPU time), the variants
     interleaved round-robin so that drifts in machine load hit every variant alike."""
     torch.manual_seed(0)
-    base, make_batch, loss_fn = MODELS[name]()
-    runners = []
-    for v in VARIANTS:
-        (log / f"{name}-{v}").mkdir(parents=True, exist_ok=True)
-        runners.append(Runner(v, copy.deepcopy(base), loss_fn, log / f"{name}-{v}"))
+    model, make_batch, loss_fn = MODELS[name]()
+    (log / name).mkdir(parents=True, exist_ok=True)
+    bench = Bench(model, loss_fn, log / name)
     batches = [make_batch() for _ in range(8)]
     wall: dict[str, list[float]] = {v: [] for v in VARIANTS}
     cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    try:
-        for r in range(warmup + rounds):
-            order = runners if r % 2 == 0 else runners[::-1]  # no variant always runs first
-            for runner in order:
+    for r in range(warmup + rounds):
+        order = VARIANTS if r % 2 == 0 else VARIANTS[::-1]  # no variant always runs first
+        for variant in order:
+            with bench.variant(variant):
                 w0, c0 = time.perf_counter(), time.process_time()
                 for k in range(block):
-                    runner.step(batches[(r * block + k) % len(batches)])
-                if r >= warmup:
-                    wall[runner.variant].append((time.perf_counter() - w0) / block)
-                    cpu[runner.variant].append((time.process_time() - c0) / block)
-    finally:
-        for runner in runners:
-            runner.stack.close()
+                    bench.step(batches[(r * block + k) % len(batches)])
+                w1, c1 = time.perf_counter(), time.process_time()
+            if r >= warmup:
+                wall[variant].append((w1 - w0) / block)
+                cpu[variant].append((c1 - c0) / block)
     return {
         "wall": {v: statistics.median(ts) for v, ts in wall.items()},
         "cpu": {v: statistics.median(ts) for v, ts in cpu.items()},

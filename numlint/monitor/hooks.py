@@ -76,6 +76,7 @@ class FlagRecorder:
         self._last_ver = -1
         self._last_flag: Tensor | None = None
         self._node_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
+        self._root_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
 
     def forget_last(self) -> None:
         """Drop the reference to the tensor flagged last (end of a forward)."""
@@ -171,11 +172,15 @@ class FlagRecorder:
             self.fflags.append(f)  # type: ignore[arg-type]
             self.fidx.append(0)
         if self.check_backward:
-            store: list[Tensor | None] = [None] * len(outs)
-            self.out_grads = store
+            self.out_grads = [None] * len(outs)
             for k, t in enumerate(outs):
-                if t.requires_grad:
-                    t.register_hook(self._root_grad_hook(store, k))
+                node = t.grad_fn
+                if node is not None:
+                    key = (k, t.output_nr)
+                    hook = self._root_hooks.get(key)
+                    if hook is None:
+                        hook = self._root_hooks[key] = self._make_root_hook(k, t.output_nr)
+                    node.register_prehook(hook)
         return outs
 
     # -------------------------------------------------------------- backward
@@ -219,11 +224,14 @@ class FlagRecorder:
 
         return hook
 
-    def _root_grad_hook(self, store: list[Tensor | None], k: int) -> Callable[[Tensor], None]:
-        def hook(grad: Tensor) -> None:
-            if self.paused or grad is None:
+    def _make_root_hook(self, k: int, nr: int) -> Callable[[tuple[Any, ...]], None]:
+        def hook(grad_outputs: tuple[Any, ...]) -> None:
+            if self.paused or nr >= len(grad_outputs) or grad_outputs[nr] is None:
                 return
-            store[k] = grad
+            grad = grad_outputs[nr]
+            store = self.out_grads
+            if store is not None and k < len(store):
+                store[k] = grad  # the gradient of the loss w.r.t. model output k
             if is_checked(grad):
                 self.bflags.append(flag(grad))
                 self.bidx.append(0)

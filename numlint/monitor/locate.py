@@ -5,7 +5,8 @@ per module read once per forward or backward. When that read fails, this module 
 forward on the same inputs with the same RNG state and the same grad/autocast mode, under detailed
 hooks that look at every module's inputs before it runs and its outputs after, and (for backward)
 at every gradient flowing into and out of every module and parameter. That gives exact origins
-(inputs finite, output not), counts and statistics at the cost of one extra forward (+ backward),
+(a NaN where no input had one, or an Inf where no input had one), counts and statistics at the
+cost of one extra forward (+ backward),
 paid only when something already went wrong. Buffers (BatchNorm running statistics) and the RNG
 are restored afterwards, so training numerics are untouched when the monitor only records."""
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -29,30 +30,52 @@ from numlint.monitor.stats import (
 )
 
 
+def _autocast_now() -> list[tuple[str, torch.dtype]]:
+    try:
+        return [
+            (dev, torch.get_autocast_dtype(dev))
+            for dev in ("cuda", "cpu")
+            if torch.is_autocast_enabled(dev)
+        ]
+    except TypeError:  # torch before 2.4: no per-device query
+        return []
+
+
 @dataclass
-class RngState:
-    """CPU and CUDA generator states captured before a forward."""
+class ForwardState:
+    """What a forward depends on besides its inputs and weights, captured before it runs: the
+    CPU and CUDA generator states and the autocast modes in force."""
 
     cpu: Tensor
     cuda: list[Tensor] | None = None
+    autocast: list[tuple[str, torch.dtype]] = field(default_factory=list)
 
     @classmethod
-    def capture(cls) -> RngState:
+    def capture(cls) -> ForwardState:
+        """The state now (about 3 us: one copy of the CPU generator state)."""
         cuda = None
         if torch.cuda.is_initialized():  # cheap test first: no CUDA state to save otherwise
             cuda = torch.cuda.get_rng_state_all()
-        return cls(torch.get_rng_state(), cuda)
+        return cls(torch.get_rng_state(), cuda, _autocast_now())
 
     def restore(self) -> None:
+        """Set the generators back to this state."""
         torch.set_rng_state(self.cpu)
         if self.cuda is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(self.cuda)
 
+    def autocast_context(self) -> contextlib.ExitStack:
+        """Re-enter the autocast modes that were in force."""
+        stack = contextlib.ExitStack()
+        for dev, dtype in self.autocast:
+            stack.enter_context(torch.autocast(dev, dtype=dtype))
+        return stack
+
 
 @contextlib.contextmanager
-def preserved_state(model: nn.Module, rng: RngState | None) -> Iterator[None]:
+def preserved_state(model: nn.Module, rng: ForwardState | None) -> Iterator[None]:
     """Run with the RNG set to `rng`, then put back the caller's RNG and the model's buffers."""
-    saved_rng = RngState.capture()
+    saved_rng = ForwardState.capture()
     buffers = [(b, b.detach().clone()) for b in model.buffers()]
     if rng is not None:
         rng.restore()
@@ -66,7 +89,7 @@ def preserved_state(model: nn.Module, rng: RngState | None) -> Iterator[None]:
         saved_rng.restore()
 
 
-def _params_finite(module: nn.Module) -> list[str]:
+def _nonfinite_params(module: nn.Module) -> list[str]:
     """Names of the module's own parameters (not its children's) holding NaN/Inf."""
     return [
         n for n, p in module.named_parameters(recurse=False) if not bool(torch.isfinite(p).all())
@@ -80,9 +103,20 @@ def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Te
     return [(n, t) for n, t in found if is_checked(t)]
 
 
-def _call(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool) -> Any:
-    with torch.set_grad_enabled(grad):
+def _call(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    grad: bool,
+    state: ForwardState | None,
+) -> Any:
+    with torch.set_grad_enabled(grad), state.autocast_context() if state else _nothing():
         return model(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def locate_forward(
@@ -90,7 +124,7 @@ def locate_forward(
     names: dict[nn.Module, str],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    rng: RngState | None,
+    rng: ForwardState | None,
     grad_enabled: bool,
     limit: int = 20,
 ) -> list[Finding]:
@@ -125,7 +159,7 @@ def locate_forward(
         out_nan = any(bool(torch.isnan(x).any()) for _, x in iter_tensors(out) if is_checked(x))
         out_inf = any(bool(torch.isinf(x).any()) for _, x in iter_tensors(out) if is_checked(x))
         finding.extra["candidate"] = (out_nan and not in_nan) or (out_inf and not in_inf)
-        bad_params = _params_finite(module)
+        bad_params = _nonfinite_params(module)
         if bad_params:
             finding.extra["nonfinite_params"] = bad_params
         records.append(finding)
@@ -136,7 +170,7 @@ def locate_forward(
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
         with preserved_state(model, rng):
-            _call(model, args, kwargs, grad_enabled)
+            _call(model, args, kwargs, grad_enabled, rng)
     except Exception:
         pass  # whatever was recorded before the failure is still valid
     finally:
@@ -159,7 +193,7 @@ def locate_backward(
     names: dict[nn.Module, str],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    rng: RngState | None,
+    rng: ForwardState | None,
     out_grads: list[Tensor | None],
     limit: int = 20,
 ) -> list[Finding]:
@@ -206,7 +240,7 @@ def locate_backward(
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
         with preserved_state(model, rng):
-            out = _call(model, args, kwargs, True)
+            out = _call(model, args, kwargs, True, rng)
             outs = flat_tensors(out)
             pairs = [
                 (o, g)

@@ -44,7 +44,7 @@ from numlint.monitor.grads import (
     step_events,
 )
 from numlint.monitor.hooks import FlagRecorder
-from numlint.monitor.locate import RngState, locate_backward, locate_forward
+from numlint.monitor.locate import ForwardState, locate_backward, locate_forward
 from numlint.monitor.stats import all_finite, flag, flat_tensors, tensor_stats
 
 Action = Literal["raise", "warn", "record"]
@@ -103,6 +103,7 @@ class Monitor:
         self.ignore = tuple(ignore)
         self.max_findings = max_findings
         self.rank = dist.rank()
+        self._world = dist.world_size()
         self.log_path = self._log_path(log)
         self.snapshot_path = self._snapshot_path(snapshot, self.log_path)
         self._explosion = ExplosionDetector(explosion_factor, explosion_window, explosion_warmup)
@@ -119,7 +120,7 @@ class Monitor:
         self._rec = FlagRecorder(self._end_backward, check_backward)
         self._args: tuple[Any, ...] | None = None
         self._kwargs: dict[str, Any] | None = None
-        self._rng: RngState | None = None
+        self._rng: ForwardState | None = None
         self._grad_enabled = True
         self._loss: Tensor | None = None
         self._loss_finite = True
@@ -166,6 +167,7 @@ class Monitor:
             raise RuntimeError("this monitor is already active")
         self._log.open()
         self.rank = dist.rank()
+        self._world = dist.world_size()
         named = list(self.model.named_modules())
         self._names = [n for n, _ in named]
         self._name_of: dict[nn.Module, str] = {m: n for n, m in named}
@@ -209,6 +211,13 @@ class Monitor:
         self._active = False
         self._rec.take_forward()
         self._rec.take_backward()
+
+    def _agree(self, local_bad: bool) -> int | None:
+        """None when no rank saw a non-finite value, else the lowest rank that did (one
+        all-reduce when distributed; nothing to ask otherwise)."""
+        if self._world == 1:
+            return self.rank if local_bad else None
+        return dist.agree(local_bad)
 
     def _ignored(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
@@ -275,7 +284,7 @@ class Monitor:
     def _root_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
         if self._paused:
             return
-        self._rng = RngState.capture()
+        self._rng = ForwardState.capture()
         self._grad_enabled = torch.is_grad_enabled()
         self._rec.out_grads = None
         self._rec.backward_ended()  # in case a backward pass died before its end callback
@@ -295,7 +304,7 @@ class Monitor:
             return
         saved, saved_idx = self._rec.take_forward()
         ok = all_finite(saved)
-        bad_rank = dist.agree(not ok)
+        bad_rank = self._agree(not ok)
         if bad_rank is not None:
             self._forward_failure(saved, saved_idx, bad_rank)
 
@@ -348,7 +357,7 @@ class Monitor:
             if not self.failed:
                 self._rec.out_grads = None
             return
-        bad_rank = dist.agree(not ok)
+        bad_rank = self._agree(not ok)
         if bad_rank is None:
             self._rec.out_grads = None
             return
@@ -398,7 +407,7 @@ class Monitor:
         self._loss = tensors[0].detach()
         ok = all_finite([flag(t) for t in tensors])
         self._loss_finite = ok
-        bad_rank = dist.agree(not ok)
+        bad_rank = self._agree(not ok)
         if bad_rank is None:
             return
         if bad_rank != self.rank:
@@ -440,7 +449,7 @@ class Monitor:
         loss_value = read.pop() if loss is not None else None
         total = math.sqrt(math.fsum(v * v for v in read))
         bad = not math.isfinite(total) and not self._grads_finite_exact()
-        bad_rank = dist.agree(bad)
+        bad_rank = self._agree(bad)
         if bad_rank is not None:
             if bad_rank != self.rank:
                 self._fail_remote("grad", bad_rank)
@@ -464,7 +473,7 @@ class Monitor:
         self.step += 1
         if self.check_params == "step" and self._params:
             ok = all_finite(norms([p.detach() for p in self._params]))
-            bad_rank = dist.agree(not ok)
+            bad_rank = self._agree(not ok)
             if bad_rank is not None:
                 self.iteration += 1
                 if bad_rank != self.rank:

@@ -25,7 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from numlint.monitor import snapshot as snap_mod
-from numlint.monitor.locate import RngState
+from numlint.monitor.locate import ForwardState
 from numlint.monitor.stats import flat_tensors, is_checked, tensor_stats
 from numlint.monitor.tieback import findings_for_file
 
@@ -241,16 +241,17 @@ def replay(
         handles.append(m.register_forward_pre_hook(enter(name)))
         handles.append(m.register_forward_hook(leave))
     checker = _OpChecker(stack)
-    caller_rng = RngState.capture()
-    if snap.get("rng_cpu") is not None:
-        RngState(snap["rng_cpu"], snap.get("rng_cuda")).restore()
+    caller_rng = ForwardState.capture()
+    state = ForwardState(snap.get("rng_cpu"), snap.get("rng_cuda"), snap.get("autocast") or [])
+    if state.cpu is not None:
+        state.restore()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.autograd.set_detect_anomaly(True, check_nan=False):
                 with torch.set_grad_enabled(bool(snap.get("grad_enabled", True)) or backward):
                     loss = None
-                    with checker:
+                    with checker, state.autocast_context():
                         output = model(*args, **kwargs)
                         if checker.found is None and loss_fn is not None:
                             checker.phase = "loss"

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from numlint.monitor.locate import RngState
+from numlint.monitor.locate import ForwardState
 
 FORMAT_VERSION = 1
 
@@ -37,7 +37,7 @@ def build(
     scaler: Any,
     args: tuple[Any, ...] | None,
     kwargs: dict[str, Any] | None,
-    rng: RngState | None,
+    rng: ForwardState | None,
     grad_enabled: bool,
     output_grads: list[Tensor] | None,
     targets: tuple[Any, ...] | None,
@@ -57,6 +57,7 @@ def build(
         "kwargs": _to_cpu(kwargs) if kwargs is not None else None,
         "rng_cpu": rng.cpu.clone() if rng is not None else None,
         "rng_cuda": [s.clone() for s in rng.cuda] if rng is not None and rng.cuda else None,
+        "autocast": list(rng.autocast) if rng is not None else [],
         "model_state": _to_cpu(model.state_dict()),
         "optimizer_state": None,
         "scaler_state": None,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.context import Context, Value
-from numlint.rules.log_exp._zero import Op, const, exp_bounded, op
 from numlint.semantics import needs_parens, same_bindings
+from numlint.zeros import Op, const, exp_bounded, op
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ import libcst as cst
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
-from numlint.rules.log_exp._zero import (
+from numlint.semantics import activation
+from numlint.zeros import (
     guarded_by_mutation,
     op,
     positive_value,
     same_value,
     selection,
 )
-from numlint.semantics import activation
 
 
 class EntropyTerm(Rule):

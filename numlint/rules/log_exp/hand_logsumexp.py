@@ -6,8 +6,8 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
-from numlint.rules.log_exp._zero import op
 from numlint.semantics import keyword, positional
+from numlint.zeros import op
 
 
 class HandWrittenLogsumexp(Rule):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, negate, plus_one, unbounded_exp, wrap
-from numlint.rules.log_exp._zero import const, op, same_code
+from numlint.zeros import const, op, same_code
 
 
 class HandWrittenSigmoid(Rule):

@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
-from numlint.rules.log_exp._zero import const, no_gradient, op
+from numlint.zeros import const, no_gradient, op
 
 
 class Log1pExpm1Precision(Rule):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find
-from numlint.rules.log_exp._zero import op
+from numlint.zeros import op
 
 
 class LogOfProduct(Rule):

@@ -6,8 +6,8 @@ import libcst as cst
 
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._zero import op, selection, zero_reason
 from numlint.semantics import activation, is_one
+from numlint.zeros import op, selection, zero_reason
 
 _LOGS = ("log", "log2", "log10")
 

@@ -6,7 +6,8 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
-from numlint.rules.log_exp._zero import (
+from numlint.semantics import positional
+from numlint.zeros import (
     Selection,
     clamp_bounds,
     const,
@@ -18,7 +19,6 @@ from numlint.rules.log_exp._zero import (
     sanitises,
     selection,
 )
-from numlint.semantics import positional
 
 _ROOTS = ("log", "log2", "log10", "sqrt", "rsqrt")
 

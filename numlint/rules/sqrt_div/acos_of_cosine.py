@@ -6,14 +6,14 @@ import libcst as cst
 
 from numlint.context import Env, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._zero import (
+from numlint.semantics import needs_parens
+from numlint.zeros import (
     FLOAT32_HALF_ULP_BELOW_ONE,
     clamp_bounds,
     const,
     denominator_reason,
     op,
 )
-from numlint.semantics import needs_parens
 
 
 class AcosOfCosine(Rule):

@@ -6,7 +6,8 @@ import libcst as cst
 
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._zero import (
+from numlint.semantics import keyword
+from numlint.zeros import (
     const,
     denominator_reason,
     guarded_by_condition,
@@ -14,7 +15,6 @@ from numlint.rules.log_exp._zero import (
     same_code,
     selection,
 )
-from numlint.semantics import keyword
 
 
 class DivideByZeroNorm(Rule):

@@ -6,8 +6,8 @@ import libcst as cst
 
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._zero import Op, op, same_code, square_of
 from numlint.semantics import keyword, positional, same_bindings
+from numlint.zeros import Op, op, same_code, square_of
 
 
 class OnePassVariance(Rule):

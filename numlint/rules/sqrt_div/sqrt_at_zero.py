@@ -6,7 +6,8 @@ import libcst as cst
 
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._zero import (
+from numlint.semantics import keyword, positional, same_bindings
+from numlint.zeros import (
     const,
     gradient_free,
     has_tensor_op,
@@ -15,7 +16,6 @@ from numlint.rules.log_exp._zero import (
     square_of,
     zero_reason,
 )
-from numlint.semantics import keyword, positional, same_bindings
 
 
 class SqrtAtZero(Rule):

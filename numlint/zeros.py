@@ -1,4 +1,4 @@
-"""Shared analysis for the NUM1xx / NUM2xx rules: which op a call is, can a value be 0, guards.
+"""Can this value be 0? Which op is this call, and is that a real guard? (shared by rules).
 
 Purely syntactic plus numlint.context's data flow; nothing is imported or executed.
 """
