@@ -29,9 +29,10 @@ def _no_crash(source: str) -> None:
         assert d.row >= 1 and d.column >= 1 and d.code.startswith("NUM")
         assert "internal error" not in d.message, d.message
     result = fix_source(source, "fuzz.py", ALL, unsafe=True)
+    assert result.error is None, result.error  # every fix result parses
     if result.fixed:
         again = fix_source(result.source, "fuzz.py", ALL, unsafe=True)
-        assert again.fixed == 0 or again.source != result.source
+        assert again.fixed == 0 and again.source == result.source  # fixing twice changes nothing
 
 
 def _seeded_programs() -> st.SearchStrategy[str]:

@@ -53,6 +53,35 @@ FINITE_PRESERVING: tuple[type[nn.Module], ...] = (
 )
 
 
+# Modules whose parameter gradients are full reductions over the gradient of their output
+# (Linear/Conv: dW = g^T x and db = sum g; norms: dgamma = sum g * xhat, dbeta = sum g): a NaN or
+# Inf anywhere in that gradient makes a parameter gradient non-finite (NaN * 0 is NaN), which the
+# check before optimizer.step reads anyway. Their output gradient needs no flag of its own while
+# their weight requires grad; the failure path still re-runs backward to name the module.
+PARAM_COVERED: tuple[type[nn.Module], ...] = (
+    nn.Linear,
+    nn.Bilinear,
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.LayerNorm,
+    nn.GroupNorm,
+)
+
+
+def gradient_covered(module: nn.Module) -> bool:
+    """True when a non-finite gradient at the module's output must show in its weight's
+    gradient (see PARAM_COVERED)."""
+    weight = getattr(module, "weight", None)
+    return isinstance(module, PARAM_COVERED) and isinstance(weight, Tensor) and weight.requires_grad
+
+
 def queue_end_of_backward(fn: Callable[[], None]) -> None:
     """Run `fn` once the running backward pass finishes (the hook DDP itself relies on)."""
     Variable._execution_engine.queue_callback(fn)
@@ -105,7 +134,7 @@ class FlagRecorder:
     def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
         """The forward hook of submodule number `i`."""
         flags, idx = self.fflags, self.fidx
-        check_backward = self.check_backward
+        check_backward = self.check_backward and not gradient_covered(module)
         watch_grad = self.watch_grad
         preserving = isinstance(module, FINITE_PRESERVING)
 

@@ -354,13 +354,10 @@ class Monitor:
         if scaler_on:
             # GradScaler handles overflowing gradients (it skips the step); decided in update().
             self._overflow_hint = (saved, saved_idx) if not ok else None
-            if not self.failed:
-                self._rec.out_grads = None
             return
         bad_rank = self._agree(not ok)
         if bad_rank is None:
-            self._rec.out_grads = None
-            return
+            return  # the output gradients stay until the next forward, for the step's check
         if bad_rank != self.rank:
             self._fail_remote("backward", bad_rank)
             return
@@ -381,23 +378,28 @@ class Monitor:
             f.extra["gradient_of"] = "model output"
             self._fail("loss", [f])
             return
-        findings: list[Finding] = []
-        if not self.failed and self._args is not None and any(g is not None for g in grads):
-            findings = self._paused_call(
-                locate_backward,
-                self.model,
-                self._name_of,
-                self._args,
-                self._kwargs or {},
-                self._rng,
-                list(grads),
-                self.max_findings,
-            )
+        findings = self._locate_backward()
         if not findings and flags:
             findings = self._from_flags(flags, idx, "grad_output")
         if not findings:
             findings = self._param_findings("grad")
         self._fail("backward", findings or [Finding("?", "grad", {}, True)])
+
+    def _locate_backward(self) -> list[Finding]:
+        """Re-run the last forward and backward with exact checks (empty if it cannot)."""
+        grads = self._rec.out_grads or []
+        if self.failed or self._args is None or not any(g is not None for g in grads):
+            return []
+        return self._paused_call(
+            locate_backward,
+            self.model,
+            self._name_of,
+            self._args,
+            self._kwargs or {},
+            self._rng,
+            list(grads),
+            self.max_findings,
+        )
 
     # ------------------------------------------------------------------ loss
     def _check_loss(self, loss: Any, inputs: Any = None) -> None:
@@ -454,11 +456,21 @@ class Monitor:
             if bad_rank != self.rank:
                 self._fail_remote("grad", bad_rank)
             else:
-                self._fail("grad", self._param_findings("grad"))
+                self._grad_failure()
         rows = None
         if self.grad_stats_every and self.iteration % self.grad_stats_every == 0:
             rows = param_stats(params, self._param_names, present)
         self._pending = (total, dict(zip(present, read, strict=True)), loss_value, rows)
+
+    def _grad_failure(self) -> None:
+        """Non-finite parameter gradients before the step. When re-running the last backward
+        reproduces them, the module where they began is named (phase "backward"); otherwise
+        something between backward and the step made them (phase "grad")."""
+        findings = [f for f in self._locate_backward() if f.origin or f.stats]
+        if any(f.origin for f in findings):
+            self._fail("backward", findings)
+        else:
+            self._fail("grad", self._param_findings("grad"))
 
     def _grads_finite_exact(self) -> bool:
         return all(bool(torch.isfinite(p.grad).all()) for p in self._params if p.grad is not None)
@@ -509,6 +521,8 @@ class Monitor:
                     "kind": "nan" if vals[k] != vals[k] else "inf",
                 }
         self._overflow_hint = None
+        if not where:  # else the first parameter whose gradient overflowed
+            where = self._first_nonfinite_grad()
         reason = self._skips.skipped(after)
         event = make_event(
             ev.AMP_SKIP,
@@ -529,6 +543,17 @@ class Monitor:
             div = dict(event)
             div.update(event=ev.AMP_DIVERGENCE, reason=reason, origin=True)
             self._fail_events([div])
+
+    def _first_nonfinite_grad(self) -> dict[str, Any]:
+        present = [(n, p.grad) for n, p in zip(self._param_names, self._params, strict=True)]
+        present = [(n, g) for n, g in present if g is not None]
+        if not present:
+            return {}
+        values = stack_on(norms([g for _, g in present]), present[0][1].device).tolist()
+        for (name, _), v in zip(present, values, strict=True):
+            if not math.isfinite(v):
+                return {"module": name, "kind": "nan" if v != v else "inf"}
+        return {}
 
     def _log_step(self, scale: float | None) -> None:
         pending, self._pending = self._pending, None

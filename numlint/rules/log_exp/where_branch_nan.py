@@ -218,6 +218,8 @@ class WhereBranchNan(Rule):
         if sel.kind != "where" or "." not in sel.where_func and sel.where_func != "where":
             return None
         ctx = self.ctx
+        if not sanitises(ctx, sel.condition, operand, sel.taken, ctx.env):
+            return None  # the condition does not test this operand: wrapping would not guard it
         cond, text = ctx.code(sel.condition), bare(ctx, operand)
         branches = f"{text}, 1" if sel.taken else f"1, {text}"
         code = f"{sel.where_func}({cond}, {branches})"
