@@ -221,3 +221,25 @@ def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch):
     found = check_source(src, config={"select": ["NUM101", "NUM102"]})
     assert [d.code for d in found] == ["NUM000", "NUM101"]
     assert "internal error in rule NUM102 (ValueError: boom)" in found[0].message
+
+
+def test_checked_code_never_runs(tmp_path: Path):
+    """Linting, fixing and the language server parse the code; importing it would leave a file."""
+    sentinel = tmp_path / "SENTINEL"
+    pkg = tmp_path / "victim"
+    pkg.mkdir()
+    payload = f"import pathlib\npathlib.Path({str(sentinel)!r}).write_text('ran')\n"
+    (pkg / "__init__.py").write_text(payload)
+    (pkg / "model.py").write_text(payload + "import torch\ny = torch.log(torch.softmax(x, 1))\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.numlint]\nselect = ['ALL']\n")
+    for args in (
+        ["check"],
+        ["check", "--fix", "--unsafe-fixes"],
+        ["check", "--output-format", "sarif"],
+    ):
+        run_cli(*args, "--no-cache", str(pkg), cwd=tmp_path)
+    from numlint.lsp import lint_document
+
+    snap = lint_document((pkg / "model.py").as_uri(), 1, (pkg / "model.py").read_text(), [tmp_path])
+    assert snap.diagnostics is not None
+    assert not sentinel.exists()
