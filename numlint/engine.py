@@ -114,6 +114,7 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
         for r, opts in rules
         if (has_torch or not r.NEEDS_TORCH)
         and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
+        and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
     ]
     if not active:
         return _syntax_check(source, path)

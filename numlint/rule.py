@@ -119,6 +119,8 @@ class Rule:
     MESSAGE: ClassVar[str]
     #: Substrings one of which must occur in the source for the rule to run at all.
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    #: And, when set, one of these must occur too (e.g. a division as well as a norm).
+    ALSO_REQUIRES: ClassVar[tuple[str, ...]] = ()
     #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
     NEEDS_TORCH: ClassVar[bool] = True
     DEFAULT_ENABLED: ClassVar[bool] = True

@@ -314,3 +314,46 @@ def test_model_computing_its_own_loss_reports_the_loss_phase() -> None:
     ev = info.value.event
     assert ev["phase"] == "loss" and ev["module"] == "" and ev["tensor"] == "output.loss"
     assert ev["kind"] == "inf" and ev["origin"] is True
+
+
+def test_flags_deferred_through_propagating_modules_still_catch_the_origin() -> None:
+    # Linear -> LayerNorm -> ReLU -> Linear: the first Linear's flag is left to LayerNorm's
+    # (a NaN/Inf in its input reaches its output); the exact re-run still names the Linear.
+    torch.manual_seed(0)
+
+    class Overflow(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 1e38
+
+    model = nn.Sequential(Overflow(), nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 2))
+    with torch.no_grad():
+        model[1].weight.fill_(10.0)
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None, static=False):
+            model(torch.ones(3, 4))
+    ev = info.value.event
+    assert ev["module"] == "1" and ev["origin"] is True and ev["kind"] == "inf"
+    assert {e["module"] for e in info.value.events} >= {"1", "2", "4", ""}
+
+
+def test_a_tensor_changed_in_place_between_modules_is_flagged_as_it_is_now() -> None:
+    class Sanitise(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.b = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.a(x)
+            h.clamp_(-1.0, 1.0)  # in place between two modules
+            return self.b(h)
+
+    model = Sanitise()
+    with numlint.watch(model, log=None):
+        model(torch.randn(2, 4))  # finite all along: no error
+    with torch.no_grad():
+        model.b.bias.fill_(float("nan"))
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None, static=False):
+            model(torch.randn(2, 4))
+    assert info.value.event["phase"] == "param" and info.value.event["module"] == "b.bias"

@@ -78,6 +78,8 @@ def test_examples_pass_prefilter():
         for ex in rule.INVALID:
             assert not rule.TRIGGERS or any(t in ex.source for t in rule.TRIGGERS), rule.CODE
             assert not rule.NEEDS_TORCH or "torch" in ex.source, rule.CODE
+            also = rule.ALSO_REQUIRES
+            assert not also or any(t in ex.source for t in also), rule.CODE
 
 
 def test_files_without_torch_are_left_to_torch_free_rules():

@@ -75,6 +75,17 @@ PARAM_COVERED: tuple[type[nn.Module], ...] = (
 )
 
 
+PROPAGATING: tuple[type[nn.Module], ...] = (
+    nn.Linear,
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    *((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ()),
+)
+
+
 def gradient_covered(module: nn.Module) -> bool:
     """True when a non-finite gradient at the module's output must show in its weight's
     gradient (see PARAM_COVERED)."""
@@ -85,6 +96,42 @@ def gradient_covered(module: nn.Module) -> bool:
 def queue_end_of_backward(fn: Callable[[], None]) -> None:
     """Run `fn` once the running backward pass finishes (the hook DDP itself relies on)."""
     Variable._execution_engine.queue_callback(fn)
+
+
+def propagates(module: nn.Module) -> bool:
+    """True when a NaN/Inf anywhere in the module's input makes its output non-finite too:
+    Linear (every output of a row sums over the whole input row; NaN * 0 is NaN), the norms (a
+    mean over the row, channel or group), convolutions whose windows cover every input element
+    (stride <= kernel, no dilation), and transposed convolutions."""
+    if isinstance(module, PROPAGATING):
+        return True
+    if isinstance(module, nn.modules.conv._ConvNd):
+        if module.transposed:
+            return True
+        return all(d == 1 for d in module.dilation) and all(
+            s <= k for s, k in zip(module.stride, module.kernel_size, strict=False)
+        )
+    return False
+
+
+class _Current:
+    """The tensor seen last: its version when seen, its flag (None while still owed) and the
+    modules whose entries wait for that flag."""
+
+    __slots__ = ("tensor", "version", "waiting", "flag")
+
+    def __init__(self, tensor: Tensor, waiting: list[int], f: Tensor | None = None) -> None:
+        self.tensor = tensor
+        self.version = tensor._version
+        self.waiting = waiting
+        self.flag = f
+
+    def share(self, i: int, rec: FlagRecorder) -> None:
+        """Module `i` output this same tensor: its entry gets the same flag."""
+        if self.flag is None:
+            self.waiting.append(i)
+        else:
+            rec._append(self.flag, i)
 
 
 class FlagRecorder:
@@ -101,18 +148,17 @@ class FlagRecorder:
         self.out_grads: list[Tensor | None] | None = None
         self._on_backward_end = on_backward_end
         self._queued = False
-        self._last: Tensor | None = None  # the tensor flagged last, its version and flag
-        self._last_ver = -1
-        self._last_flag: Tensor | None = None
+        self._cur: _Current | None = None  # the tensor seen last
         self._node_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
         self._root_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
 
     def forget_last(self) -> None:
-        """Drop the reference to the tensor flagged last (end of a forward)."""
-        self._last = self._last_flag = None
+        """Drop the reference to the tensor seen last (end of a forward)."""
+        self._cur = None
 
     def take_forward(self) -> tuple[list[Tensor], list[int]]:
         """The forward flags collected so far, and clear them."""
+        self._resolve()
         out = (list(self.fflags), list(self.fidx))
         self.fflags.clear()
         self.fidx.clear()
@@ -132,51 +178,59 @@ class FlagRecorder:
 
     # -------------------------------------------------------------- forward
     def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
-        """The forward hook of submodule number `i`."""
-        flags, idx = self.fflags, self.fidx
+        """The forward hook of submodule number `i`.
+
+        The flag of the tensor seen last (the current one) is computed as late as possible: a
+        propagating module (Linear, Conv, norms) that takes it as its only input makes it
+        unnecessary (its own output's flag covers both), a finite-preserving one (activations,
+        dropout, pooling) reuses it for its output, a container returning it shares it."""
         check_backward = self.check_backward and not gradient_covered(module)
         watch_grad = self.watch_grad
         preserving = isinstance(module, FINITE_PRESERVING)
+        propagating = propagates(module)
 
         def record(args: Any, output: Any) -> None:
             if isinstance(output, Tensor):
-                last = self._last
-                if last is not None and self._last_ver == last._version:
-                    # The flag of the tensor flagged last is still valid (not modified in place)
-                    # and covers this output too when it is that same tensor (a container
-                    # passing a child's output through), or when this module maps finite
-                    # inputs to finite outputs and that tensor was its only input.
-                    if output is last or (preserving and len(args) == 1 and args[0] is last):
-                        flags.append(self._last_flag)  # type: ignore[arg-type]
-                        idx.append(i)
-                        if output is not last:
-                            self._last, self._last_ver = output, output._version
+                if not is_checked(output):
+                    return
+                cur = self._cur
+                if cur is not None:
+                    if cur.tensor._version != cur.version:  # modified in place since
+                        self._resolve()
+                        cur = None
+                    elif output is cur.tensor:  # a container passing a child's output on
+                        cur.share(i, self)
+                        return
+                    elif len(args) == 1 and args[0] is cur.tensor:
+                        if preserving:  # finite in, finite out: reuse the input's flag
+                            self._resolve()
+                            self._cur = _Current(output, [], cur.flag)
+                            self._append(cur.flag, i)  # type: ignore[arg-type]
                             if check_backward and output.requires_grad:
                                 watch_grad(i, output)
-                        return
-                if output.dtype is torch.float32:  # the common case, inlined
-                    f = output.detach().sum()
-                elif is_checked(output):
-                    f = flag(output)
-                else:
-                    return
-                flags.append(f)
-                idx.append(i)
-                self._last, self._last_ver, self._last_flag = output, output._version, f
+                            return
+                        if propagating:  # non-finite in, non-finite out: one flag for both
+                            waiting = cur.waiting if cur.flag is None else []
+                            self._cur = _Current(output, [*waiting, i])
+                            if check_backward and output.requires_grad:
+                                watch_grad(i, output)
+                            return
+                self._resolve()
+                self._cur = _Current(output, [i])
                 if check_backward and output.requires_grad:
                     watch_grad(i, output)
                 return
+            self._resolve()
             first = None
             for t in flat_tensors(output):
                 f = flag(t)
-                flags.append(f)
-                idx.append(i)
+                self._append(f, i)
                 if first is None:
-                    first = (t, t._version, f)
+                    first = _Current(t, [], f)
                 if check_backward and t.requires_grad:
                     watch_grad(i, t)
             if first is not None:  # e.g. attention's (output, weights): output feeds dropout
-                self._last, self._last_ver, self._last_flag = first
+                self._cur = first
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:
@@ -188,18 +242,34 @@ class FlagRecorder:
 
         return hook
 
+    def _append(self, f: Tensor, i: int) -> None:
+        self.fflags.append(f)
+        self.fidx.append(i)
+
+    def _resolve(self) -> None:
+        """Compute the current tensor's flag if it is still owed (one reduction)."""
+        cur = self._cur
+        if cur is not None and cur.flag is None:
+            t = cur.tensor
+            cur.flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
+            for j in cur.waiting:
+                self._append(cur.flag, j)
+            cur.waiting = []
+
     def root_outputs(self, output: Any) -> list[Tensor]:
         """Flag the top-level module's outputs; hook their gradients, keeping them (the
         gradient of the loss w.r.t. the model output) until the end of backward."""
         outs = flat_tensors(output)
-        last = self._last
+        cur = self._cur
         for t in outs:
             try:
-                f = self._last_flag if t is last and self._last_ver == t._version else flag(t)
+                if cur is not None and t is cur.tensor and cur.version == t._version:
+                    cur.share(0, self)
+                else:
+                    self._append(flag(t), 0)
             except Exception:
                 continue
-            self.fflags.append(f)  # type: ignore[arg-type]
-            self.fidx.append(0)
+        self._resolve()
         if self.check_backward:
             self.out_grads = [None] * len(outs)
             for k, t in enumerate(outs):

@@ -4,13 +4,15 @@ Fast path, every step (see `hooks`). Each submodule's forward hook reduces each 
 to one 0-dim device tensor (its sum: non-finite iff the output holds a NaN/Inf) and appends it
 to a list without reading it. The top-level module's forward hook reads the whole list once: one
 host synchronisation per forward, so the error surfaces at the `model(x)` call of the failing
-step, before loss and backward run. Backward is the same with tensor hooks on module outputs
-(the gradient flowing back into each module), read once when the autograd engine finishes (an
-engine callback). Before optimizer.step one multi-tensor norm (`torch._foreach_norm`) gives
-every gradient norm, read once: the global norm is logged, and a non-finite gradient stops the
-step before it reaches the weights. A parameter that the step itself makes non-finite shows in
-the next forward's read and is reported with phase "param" (check_params="step" checks right
-after every step instead, for one more norm per step). Hooks never modify a tensor.
+step, before loss and backward run. Backward is the same with hooks on the autograd nodes of
+module outputs (the gradient flowing back into each module), read once when the autograd engine
+finishes (an engine callback); modules whose weight gradient is a full reduction of that
+gradient (Linear, Conv, norms) need no flag, their weight gradient shows it. Before
+optimizer.step one multi-tensor norm (`torch._foreach_norm`) gives every gradient norm, read
+once: the global norm is logged, and a non-finite gradient stops the step before it reaches the
+weights. A parameter that the step itself makes non-finite shows in the next forward's read and
+is reported with phase "param" (check_params="step" checks right after every step instead, for
+one more norm per step). Hooks never modify a tensor.
 
 Failure path, only when a read says non-finite (see `locate`): the forward (and backward) of
 that step is re-run on the same batch with the same RNG state under exact per-module checks,

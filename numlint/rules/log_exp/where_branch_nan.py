@@ -61,7 +61,9 @@ class WhereBranchNan(Rule):
         "log / sqrt / division inside a `torch.where` branch: the branch not taken still gives "
         "NaN gradients; sanitise the input first (`torch.log(torch.where(x > 0, x, 1))`)"
     )
-    TRIGGERS = ("where", ">", "<", "!=", "==")
+    #: a `where`, or a product with a parenthesised mask; and an operation that can fail
+    TRIGGERS = ("where", "* (", "*(", ") *", ")*")
+    ALSO_REQUIRES = ("log", "sqrt", "/", "div")
 
     VALID = [
         Valid(

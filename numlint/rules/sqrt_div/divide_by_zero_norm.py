@@ -62,7 +62,21 @@ class DivideByZeroNorm(Rule):
         "division by a norm, sum, count or std that can be exactly 0: gives 0/0 = NaN; "
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
-    TRIGGERS = ("/", "div")
+    #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs), and a division
+    TRIGGERS = (
+        "norm",
+        "std",
+        "var",
+        "count_nonzero",
+        "sum",
+        "sqrt",
+        "pow",
+        "**",
+        "clamp",
+        "clip",
+        "abs",
+    )
+    ALSO_REQUIRES = ("/", "div")
 
     VALID = [
         Valid(
