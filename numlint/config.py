@@ -178,10 +178,11 @@ def unknown_selectors(selectors: tuple[str, ...] | list[str]) -> list[str]:
     ]
 
 
+@lru_cache(maxsize=256)
 def _select(
     select: tuple[str, ...] | None, extend: tuple[str, ...], ignore: tuple[str, ...]
-) -> list[type[Rule]]:
-    chosen = []
+) -> tuple[type[Rule], ...]:
+    chosen: list[type[Rule]] = []
     for rule in all_rules():
         if select is None:
             on = rule.DEFAULT_ENABLED
@@ -190,7 +191,7 @@ def _select(
         on = on or any(_matches(s, rule) for s in extend)
         if on and not any(_matches(s, rule) for s in ignore):
             chosen.append(rule)
-    return chosen
+    return tuple(chosen)
 
 
 def load(pyproject: Path) -> Config | None:

@@ -113,7 +113,16 @@ class _Threshold(Rule):
             self.report(node)
 
 
-def test_options_reach_the_rule(monkeypatch):
+@pytest.fixture
+def fresh_selection():
+    from numlint import config as config_mod
+
+    config_mod._select.cache_clear()
+    yield
+    config_mod._select.cache_clear()
+
+
+def test_options_reach_the_rule(monkeypatch, fresh_selection):
     from numlint import config as config_mod
 
     monkeypatch.setattr(config_mod, "all_rules", lambda: (_Threshold,))
@@ -125,7 +134,7 @@ def test_options_reach_the_rule(monkeypatch):
     assert len(check_source("x = 100\n", config=default)) == 1
 
 
-def test_opinionated_rules_need_selection(monkeypatch):
+def test_opinionated_rules_need_selection(monkeypatch, fresh_selection):
     from numlint import config as config_mod
 
     class Off(_Threshold):

@@ -21,7 +21,6 @@ import weakref
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.context import Context, Env, Scope, Value
 from numlint.semantics import (
@@ -35,7 +34,7 @@ from numlint.semantics import (
     same_bindings,
     strip,
 )
-from numlint.tree import walk
+from numlint.tree import descendants, walk
 
 KINDS = ("softmax", "sigmoid")
 _CLAMP_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "clip"})
@@ -122,7 +121,7 @@ def movable(ctx: Context, prob: Probability) -> cst.BaseExpression | None:
 
 
 def _has_call(node: cst.CSTNode) -> bool:
-    return bool(m.findall(node, m.Call()))
+    return any(isinstance(n, cst.Call) for n in descendants(node))
 
 
 def log_softmax_code(ctx: Context, act: Activation) -> str | None:

@@ -33,11 +33,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.context import Context, Env, Value
 from numlint.semantics import keyword, number, positional, string_value
-from numlint.tree import walk
+from numlint.tree import descendants, walk
 
 #: Below this (2**-25) a positive literal rounds to 0 in float16.
 HALF_ZERO = 2.0**-25
@@ -334,12 +333,16 @@ def _calls(node: cst.CSTNode, skip_defs: bool) -> list[cst.Call]:
     return found
 
 
-_DTYPE_TEST = m.Attribute(attr=m.Name("dtype") | m.Name("is_floating_point"))
+_DTYPE_ATTRS = ("dtype", "is_floating_point")
 
 
 def _dtype_test(test: cst.BaseExpression) -> int:
     """1 when an `if` test looks at a dtype (`x.dtype == torch.half`): dtype-aware code."""
-    return 1 if m.findall(test, _DTYPE_TEST) else 0
+    return int(
+        any(
+            isinstance(n, cst.Attribute) and n.attr.value in _DTYPE_ATTRS for n in descendants(test)
+        )
+    )
 
 
 def dtype_branch(ctx: Context) -> bool:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.precision._dtype import constant, evidence, traced_dtype
 from numlint.semantics import positional
+from numlint.tree import descendants
 
 _ADAM = frozenset(
     {f"torch.optim.{name}" for name in ("Adam", "AdamW", "NAdam", "RAdam", "Adamax")}
     | {"torch.optim.adam.Adam", "torch.optim.adamw.AdamW"}
 )
-_PARAMETERS = m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name("named_parameters")))
+_PARAMETERS = ("parameters", "named_parameters")
 
 
 class AdamEpsHalf(Rule):
@@ -186,10 +186,17 @@ def _owners(ctx, value: Value, depth: int = 4) -> list[tuple[cst.BaseExpression,
         return []
     value = ctx.deref(value)
     out: list[tuple[cst.BaseExpression, object]] = []
-    for call in m.findall(value.node, _PARAMETERS):
-        out.append((call.func.value, value.env))  # type: ignore[union-attr]
+    for call in descendants(value.node):
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _PARAMETERS
+        ):
+            out.append((call.func.value, value.env))
     if not out:
-        for name in m.findall(value.node, m.Name()):
+        for name in descendants(value.node):
+            if not isinstance(name, cst.Name):
+                continue
             if name is not value.node:
                 out += _owners(ctx, Value(name, value.env), depth - 1)  # type: ignore[arg-type]
     return out
