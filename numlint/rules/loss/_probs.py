@@ -355,3 +355,14 @@ def _analyse_class(ctx: Context, classdef: cst.ClassDef) -> tuple[Context, Scope
     scope = walker.scope or Scope("class", classdef)
     sub.scopes = [module_scope, scope]
     return sub, scope
+
+
+def log_space_code(ctx: Context, prob: Probability) -> str | None:
+    """`log_softmax(...)` to replace a softmax probability given where log-probabilities belong
+    (None when it is not a softmax, or cannot be moved here unchanged)."""
+    act = prob.activation
+    if act is None or prob.kind != "softmax" or movable(ctx, prob) is None:
+        return None
+    if not same_bindings(ctx, act.call, act.env):
+        return None
+    return log_softmax_code(ctx, act)

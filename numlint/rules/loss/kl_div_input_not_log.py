@@ -6,8 +6,7 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import KL_DIV, LossCall, loss_call
-from numlint.rules.loss._probs import Probability, log_softmax_code, movable, probability
-from numlint.semantics import same_bindings
+from numlint.rules.loss._probs import Probability, log_space_code, probability
 
 
 class KlDivInputNotLog(Rule):
@@ -173,13 +172,7 @@ class KlDivInputNotLog(Rule):
         self.report(node, fix=self._fix(loss, prob))
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
-        ctx = self.ctx
-        act = prob.activation
-        if act is None or prob.kind != "softmax" or movable(ctx, prob) is None:
-            return None
-        if not same_bindings(ctx, act.call, act.env):
-            return None
-        code = log_softmax_code(ctx, act)
+        code = log_space_code(self.ctx, prob)
         if code is None:
             return None
         return self.fix("unsafe", "Use `log_softmax` for the input", (loss.input, code))
