@@ -44,3 +44,32 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "pkg" / "bad.py").write_text(HAZARD)
     (tmp_path / "pkg" / "good.py").write_text(CLEAN)
     return tmp_path
+
+
+#: A model file whose Head.forward has a static NUM101 finding (for the monitor's tie-back).
+HEAD_WITH_FINDING = """
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.log(torch.softmax(self.proj(x) * 1000.0, -1))
+"""
+
+
+def load_module(path: Path, source: str, name: str):
+    """Write `source` to `path` and import it as module `name` (test code only)."""
+    import importlib.util
+
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -4,13 +4,12 @@ hook removal, the event log and the static tie-back."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from conftest import HEAD_WITH_FINDING, load_module
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -210,29 +209,9 @@ def test_bad_arguments() -> None:
     assert isinstance(numlint.watch(nn.Linear(2, 2), log=None), Monitor)
 
 
-STATIC_SOURCE = """
-import torch
-from torch import nn
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return torch.log(torch.softmax(self.proj(x) * 1000.0, -1))
-"""
-
-
 def test_origin_event_lists_static_findings_of_its_source_file(tmp_path: Path) -> None:
     path = tmp_path / "head_model.py"
-    path.write_text(STATIC_SOURCE)
-    spec = importlib.util.spec_from_file_location("head_model_for_tieback", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_module(path, HEAD_WITH_FINDING, "head_model_for_tieback")
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 4), mod.Head())
     with pytest.raises(NonFiniteError) as info:

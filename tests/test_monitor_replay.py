@@ -3,12 +3,11 @@ user's source line (forward, backward and loss), and lists static findings for t
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import HEAD_WITH_FINDING, load_module
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -119,29 +118,9 @@ def test_replay_of_the_loss_and_of_a_step_that_does_not_fail(tmp_path: Path) -> 
     )
 
 
-STATIC_SOURCE = """
-import torch
-from torch import nn
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return torch.log(torch.softmax(self.proj(x) * 1000.0, -1))
-"""
-
-
 def test_replay_lists_static_findings_at_the_line(tmp_path: Path) -> None:
     path = tmp_path / "replay_head.py"
-    path.write_text(STATIC_SOURCE)
-    spec = importlib.util.spec_from_file_location("replay_head_model", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_module(path, HEAD_WITH_FINDING, "replay_head_model")
     torch.manual_seed(0)
     model = nn.Sequential(mod.Head())
     snap = fail_and_snapshot(model, torch.randn(8, 4) * 10, tmp_path)
