@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -118,8 +120,10 @@ class NonFiniteError(FloatingPointError):
 
 class EventLog:
     """Thread-safe event sink: a ring buffer of the last `maxlen` events plus an optional JSONL
-    file, one event per line, flushed at once for error events and at most a second late for
-    the others. The first open() truncates the file; later ones (a monitor restarted) append."""
+    file, one event per line, written at once for error events and at most a second late for
+    the others. Lines are encoded when written, a second's worth at a time, so a training step
+    only appends its events to a list. The first open() truncates the file; later ones (a
+    monitor restarted) append. Events still unwritten at interpreter exit are written then."""
 
     FLUSH_EVERY_S = 1.0
 
@@ -129,6 +133,8 @@ class EventLog:
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._file: Any = None
+        self._unwritten: list[Event] = []
+        self._at_exit: weakref.finalize | None = None  # type: ignore[type-arg]
         self._opened_before = False
         self._flushed = 0.0
 
@@ -141,24 +147,54 @@ class EventLog:
             mode = "a" if self._opened_before else "w"
             self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115
             self._opened_before = True
+            self._flushed = time.monotonic()
+            # A monitor never stopped still gets its last events written at exit.
+            self._at_exit = weakref.finalize(
+                self, _write_lines, self._file, self._unwritten, self._lock, True
+            )
 
     def emit(self, event: Event) -> Event:
         """Record one event (ring buffer, counters, file)."""
-        line = to_json_line(event) if self._file is not None else None
         with self._lock:
             self.events.append(event)
-            self.counts[event["event"]] = self.counts.get(event["event"], 0) + 1
-            if self._file is not None and line is not None:
-                self._file.write(line + "\n")
+            name = event["event"]
+            self.counts[name] = self.counts.get(name, 0) + 1
+            if self._file is not None:
+                self._unwritten.append(event)
                 now = time.monotonic()
-                if event["event"] in ERROR_EVENTS or now - self._flushed > self.FLUSH_EVERY_S:
-                    self._file.flush()
+                if name in ERROR_EVENTS or now - self._flushed > self.FLUSH_EVERY_S:
+                    _write_lines(self._file, self._unwritten)
                     self._flushed = now
         return event
 
-    def close(self) -> None:
-        """Flush and close the file; the ring buffer stays readable."""
+    def flush(self) -> None:
+        """Write the events not yet in the file."""
         with self._lock:
             if self._file is not None:
-                self._file.close()
+                _write_lines(self._file, self._unwritten)
+                self._flushed = time.monotonic()
+
+    def close(self) -> None:
+        """Write what is left and close the file; the ring buffer stays readable."""
+        with self._lock:
+            if self._at_exit is not None:
+                self._at_exit.detach()
+                self._at_exit = None
+            if self._file is not None:
+                _write_lines(self._file, self._unwritten, close=True)
                 self._file = None
+
+
+def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool = False) -> None:
+    """Encode `events` as JSON lines, write and flush them, empty the list; `lock` when the
+    caller does not hold it already (the exit hook)."""
+    with lock if lock is not None else contextlib.nullcontext():
+        if file.closed:
+            return
+        if events:
+            file.write("".join([to_json_line(e) + "\n" for e in events]))
+            events.clear()
+        if close:
+            file.close()
+        else:
+            file.flush()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import math
-import statistics
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -95,19 +96,36 @@ def param_stats(params: list[Tensor], names: list[str], present: list[int]) -> l
 
 class ExplosionDetector:
     """Flags a gradient norm above `factor` times the running median of the last `window`
-    finite norms, once `warmup` norms have been seen."""
+    finite norms, once `warmup` norms have been seen. The window is also kept sorted, so the
+    median is one lookup rather than a sort per step."""
 
     def __init__(self, factor: float = 10.0, window: int = 100, warmup: int = 10) -> None:
         self.factor = factor
         self.warmup = warmup
         self.history: deque[float] = deque(maxlen=window)
+        self._sorted: list[float] = []
+
+    def median(self) -> float | None:
+        """The median of the window, None before `warmup` norms (or with an empty window)."""
+        s = self._sorted
+        n = len(s)
+        if n < self.warmup or not n:
+            return None
+        h = n // 2
+        return s[h] if n % 2 else (s[h - 1] + s[h]) / 2
 
     def update(self, norm: float) -> float | None:
         """Add one norm; return the running median when `norm` is an explosion, else None."""
         if not math.isfinite(norm):
             return None
-        median = statistics.median(self.history) if len(self.history) >= self.warmup else None
-        self.history.append(norm)
+        median = self.median()
+        history, s = self.history, self._sorted
+        if history.maxlen == 0:
+            return None
+        if len(history) == history.maxlen:
+            del s[bisect.bisect_left(s, history[0])]
+        history.append(norm)
+        bisect.insort(s, norm)
         if median is not None and median > 0 and norm > self.factor * median:
             return median
         return None
@@ -119,19 +137,23 @@ def step_events(
     iteration: int,
     rank: int,
     total: float,
-    per_param: dict[int, float],
+    present: list[int],
+    values: list[float],
     loss: float | None,
     scale: float | None,
     rows: list[dict[str, Any]] | None,
     groups: list[ParamGroup],
     names: list[str],
     explosion: ExplosionDetector,
+    when: float | None = None,
 ) -> list[Event]:
     """The events of one completed step: the global norm (always), an explosion, a vanishing
     group (every parameter with a gradient in the group has an all-zero gradient), and the
-    per-parameter statistics when they were computed."""
+    per-parameter statistics when they were computed. `values[k]` is the gradient norm of
+    parameter `present[k]`; `when` the step's wall-clock time (default: now)."""
+    now = time.time() if when is None else when
     common = {"step": step, "iteration": iteration, "rank": rank}
-    out = [make_event(STEP, grad_norm=total, loss=loss, scale=scale, **common)]
+    out = [make_event(STEP, grad_norm=total, loss=loss, scale=scale, time=now, **common)]
     median = explosion.update(total)
     if median is not None:
         out.append(
@@ -142,23 +164,26 @@ def step_events(
                 median=median,
                 factor=explosion.factor,
                 ratio=total / median,
+                time=now,
                 **common,
             )
         )
-    for group in groups:
-        with_grad = [i for i in group.indices if i in per_param]
-        if with_grad and all(per_param[i] == 0.0 for i in with_grad):
-            params = [names[i] for i in with_grad][:50]
-            out.append(
-                make_event(
-                    VANISHING,
-                    phase="grad",
-                    group=group.name,
-                    module=group.name,
-                    params=params,
-                    **common,
+    if 0.0 in values:  # some gradient is all zeros: is a whole group without signal?
+        per_param = dict(zip(present, values, strict=True))
+        for group in groups:
+            with_grad = [i for i in group.indices if i in per_param]
+            if with_grad and all(per_param[i] == 0.0 for i in with_grad):
+                out.append(
+                    make_event(
+                        VANISHING,
+                        phase="grad",
+                        group=group.name,
+                        module=group.name,
+                        params=[names[i] for i in with_grad][:50],
+                        time=now,
+                        **common,
+                    )
                 )
-            )
     if rows is not None:
-        out.append(make_event(GRAD_STATS, phase="grad", params=rows, **common))
+        out.append(make_event(GRAD_STATS, phase="grad", params=rows, time=now, **common))
     return out

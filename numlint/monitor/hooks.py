@@ -3,7 +3,8 @@ module to one on-device flag, without reading it (no host synchronisation per la
 
 A flag is the sum of a tensor: a 0-dim device tensor that is non-finite iff the tensor holds a
 NaN or an Inf (see `stats.flag`). Flags are appended to a list in call order, with the index of
-the module that produced them; the Monitor reads a whole list at once (one `.item()`)."""
+the module that produced them; the Monitor reads a whole list at once (see `stats.all_finite`).
+A flag that another check makes redundant is never computed (see `forward_hook`)."""
 
 from __future__ import annotations
 
@@ -86,11 +87,62 @@ PROPAGATING: tuple[type[nn.Module], ...] = (
 )
 
 
+# Modules whose input gradient is non-finite whenever their output gradient is (tested for NaN,
+# +Inf and -Inf at every position): reshapes, Dropout (grad * mask: NaN * 0 is NaN), max pooling
+# (each output gradient is added to one input position), average pooling, and activations whose
+# derivative multiplies the gradient. Not ReLU, ReLU6, Hardtanh, Hardswish, Hardsigmoid: their
+# backward selects (where(mask, grad, 0)), which drops a NaN. A module of these types whose input
+# gradient is itself checked (flagged, or covered by a weight gradient) needs no gradient flag of
+# its own. Exact types: a subclass may compute something else.
+BACKWARD_PROPAGATING: frozenset[type[nn.Module]] = frozenset(
+    {
+        nn.Identity,
+        nn.Flatten,
+        nn.Unflatten,
+        nn.Dropout,
+        nn.Dropout1d,
+        nn.Dropout2d,
+        nn.Dropout3d,
+        nn.AlphaDropout,
+        nn.MaxPool1d,
+        nn.MaxPool2d,
+        nn.MaxPool3d,
+        nn.AdaptiveMaxPool1d,
+        nn.AdaptiveMaxPool2d,
+        nn.AdaptiveMaxPool3d,
+        nn.AvgPool1d,
+        nn.AvgPool2d,
+        nn.AvgPool3d,
+        nn.AdaptiveAvgPool1d,
+        nn.AdaptiveAvgPool2d,
+        nn.AdaptiveAvgPool3d,
+        nn.Tanh,
+        nn.Sigmoid,
+        nn.GELU,
+        nn.SiLU,
+        nn.Mish,
+        nn.ELU,
+        nn.SELU,
+        nn.CELU,
+        nn.LeakyReLU,
+        nn.Softplus,
+        nn.Softsign,
+        nn.Softmax,
+        nn.LogSoftmax,
+    }
+)
+
+
 def gradient_covered(module: nn.Module) -> bool:
     """True when a non-finite gradient at the module's output must show in its weight's
-    gradient (see PARAM_COVERED)."""
+    gradient (see PARAM_COVERED; an Embedding's weight gradient adds up every output gradient
+    row, unless a padding row drops its own)."""
     weight = getattr(module, "weight", None)
-    return isinstance(module, PARAM_COVERED) and isinstance(weight, Tensor) and weight.requires_grad
+    if not (isinstance(weight, Tensor) and weight.requires_grad):
+        return False
+    if isinstance(module, nn.Embedding):
+        return module.padding_idx is None and not module.sparse
+    return isinstance(module, PARAM_COVERED)
 
 
 def queue_end_of_backward(fn: Callable[[], None]) -> None:
@@ -115,16 +167,21 @@ def propagates(module: nn.Module) -> bool:
 
 
 class _Current:
-    """The tensor seen last: its version when seen, its flag (None while still owed) and the
-    modules whose entries wait for that flag."""
+    """The tensor seen last: its version when seen, its flag (None while still owed), the
+    modules whose entries wait for that flag, and whether a non-finite gradient flowing back
+    into it is caught (`checked`: a node hook flags it, or the weight gradient of the module
+    that made it covers it)."""
 
-    __slots__ = ("tensor", "version", "waiting", "flag")
+    __slots__ = ("tensor", "version", "waiting", "flag", "checked")
 
-    def __init__(self, tensor: Tensor, waiting: list[int], f: Tensor | None = None) -> None:
+    def __init__(
+        self, tensor: Tensor, waiting: list[int], f: Tensor | None = None, checked: bool = False
+    ) -> None:
         self.tensor = tensor
         self.version = tensor._version
         self.waiting = waiting
         self.flag = f
+        self.checked = checked
 
     def share(self, i: int, rec: FlagRecorder) -> None:
         """Module `i` output this same tensor: its entry gets the same flag."""
@@ -134,9 +191,13 @@ class _Current:
             rec._append(self.flag, i)
 
 
+GradHook = Callable[[tuple[Any, ...]], None]
+
+
 class FlagRecorder:
     """Collects forward and backward flags. `paused` silences every hook (set while the monitor
-    is off or re-running a step itself); `on_backward_end` runs once per backward pass."""
+    is off or re-running a step itself); `on_backward_end` runs once per backward pass while
+    `end_callback` is set (when no optimizer step follows to read the backward flags at)."""
 
     def __init__(self, on_backward_end: Callable[[], None], check_backward: bool = True) -> None:
         self.paused = True
@@ -147,22 +208,19 @@ class FlagRecorder:
         self.bidx: list[int] = []
         self.out_grads: list[Tensor | None] | None = None
         self._on_backward_end = on_backward_end
+        self.end_callback = True
         self._queued = False
         self._cur: _Current | None = None  # the tensor seen last
-        self._node_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
-        self._root_hooks: dict[tuple[int, int], Callable[[tuple[Any, ...]], None]] = {}
-
-    def forget_last(self) -> None:
-        """Drop the reference to the tensor seen last (end of a forward)."""
-        self._cur = None
+        self._node_hooks: dict[tuple[int, int], GradHook] = {}
+        self._root_hooks: dict[tuple[int, int, bool], GradHook] = {}
 
     def take_forward(self) -> tuple[list[Tensor], list[int]]:
         """The forward flags collected so far, and clear them."""
         self._resolve()
-        out = (list(self.fflags), list(self.fidx))
-        self.fflags.clear()
-        self.fidx.clear()
-        self.forget_last()
+        out = (self.fflags, self.fidx)
+        self.fflags = []
+        self.fidx = []
+        self._cur = None
         return out
 
     def take_backward(self) -> tuple[list[Tensor], list[int]]:
@@ -172,10 +230,6 @@ class FlagRecorder:
         self.bidx.clear()
         return out
 
-    def backward_ended(self) -> None:
-        """Called from the end-of-backward callback: the next gradient starts a new pass."""
-        self._queued = False
-
     # -------------------------------------------------------------- forward
     def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
         """The forward hook of submodule number `i`.
@@ -183,64 +237,86 @@ class FlagRecorder:
         The flag of the tensor seen last (the current one) is computed as late as possible: a
         propagating module (Linear, Conv, norms) that takes it as its only input makes it
         unnecessary (its own output's flag covers both), a finite-preserving one (activations,
-        dropout, pooling) reuses it for its output, a container returning it shares it."""
-        check_backward = self.check_backward and not gradient_covered(module)
-        watch_grad = self.watch_grad
+        dropout, pooling) reuses it for its output, a container returning it shares it.
+        Backward likewise: the gradient flowing into the module's output gets a flag unless
+        the module's weight gradient covers it, or the module passes a non-finite gradient on
+        to its input (BACKWARD_PROPAGATING) and the gradient there is checked already. The
+        gradient hook for the usual output (output 0 of its autograd node) is made once."""
+        covered = gradient_covered(module)
+        check_backward = self.check_backward and not covered
+        back_propagating = type(module) in BACKWARD_PROPAGATING
         preserving = isinstance(module, FINITE_PRESERVING)
         propagating = propagates(module)
+        resolve = self._resolve
+        append = self._append
+        grad_hook0 = self._node_hook(i, 0) if check_backward else None
 
-        def record(args: Any, output: Any) -> None:
-            if isinstance(output, Tensor):
-                if not is_checked(output):
-                    return
-                cur = self._cur
-                if cur is not None:
-                    if cur.tensor._version != cur.version:  # modified in place since
-                        self._resolve()
-                        cur = None
-                    elif output is cur.tensor:  # a container passing a child's output on
-                        cur.share(i, self)
-                        return
-                    elif len(args) == 1 and args[0] is cur.tensor:
-                        if preserving:  # finite in, finite out: reuse the input's flag
-                            self._resolve()
-                            self._cur = _Current(output, [], cur.flag)
-                            self._append(cur.flag, i)  # type: ignore[arg-type]
-                            if check_backward and output.requires_grad:
-                                watch_grad(i, output)
-                            return
-                        if propagating:  # non-finite in, non-finite out: one flag for both
-                            waiting = cur.waiting if cur.flag is None else []
-                            self._cur = _Current(output, [*waiting, i])
-                            if check_backward and output.requires_grad:
-                                watch_grad(i, output)
-                            return
-                self._resolve()
-                self._cur = _Current(output, [i])
-                if check_backward and output.requires_grad:
-                    watch_grad(i, output)
-                return
-            self._resolve()
-            first = None
-            for t in flat_tensors(output):
-                f = flag(t)
-                self._append(f, i)
-                if first is None:
-                    first = _Current(t, [], f)
-                if check_backward and t.requires_grad:
-                    watch_grad(i, t)
-            if first is not None:  # e.g. attention's (output, weights): output feeds dropout
-                self._cur = first
+        def watch(output: Tensor) -> bool:
+            """Hook the gradient flowing into `output`; True when it is checked."""
+            node = output.grad_fn
+            if node is None:
+                return False
+            nr = output.output_nr
+            node.register_prehook(grad_hook0 if nr == 0 else self._node_hook(i, nr))
+            return True
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:
                 return
             try:
-                record(args, output)
+                if not isinstance(output, Tensor):
+                    self._record_many(i, output, check_backward)
+                    return
+                if not (output.is_floating_point() or output.is_complex()):
+                    return
+                cur = self._cur
+                checked = covered
+                if cur is not None:
+                    # (a tensor modified in place since it was seen is flagged as it is now)
+                    if cur.tensor._version == cur.version:
+                        if output is cur.tensor:  # a container passing a child's output on
+                            cur.share(i, self)
+                            return
+                        if len(args) == 1 and args[0] is cur.tensor:
+                            if back_propagating and cur.checked:
+                                checked = True  # its input's gradient check covers it
+                            elif check_backward and output.requires_grad:
+                                checked = watch(output)
+                            if preserving:  # finite in, finite out: reuse the input's flag
+                                resolve()
+                                f = cur.flag
+                                self._cur = _Current(output, [], f, checked)
+                                append(f, i)  # type: ignore[arg-type]
+                                return
+                            if propagating:  # non-finite in, non-finite out: one flag
+                                waiting = cur.waiting if cur.flag is None else []
+                                waiting.append(i)
+                                self._cur = _Current(output, waiting, None, checked)
+                                return
+                            resolve()
+                            self._cur = _Current(output, [i], None, checked)
+                            return
+                    resolve()
+                if check_backward and output.requires_grad:
+                    checked = watch(output)
+                self._cur = _Current(output, [i], None, checked)
             except Exception:  # a tensor type the flag cannot reduce: never break training
                 return
 
         return hook
+
+    def _record_many(self, i: int, output: Any, check_backward: bool) -> None:
+        """A module output that is not one tensor: flag each tensor inside it now."""
+        self._resolve()
+        first = None
+        for t in flat_tensors(output):
+            f = flag(t)
+            self._append(f, i)
+            checked = check_backward and t.requires_grad and self.watch_grad(i, t)
+            if first is None:
+                first = _Current(t, [], f, checked)
+        if first is not None:  # e.g. attention's (output, weights): output feeds dropout
+            self._cur = first
 
     def _append(self, f: Tensor, i: int) -> None:
         self.fflags.append(f)
@@ -251,20 +327,26 @@ class FlagRecorder:
         cur = self._cur
         if cur is not None and cur.flag is None:
             t = cur.tensor
-            cur.flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
+            f = cur.flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
+            fflags, fidx = self.fflags, self.fidx
             for j in cur.waiting:
-                self._append(cur.flag, j)
+                fflags.append(f)
+                fidx.append(j)
             cur.waiting = []
 
     def root_outputs(self, output: Any) -> list[Tensor]:
         """Flag the top-level module's outputs; hook their gradients, keeping them (the
-        gradient of the loss w.r.t. the model output) until the end of backward."""
+        gradient of the loss w.r.t. the model output) until the step. The gradient of an output
+        whose gradient is checked already (made by a Linear head, say) needs no flag here."""
         outs = flat_tensors(output)
         cur = self._cur
+        checked_out = None
         for t in outs:
             try:
                 if cur is not None and t is cur.tensor and cur.version == t._version:
                     cur.share(0, self)
+                    if cur.checked:
+                        checked_out = t
                 else:
                     self._append(flag(t), 0)
             except Exception:
@@ -275,10 +357,10 @@ class FlagRecorder:
             for k, t in enumerate(outs):
                 node = t.grad_fn
                 if node is not None:
-                    key = (k, t.output_nr)
+                    key = (k, t.output_nr, t is not checked_out)
                     hook = self._root_hooks.get(key)
                     if hook is None:
-                        hook = self._root_hooks[key] = self._make_root_hook(k, t.output_nr)
+                        hook = self._root_hooks[key] = self._make_root_hook(*key)
                     node.register_prehook(hook)
         return outs
 
@@ -288,23 +370,28 @@ class FlagRecorder:
             self._queued = True
             queue_end_of_backward(self._on_backward_end)
 
-    def watch_grad(self, i: int, t: Tensor) -> None:
+    def watch_grad(self, i: int, t: Tensor) -> bool:
         """Flag the gradient that will flow back into `t`, an output of module `i`.
 
         The hook goes on `t`'s autograd node (a node pre-hook, half the cost of a tensor hook),
         and reads the gradient of output `t.output_nr` of that node. If `t` is later modified in
         place (an inplace ReLU), the node still sees the gradient flowing into the module that
-        produced `t`."""
+        produced `t`. True when a hook went on."""
         node = t.grad_fn
         if node is None:
-            return
-        key = (i, t.output_nr)
+            return False
+        node.register_prehook(self._node_hook(i, t.output_nr))
+        return True
+
+    def _node_hook(self, i: int, nr: int) -> GradHook:
+        """The (cached) node pre-hook flagging the gradient of output `nr` of module `i`."""
+        key = (i, nr)
         hook = self._node_hooks.get(key)
         if hook is None:
-            hook = self._node_hooks[key] = self._make_node_hook(i, t.output_nr)
-        node.register_prehook(hook)
+            hook = self._node_hooks[key] = self._make_node_hook(i, nr)
+        return hook
 
-    def _make_node_hook(self, i: int, nr: int) -> Callable[[tuple[Any, ...]], None]:
+    def _make_node_hook(self, i: int, nr: int) -> GradHook:
         flags, idx = self.bflags, self.bidx
 
         def hook(grad_outputs: tuple[Any, ...]) -> None:
@@ -319,11 +406,12 @@ class FlagRecorder:
             elif is_checked(grad):
                 flags.append(flag(grad))
                 idx.append(i)
-            self._queue()
+            if self.end_callback and not self._queued:
+                self._queue()
 
         return hook
 
-    def _make_root_hook(self, k: int, nr: int) -> Callable[[tuple[Any, ...]], None]:
+    def _make_root_hook(self, k: int, nr: int, flagged: bool) -> GradHook:
         def hook(grad_outputs: tuple[Any, ...]) -> None:
             if self.paused or nr >= len(grad_outputs) or grad_outputs[nr] is None:
                 return
@@ -331,9 +419,10 @@ class FlagRecorder:
             store = self.out_grads
             if store is not None and k < len(store):
                 store[k] = grad  # the gradient of the loss w.r.t. model output k
-            if is_checked(grad):
-                self.bflags.append(flag(grad))
+            if flagged and (grad.dtype is torch.float32 or is_checked(grad)):
+                self.bflags.append(grad.sum() if grad.dtype is torch.float32 else flag(grad))
                 self.bidx.append(0)
-            self._queue()
+            if self.end_callback and not self._queued:
+                self._queue()
 
         return hook

@@ -3,16 +3,21 @@
 Fast path, every step (see `hooks`). Each submodule's forward hook reduces each floating output
 to one 0-dim device tensor (its sum: non-finite iff the output holds a NaN/Inf) and appends it
 to a list without reading it. The top-level module's forward hook reads the whole list once: one
-host synchronisation per forward, so the error surfaces at the `model(x)` call of the failing
-step, before loss and backward run. Backward is the same with hooks on the autograd nodes of
-module outputs (the gradient flowing back into each module), read once when the autograd engine
-finishes (an engine callback); modules whose weight gradient is a full reduction of that
-gradient (Linear, Conv, norms) need no flag, their weight gradient shows it. Before
-optimizer.step one multi-tensor norm (`torch._foreach_norm`) gives every gradient norm, read
-once: the global norm is logged, and a non-finite gradient stops the step before it reaches the
-weights. A parameter that the step itself makes non-finite shows in the next forward's read and
-is reported with phase "param" (check_params="step" checks right after every step instead, for
-one more norm per step). Hooks never modify a tensor.
+read per forward, so the error surfaces at the `model(x)` call of the failing step, before loss
+and backward run. Backward is the same with hooks on the autograd nodes of module outputs (the
+gradient flowing back into each module); a gradient needs no flag when a weight gradient covers
+it (Linear, Conv, norms: their weight gradient is a full reduction of it) or when the module
+passes a NaN/Inf on to its input's gradient, which is checked (Dropout, pooling, reshapes,
+Tanh...). Before optimizer.step one multi-tensor norm (`torch._foreach_norm`) gives every
+gradient norm, read at once with that step's backward flags: the global norm is logged, and a
+non-finite gradient stops the step before it reaches the weights. (Backward flags not followed
+by a step are read at the next forward, on leaving the `with` block, or, while no optimizer is
+known, when the backward pass ends.) A parameter that the step itself makes non-finite shows in
+the next forward's read and is reported with phase "param" (check_params="step" checks right
+after every step instead, for one more norm per step). On the CPU a read is a plain load of each
+flag; on an accelerator the flags are stacked and read with one synchronisation. The step
+events (norm, explosion, vanishing) are built and written a second's worth at a time. Hooks
+never modify a tensor, and nothing large is held past the step that made it.
 
 Failure path, only when a read says non-finite (see `locate`): the forward (and backward) of
 that step is re-run on the same batch with the same RNG state under exact per-module checks,
@@ -21,8 +26,10 @@ the events are written, a snapshot is saved and the action ("raise", "warn", "re
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import math
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -47,7 +54,7 @@ from numlint.monitor.grads import (
 )
 from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.locate import ForwardState, locate_backward, locate_forward
-from numlint.monitor.stats import all_finite, flag, flat_tensors, tensor_stats
+from numlint.monitor.stats import all_finite, flag, flat_tensors, read_floats, tensor_stats
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
@@ -130,7 +137,8 @@ class Monitor:
         self._stepped = False
         self._opt_seen: dict[int, bool] = {}
         self._pending: tuple[Any, ...] | None = None
-        self._overflow_hint: tuple[list[Tensor], list[int]] | None = None
+        self._unbuilt: list[tuple[Any, ...]] = []  # steps whose events are not built yet
+        self._unbuilt_since = 0.0
 
     # ------------------------------------------------------------------ set-up
     def _log_path(self, log: str | Path | None) -> Path | None:
@@ -154,20 +162,26 @@ class Monitor:
     @property
     def events(self) -> list[Event]:
         """The events recorded so far (the last `max_events` of them; kept after stop())."""
+        self._build_steps()
         return list(self._log.events)
 
     def __enter__(self) -> Monitor:
         self.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        try:
+            if exc_type is None:
+                self._check_pending()
+        finally:
+            self.stop()
 
     def start(self) -> Monitor:
         """Install the hooks. Idempotent only in pairs with stop()."""
         if self._active:
             raise RuntimeError("this monitor is already active")
         self._log.open()
+        atexit.register(self._write_at_exit)  # a monitor never stopped still logs its last steps
         self.rank = dist.rank()
         self._world = dist.world_size()
         named = list(self.model.named_modules())
@@ -176,7 +190,9 @@ class Monitor:
         named_params = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         self._param_names = [n for n, _ in named_params]
         self._params = [p for _, p in named_params]
+        self._all_present = list(range(len(self._params)))
         self._groups = self._groups_from(self.optimizer)
+        self._rec.end_callback = self.optimizer is None
         try:
             for i, (name, module) in enumerate(named):
                 if module is self.model or self._ignored(name):
@@ -209,6 +225,8 @@ class Monitor:
         if self._scaler_patch is not None:
             self._scaler_patch.remove()
             self._scaler_patch = None
+        atexit.unregister(self._write_at_exit)
+        self._build_steps()
         self._log.close()
         self._active = False
         self._rec.take_forward()
@@ -272,6 +290,7 @@ class Monitor:
             if known and self.optimizer is None:
                 self.optimizer = opt
                 self._groups = self._groups_from(opt)
+                self._rec.end_callback = False
         return known
 
     def _global_pre_step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -284,19 +303,26 @@ class Monitor:
 
     # ------------------------------------------------------------------ forward
     def _root_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
-        if self._paused:
+        rec = self._rec
+        if rec.paused:
             return
+        if rec.bflags and not self._scaler_on():
+            # A backward pass with no optimizer step since (gradient accumulation): check it
+            # now, while its forward's inputs are still here to re-run.
+            self._check_backward()
         self._rng = ForwardState.capture()
         self._grad_enabled = torch.is_grad_enabled()
-        self._rec.out_grads = None
-        self._rec.backward_ended()  # in case a backward pass died before its end callback
+        rec.out_grads = None
+        rec._queued = False  # in case a backward pass died before its end callback
 
     def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        if self._paused:
+        rec = self._rec
+        if rec.paused:
             return
-        self._rec.root_outputs(output)
+        rec.root_outputs(output)
         self._args, self._kwargs = args, kwargs
-        self._drain_forward()
+        if rec.fflags:
+            self._drain_forward()
 
     def _drain_forward(self) -> None:
         """Read the forward flags collected so far (one host read). Runs at the end of the
@@ -306,6 +332,8 @@ class Monitor:
             return
         saved, saved_idx = self._rec.take_forward()
         ok = all_finite(saved)
+        if ok and self._world == 1:
+            return
         bad_rank = self._agree(not ok)
         if bad_rank is not None:
             self._forward_failure(saved, saved_idx, bad_rank)
@@ -343,27 +371,48 @@ class Monitor:
 
     # ------------------------------------------------------------------ backward
     def _end_backward(self) -> None:
-        """Runs once when the autograd engine finishes a backward pass."""
-        self._rec.backward_ended()
-        if self._paused:
+        """Runs once when the autograd engine finishes a backward pass, while no optimizer is
+        known (with one, the backward flags are read with the gradient norms before its step)."""
+        rec = self._rec
+        rec._queued = False
+        if rec.paused:
             return
-        self._drain_forward()
+        if rec.fflags:
+            self._drain_forward()
+        if self._scaler_on():
+            return  # GradScaler skips overflowing steps: the flags wait for update()
+        self._check_backward(grads=self.optimizer is None)
+
+    def _scaler_on(self) -> bool:
+        return self._scaler_patch is not None and self._scaler_patch.enabled()
+
+    def _check_backward(self, grads: bool = False) -> None:
+        """Read the backward flags not yet read (and, with `grads`, check the parameter
+        gradients: no optimizer step will); report a non-finite one."""
         saved, saved_idx = self._rec.take_backward()
         ok = all_finite(saved)
-        if ok and self.optimizer is None:
-            ok = self._grads_finite()  # no optimizer step to check gradients at
-        scaler_on = self._scaler_patch is not None and self._scaler_patch.enabled()
-        if scaler_on:
-            # GradScaler handles overflowing gradients (it skips the step); decided in update().
-            self._overflow_hint = (saved, saved_idx) if not ok else None
-            return
+        if ok and grads:
+            ok = self._grads_finite()
+        if ok and self._world == 1:
+            return  # the output gradients stay until the next forward, for the step's check
         bad_rank = self._agree(not ok)
         if bad_rank is None:
-            return  # the output gradients stay until the next forward, for the step's check
+            return
         if bad_rank != self.rank:
             self._fail_remote("backward", bad_rank)
             return
         self._backward_failure(saved, saved_idx)
+
+    def _check_pending(self) -> None:
+        """On leaving the `with` block: read flags no check point has read yet (a last
+        backward pass not followed by an optimizer step)."""
+        rec = self._rec
+        if not self._active or rec.paused:
+            return
+        if rec.fflags:
+            self._drain_forward()
+        if rec.bflags and not self._scaler_on():
+            self._check_backward()
 
     def _grads_finite(self) -> bool:
         grads = [p.grad for p in self._params if p.grad is not None]
@@ -371,14 +420,20 @@ class Monitor:
             return True
         return all_finite(norms(grads))  # type: ignore[arg-type]
 
-    def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
+    def _loss_gradient_failure(self) -> bool:
+        """When the gradient arriving at the model output is already non-finite (the loss did
+        it), report that and return True."""
         grads = self._rec.out_grads or []
         g = next((t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None)
-        if g is not None:
-            # The gradient arriving at the model output is already non-finite: the loss did it.
-            f = Finding(LOSS, "grad_output", tensor_stats(g), True, self.criterion)
-            f.extra["gradient_of"] = "model output"
-            self._fail("loss", [f])
+        if g is None:
+            return False
+        f = Finding(LOSS, "grad_output", tensor_stats(g), True, self.criterion)
+        f.extra["gradient_of"] = "model output"
+        self._fail("loss", [f])
+        return True
+
+    def _backward_failure(self, flags: list[Tensor], idx: list[int]) -> None:
+        if self._loss_gradient_failure():
             return
         findings = self._locate_backward()
         if not findings and flags:
@@ -435,39 +490,68 @@ class Monitor:
 
     # ------------------------------------------------------------------ optimizer
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
-        """Before optimizer.step: every gradient norm in one multi-tensor op, one read."""
-        if self._paused:
+        """Before optimizer.step: every gradient norm in one multi-tensor op, read at once
+        with the backward flags of the step (one host read)."""
+        rec = self._rec
+        if rec.paused:
             return
-        self._drain_forward()
+        if rec.fflags:
+            self._drain_forward()
         self._stepped = True
+        flags, flag_idx = rec.take_backward() if rec.bflags else ([], [])
+        if flags and self._scaler_on():
+            flags = []  # GradScaler let this step through: its gradients are finite
         params = self._params
-        present = [i for i, p in enumerate(params) if p.grad is not None]
-        if not present:
+        grads = [p.grad for p in params]
+        present = self._all_present
+        for g in grads:
+            if g is None:  # some parameters got no gradient this step
+                present = [i for i, g in enumerate(grads) if g is not None]
+                grads = [grads[i] for i in present]
+                break
+        values = flags + norms(grads)  # type: ignore[arg-type]
+        loss = self._loss
+        if loss is not None and loss.numel() == 1 and grads:
+            values.append(loss.reshape(()))
+        else:
+            loss = None
+        read = read_floats(values) if values else []  # the one host read before the step
+        backward_ok = True
+        for v in read[: len(flags)]:
+            if not math.isfinite(v):
+                backward_ok = False
+        if flags:
+            del read[: len(flags)]
+        loss_value = read.pop() if loss is not None else None
+        total = math.sqrt(math.fsum([v * v for v in read]))
+        # (a sum of squares can overflow: a non-finite total is checked exactly)
+        ok = backward_ok and (math.isfinite(total) or self._grads_finite_exact())
+        if not ok or self._world > 1:
+            bad_rank = self._agree(not ok)
+            if bad_rank is not None:
+                if bad_rank != self.rank:
+                    self._fail_remote("grad", bad_rank)
+                elif not backward_ok:
+                    self._backward_failure(flags, flag_idx)
+                else:
+                    self._grad_failure()
+        # The gradient at the model output is needed no more: holding it on past the step
+        # would keep a large block (an LM head's) from the allocator through the next step.
+        rec.out_grads = None
+        if not grads:
             self._pending = None
             return
-        values = norms([params[i].grad for i in present])  # type: ignore[misc]
-        loss = self._loss if self._loss is not None and self._loss.numel() == 1 else None
-        if loss is not None:
-            values.append(loss.reshape(()))
-        read = stack_on(values, values[0].device).tolist()  # the one host read before the step
-        loss_value = read.pop() if loss is not None else None
-        total = math.sqrt(math.fsum(v * v for v in read))
-        bad = not math.isfinite(total) and not self._grads_finite_exact()
-        bad_rank = self._agree(bad)
-        if bad_rank is not None:
-            if bad_rank != self.rank:
-                self._fail_remote("grad", bad_rank)
-            else:
-                self._grad_failure()
         rows = None
         if self.grad_stats_every and self.iteration % self.grad_stats_every == 0:
             rows = param_stats(params, self._param_names, present)
-        self._pending = (total, dict(zip(present, read, strict=True)), loss_value, rows)
+        self._pending = (total, present, read, loss_value, rows)
 
     def _grad_failure(self) -> None:
         """Non-finite parameter gradients before the step. When re-running the last backward
         reproduces them, the module where they began is named (phase "backward"); otherwise
         something between backward and the step made them (phase "grad")."""
+        if self._loss_gradient_failure():  # (a Linear head's output gradient has no flag)
+            return
         findings = [f for f in self._locate_backward() if f.origin or f.stats]
         if any(f.origin for f in findings):
             self._fail("backward", findings)
@@ -482,7 +566,7 @@ class Monitor:
         (one multi-tensor norm, one read). By default ("forward") a parameter the step made
         non-finite is found, at no per-step cost, by the next forward's check, and reported
         with phase "param" at the same step."""
-        if self._paused:
+        if self._rec.paused:
             return
         self.step += 1
         if self.check_params == "step" and self._params:
@@ -506,6 +590,7 @@ class Monitor:
         skipped = not self._stepped
         self._stepped = False
         self.iteration += 1
+        flags, idx = self._rec.take_backward()  # read only for a skipped step
         if not skipped:
             self._skips.stepped()
             self._log_step(after)
@@ -513,16 +598,14 @@ class Monitor:
         if not self._loss_finite:
             return  # already reported as a loss event
         where: dict[str, Any] = {}
-        if self._overflow_hint:  # where the overflowing gradient was first seen in backward
-            flags, idx = self._overflow_hint
-            vals = torch.stack(flags).tolist()
+        if flags:  # where the overflowing gradient was first seen in backward
+            vals = read_floats(flags)
             k = next((k for k, v in enumerate(vals) if not math.isfinite(v)), None)
             if k is not None:
                 where = {
                     "module": self._names[idx[k]],
                     "kind": "nan" if vals[k] != vals[k] else "inf",
                 }
-        self._overflow_hint = None
         if not where:  # else the first parameter whose gradient overflowed
             where = self._first_nonfinite_grad()
         reason = self._skips.skipped(after)
@@ -539,7 +622,7 @@ class Monitor:
             consecutive=self._skips.consecutive,
             **where,
         )
-        self._log.emit(event)
+        self._emit(event)
         self._loss = None
         if reason is not None:
             div = dict(event)
@@ -558,26 +641,55 @@ class Monitor:
         return {}
 
     def _log_step(self, scale: float | None) -> None:
+        """Record a completed step. Its events (the norm, explosion, vanishing, statistics) are
+        built a second's worth at a time, or as soon as another event, `events` or stop() needs
+        them in order: a step only appends one tuple."""
         pending, self._pending = self._pending, None
         self._loss = None  # the next step's loss is its own
         if pending is None:
             return
-        total, per_param, loss, rows = pending
-        self.last_grad_norm = total
-        for event in step_events(
-            step=self.step,
-            iteration=self.iteration,
-            rank=self.rank,
-            total=total,
-            per_param=per_param,
-            loss=loss,
-            scale=scale,
-            rows=rows,
-            groups=self._groups,
-            names=self._param_names,
-            explosion=self._explosion,
-        ):
-            self._log.emit(event)
+        self.last_grad_norm = pending[0]
+        steps = self._unbuilt
+        steps.append((self.step, self.iteration, scale, time.time(), pending))
+        now = time.monotonic()
+        if len(steps) == 1:
+            self._unbuilt_since = now
+        elif now - self._unbuilt_since > EventLog.FLUSH_EVERY_S:
+            self._build_steps()
+
+    def _build_steps(self) -> None:
+        """Turn the recorded steps into events, in order."""
+        steps = self._unbuilt
+        if not steps:
+            return
+        self._unbuilt = []
+        emit = self._log.emit
+        for step, iteration, scale, when, (total, present, values, loss, rows) in steps:
+            for event in step_events(
+                step=step,
+                iteration=iteration,
+                rank=self.rank,
+                total=total,
+                present=present,
+                values=values,
+                loss=loss,
+                scale=scale,
+                rows=rows,
+                groups=self._groups,
+                names=self._param_names,
+                explosion=self._explosion,
+                when=when,
+            ):
+                emit(event)
+
+    def _write_at_exit(self) -> None:
+        self._build_steps()
+        self._log.flush()
+
+    def _emit(self, event: Event) -> None:
+        """Log one event after the steps recorded before it."""
+        self._build_steps()
+        self._log.emit(event)
 
     # ------------------------------------------------------------------ failure path
     def _paused_call(self, fn: Callable[..., list[Finding]], *args: Any) -> list[Finding]:
@@ -622,6 +734,7 @@ class Monitor:
             if isinstance(self.snapshot, Path):
                 for e in events:
                     e["snapshot"] = str(self.snapshot)
+        self._build_steps()
         for e in events:
             log.emit(e)
         if self.action == "raise":

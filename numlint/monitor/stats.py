@@ -68,12 +68,17 @@ def flag(t: Tensor) -> Tensor:
 
 
 def all_finite(flags: list[Tensor]) -> bool:
-    """Read flags once: True when every flag is finite. Sums the stacked flags (one read); only
-    when that sum is not finite, reads the flags themselves (finite flags can overflow a sum)."""
+    """Read flags once: True when every flag is finite. On an accelerator the stacked flags are
+    summed and read with one synchronisation (only when that sum is not finite are the flags
+    themselves read: finite flags can overflow a sum). CPU flags hold no device work to wait
+    for, so each is read directly: cheaper than building the stacked tensor."""
     if not flags:
         return True
-    if len(flags) == 1:
-        return math.isfinite(flags[0].item())
+    if flags[0].is_cpu:  # (a flag on another device then only costs a wait, not an error)
+        for f in flags:
+            if not math.isfinite(f.item()):
+                return False
+        return True
     try:
         stacked = torch.stack(flags)
     except RuntimeError:  # flags on several devices
@@ -81,6 +86,19 @@ def all_finite(flags: list[Tensor]) -> bool:
     if math.isfinite(stacked.sum().item()):
         return True
     return all(math.isfinite(v) for v in stacked.tolist())
+
+
+def read_floats(values: list[Tensor]) -> list[float]:
+    """The values of 0-dim tensors as floats: one read of the stacked values on an
+    accelerator; on the CPU, where there is nothing to wait for, each value directly (cheaper
+    than building the stacked tensor)."""
+    if values[0].is_cpu:
+        return [v.item() for v in values]
+    try:
+        stacked = torch.stack(values)
+    except RuntimeError:  # values on several devices
+        stacked = torch.stack([v.to(values[0].device) for v in values])
+    return stacked.float().tolist()
 
 
 def tensor_stats(t: Tensor) -> dict[str, Any]:

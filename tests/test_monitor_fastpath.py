@@ -1,0 +1,272 @@
+"""Monitor fast path: which checks can be left out because another check covers them, when the
+backward flags are read, what is released after a step, and the step log built in batches."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+import numlint  # noqa: E402
+from numlint.monitor import NonFiniteError  # noqa: E402
+from numlint.monitor.grads import ExplosionDetector  # noqa: E402
+from numlint.monitor.hooks import BACKWARD_PROPAGATING, gradient_covered  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():  # small CPU tests: intra-op threads only add contention under xdist
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class RowNorm(nn.Module):
+    """sqrt(sum(h**2)) * h: finite forward, NaN gradient for an all-zero row (0/0)."""
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt((h**2).sum(-1, keepdim=True)) * h
+
+
+def _instance(kind: type[nn.Module]) -> tuple[nn.Module, torch.Tensor]:
+    """A module of `kind` and an input it accepts."""
+    x = torch.randn(2, 3, 4, 4, 4)
+    if kind is nn.Unflatten:
+        return kind(1, (2, 2)), torch.randn(3, 4)
+    if kind in (nn.Softmax, nn.LogSoftmax):
+        return kind(-1), torch.randn(3, 4)
+    if kind.__name__.startswith(("MaxPool", "AvgPool")):
+        dims = int(kind.__name__[-2])
+        return kind(2), x.flatten(0, 2 - dims + 1) if dims < 3 else x
+    if kind.__name__.startswith("Adaptive"):
+        dims = int(kind.__name__[-2])
+        return kind(3), x.flatten(0, 2 - dims + 1) if dims < 3 else x
+    if kind.__name__.startswith("Dropout") and kind is not nn.Dropout:
+        dims = int(kind.__name__[-2])
+        return kind(0.5), x.flatten(0, 2 - dims + 1) if dims < 3 else x
+    return kind(), torch.randn(3, 4)
+
+
+@pytest.mark.parametrize("kind", sorted(BACKWARD_PROPAGATING, key=lambda k: k.__name__))
+def test_backward_propagating_modules_pass_any_nonfinite_gradient_on(kind: type) -> None:
+    # The reason their output gradient needs no flag: a NaN or Inf anywhere in it reaches the
+    # gradient of their input, which is checked.
+    module, x0 = _instance(kind)
+    module.train()
+    for scale in (1.0, 1e30, -1e30):
+        x = (x0 * scale).requires_grad_(True)
+        for bad in (math.nan, math.inf, -math.inf):
+            for pos in range(0, x.numel(), 7):
+                torch.manual_seed(pos)
+                out = module(x)
+                g = torch.randn_like(out)
+                g.view(-1)[pos % g.numel()] = bad
+                (grad,) = torch.autograd.grad(out, x, g)
+                assert not torch.isfinite(grad).all(), (kind.__name__, scale, bad, pos)
+
+
+def test_relu_drops_a_nan_gradient_so_it_keeps_its_flag() -> None:
+    assert nn.ReLU not in BACKWARD_PROPAGATING
+    x = torch.tensor([-1.0, 2.0], requires_grad=True)
+    (grad,) = torch.autograd.grad(torch.relu(x), x, torch.tensor([math.nan, 1.0]))
+    assert torch.isfinite(grad).all()  # the NaN at the inactive unit is gone
+
+
+def test_embedding_gradient_is_covered_by_its_weight_gradient_unless_padding_drops_it() -> None:
+    assert gradient_covered(nn.Embedding(5, 3))
+    assert not gradient_covered(nn.Embedding(5, 3, padding_idx=0))
+    assert not gradient_covered(nn.Embedding(5, 3, sparse=True))
+    emb = nn.Embedding(5, 3)
+    out = emb(torch.tensor([[1, 2], [2, 4]]))
+    g = torch.zeros_like(out)
+    g[1, 1, 2] = math.inf
+    out.backward(g)
+    assert not torch.isfinite(emb.weight.grad).all()
+
+
+def backward_flags(model: nn.Module, x: torch.Tensor) -> list[int]:
+    """The modules whose output gradient got a flag in one backward pass (no step after)."""
+    monitor = numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.0), log=None)
+    with monitor:
+        model(x).sum().backward()
+        idx = list(monitor._rec.bidx)
+    return sorted(idx)
+
+
+def test_only_gradients_nothing_else_covers_get_a_flag() -> None:
+    torch.manual_seed(0)
+    cnn = nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1),  # 1: covered by its weight gradient
+        nn.BatchNorm2d(4),  # 2: covered
+        nn.ReLU(),  # 3: flagged (its backward drops a NaN at inactive units)
+        nn.MaxPool2d(2),  # 4: passes a NaN on to the ReLU's flagged gradient
+        nn.Flatten(),  # 5: passes it on to the pooling's
+        nn.Dropout(0.1),  # 6: likewise
+        nn.Linear(4 * 4 * 4, 3),  # 7: covered
+        nn.Tanh(),  # 8: passes it on to the Linear's covered gradient
+    )
+    assert backward_flags(cnn, torch.randn(2, 3, 8, 8)) == [3]
+
+
+def test_a_nan_gradient_entering_an_unflagged_dropout_is_still_located() -> None:
+    # Linear -> Dropout -> RowNorm -> Linear: the NaN RowNorm's backward makes enters the
+    # Dropout, which has no flag; it reaches the first Linear's weight gradient, the check before
+    # the step finds it and re-running backward names RowNorm.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.0), RowNorm(), nn.Linear(8, 1))
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].bias.zero_()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            model(torch.randn(8, 4)).sum().backward()
+            opt.step()
+    ev = info.value.event
+    assert ev["phase"] == "backward" and ev["module"] == "2" and ev["origin"] is True
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_nonfinite_loss_gradient_at_a_linear_head_is_a_loss_event() -> None:
+    # The head's output gradient has no flag (its weight gradient covers it): the check before
+    # the step still tells a loss that did it from the model.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            out = model(torch.randn(3, 4))
+            torch.sqrt(out - out.detach()).sum().backward()  # sqrt(0): gradient inf
+            opt.step()
+    ev = info.value.event
+    assert ev["phase"] == "loss" and ev["module"] == "<loss>" and ev["origin"]
+    assert ev["gradient_of"] == "model output"
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def rownorm_model() -> nn.Module:
+    """ReLU -> RowNorm: the gradient is NaN for a batch row whose ReLU outputs are all zero."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), RowNorm(), nn.Linear(8, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.ones(8, 4))
+        model[0].bias.zero_()
+    return model
+
+
+def test_gradient_accumulation_names_the_micro_batch_that_broke() -> None:
+    model = rownorm_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    good = torch.ones(4, 4)
+    bad = good.clone()
+    bad[2] = -1.0  # that row's ReLU outputs are all zero: NaN gradient in backward
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            model(bad).sum().backward()  # read with the next check point: the next forward
+            model(good).sum().backward()
+            opt.step()
+    ev = info.value.event
+    assert ev["phase"] == "backward" and ev["module"] == "2" and ev["origin"] is True
+    assert ev["step"] == 0
+
+
+def test_a_backward_pass_not_followed_by_a_step_is_checked_on_exit() -> None:
+    model = rownorm_model()
+    bad = torch.ones(4, 4)
+    bad[0] = -1.0
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), log=None):
+            model(bad).sum().backward()
+    assert info.value.event["phase"] == "backward" and info.value.event["module"] == "2"
+    # an exception already on its way out is not replaced by a finding
+    with pytest.raises(KeyError):
+        with numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), log=None):
+            model(bad).sum().backward()
+            raise KeyError("user error")
+
+
+def test_the_output_gradient_is_let_go_after_the_step() -> None:
+    # Holding it into the next step would keep a large block (an LM head's) from the allocator.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    monitor = numlint.watch(model, opt, log=None)
+    with monitor:
+        model(torch.randn(5, 4)).sum().backward()
+        assert monitor._rec.out_grads and monitor._rec.out_grads[0] is not None
+        opt.step()
+        assert monitor._rec.out_grads is None
+        assert monitor.last_grad_norm is not None and monitor.last_grad_norm > 0
+
+
+def test_step_events_are_built_in_order_with_the_other_events(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    log = tmp_path / "ev.jsonl"
+    monitor = numlint.watch(model, opt, log=log, action="record", static=False)
+    with monitor:
+        for i in range(5):
+            opt.zero_grad()
+            x = torch.randn(3, 4)
+            if i == 3:
+                x[0, 0] = math.nan
+            model(x).sum().backward()
+            if i != 3:
+                opt.step()
+        assert [e["event"] for e in monitor.events][:4] == ["step"] * 3 + ["nonfinite"]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    kinds = [(e["event"], e["step"]) for e in lines if e["event"] in ("step", "nonfinite")]
+    assert kinds[:3] == [("step", 1), ("step", 2), ("step", 3)]
+    assert kinds[3][0] == "nonfinite" and kinds[-1] == ("step", 4)
+    assert all(isinstance(e["time"], float) for e in lines)
+    assert lines == [json.loads(json.dumps(e)) for e in monitor.events]
+
+
+def test_running_median_matches_statistics_median() -> None:
+    rng = random.Random(0)
+    det = ExplosionDetector(factor=3.0, window=7, warmup=3)
+    seen: list[float] = []
+    for _ in range(200):
+        v = rng.choice([rng.random(), rng.random() * 10, 0.5, math.nan, math.inf])
+        expected = None
+        finite = [x for x in seen if math.isfinite(x)][-7:]
+        if math.isfinite(v) and len(finite) >= 3:
+            med = statistics.median(finite)
+            expected = med if med > 0 and v > 3.0 * med else None
+        assert det.update(v) == expected
+        seen.append(v)
+
+
+def test_events_of_a_monitor_never_stopped_reach_the_file_at_exit(tmp_path: Path) -> None:
+    log = tmp_path / "ev.jsonl"
+    script = textwrap.dedent(
+        f"""
+        import torch, numlint
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        numlint.watch(model, opt, log={str(log)!r}).start()
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(2, 3)).sum().backward()
+            opt.step()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
+    assert steps == [1, 2, 3]
