@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from numlint import suppress
+from numlint import chunks, suppress
 from numlint.context import Context
 from numlint.diagnostic import Diagnostic, Edit, Fix
+from numlint.positions import Positions, line_offsets
 from numlint.rule import Report, Rule
 from numlint.tree import fields, is_node
 
@@ -106,8 +105,12 @@ def parse(source: str) -> cst.Module:
     return cst.parse_module(source)
 
 
-def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
-    """Every finding of `rules` in `source`, suppressions applied, sorted by position."""
+def lint(
+    source: str, path: str, rules: Sequence[RuleSpec], chunked: bool = True
+) -> list[Diagnostic]:
+    """Every finding of `rules` in `source`, suppressions applied, sorted by position.
+
+    `chunked`: parse only the definitions the active rules can need (numlint.chunks)."""
     has_torch = "torch" in source
     active = [
         (r, opts)
@@ -120,10 +123,14 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
         return _syntax_check(source, path)
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
     # over, or crash on (a 10,000-long `not` chain overflows libcst's native stack).
-    if err := _syntax_check(source, path):
-        return err
+    tree = _syntax_tree(source, path)
+    if isinstance(tree, list):
+        return tree
+    text, top = source, tree.body
+    if chunked:
+        text, top = chunks.reduce(source, tree, [r for r, _ in active], line_offsets(source))
     try:
-        module = parse(source)
+        module = parse(text)
     except cst.ParserSyntaxError as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         return [parse_error(path, f"could not parse: {line}", exc.raw_line, exc.raw_column + 1)]
@@ -141,7 +148,7 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
     reports = [rep for rule in instances for rep in rule.reports] + walker.errors
     if not reports:
         return []
-    diagnostics = _locate(module, path, reports)
+    diagnostics = _locate(Positions(module, top, text), path, reports)
     supp = suppress.parse(source)
     kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
@@ -149,10 +156,16 @@ def lint(source: str, path: str, rules: Sequence[RuleSpec]) -> list[Diagnostic]:
 
 def _syntax_check(source: str, path: str) -> list[Diagnostic]:
     """NUM000 when CPython's own parser rejects the file (about 8% of a libcst parse)."""
+    tree = _syntax_tree(source, path)
+    return tree if isinstance(tree, list) else []
+
+
+def _syntax_tree(source: str, path: str) -> ast.Module | list[Diagnostic]:
+    """CPython's ast of the file, or the NUM000 finding saying why there is none."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            return compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         row = exc.lineno or 1
         return [parse_error(path, f"could not parse: {exc.msg}", row, (exc.offset or 1))]
@@ -160,12 +173,14 @@ def _syntax_check(source: str, path: str) -> list[Diagnostic]:
         return [parse_error(path, "could not parse: the code is nested too deeply")]
     except ValueError as exc:
         return [parse_error(path, f"could not parse: {exc}")]
-    return []
 
 
-def _locate(module: cst.Module, path: str, reports: list[Report]) -> list[Diagnostic]:
+def _locate(positions: Positions, path: str, reports: list[Report]) -> list[Diagnostic]:
     """Turn node-based reports into positioned diagnostics (positions only computed here)."""
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions.prepare(
+        [rep.node for rep in reports]
+        + [r.node for rep in reports if rep.fix is not None for r in rep.fix.replacements]
+    )
     out = []
     for rep in reports:
         where = positions[rep.node]
@@ -192,14 +207,6 @@ def _locate(module: cst.Module, path: str, reports: list[Report]) -> list[Diagno
             )
         )
     return out
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def line_offsets(source: str) -> list[int]:
-    """Offset of the start of each line (index 0 is line 1)."""
-    return [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
 
 
 def apply_fixes(

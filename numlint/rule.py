@@ -121,6 +121,10 @@ class Rule:
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     #: And, when set, one of these must occur too (e.g. a division as well as a norm).
     ALSO_REQUIRES: ClassVar[tuple[str, ...]] = ()
+    #: How much code around a trigger the rule reads (numlint.chunks): "function" (the
+    #: enclosing function; definitions are kept for their names), "class" (the whole
+    #: enclosing top-level class) or "module" (the whole file).
+    CHUNK: ClassVar[str] = "function"
     #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
     NEEDS_TORCH: ClassVar[bool] = True
     DEFAULT_ENABLED: ClassVar[bool] = True

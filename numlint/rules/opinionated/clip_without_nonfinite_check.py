@@ -89,6 +89,7 @@ class ClipWithoutNonfiniteCheck(Rule):
         "`torch.isfinite` before stepping"
     )
     DEFAULT_ENABLED = False
+    CHUNK = "module"
     TRIGGERS = ("clip_grad_norm",)
 
     VALID = [

@@ -54,7 +54,9 @@ class AdamEpsHalf(Rule):
         "updates become inf/NaN; train with autocast + GradScaler (float32 weights), bfloat16, "
         "or pass `eps=1e-4` or larger"
     )
+    CHUNK = "class"
     TRIGGERS = ("Adam",)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
     OPTIONS = {"min_eps": 1e-4}
 
     VALID = [

@@ -73,6 +73,7 @@ class HalfPrecisionEps(Rule):
         "can still be 0 (inf/NaN); use a dtype-aware eps such as `torch.finfo(x.dtype).tiny` "
         "(6.1e-5) or compute in float32"
     )
+    CHUNK = "class"
     TRIGGERS = ("half", "Half", "float16")
 
     VALID = [

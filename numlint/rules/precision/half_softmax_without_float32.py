@@ -55,7 +55,9 @@ class HalfSoftmaxWithoutFloat32(Rule):
         "softmax of a float16 tensor: probabilities below 6e-8 flush to 0 and the rest lose "
         "precision, breaking a later log or sampling; pass `dtype=torch.float32`"
     )
+    CHUNK = "class"
     TRIGGERS = ("softmax",)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
 
     VALID = [
         Valid(

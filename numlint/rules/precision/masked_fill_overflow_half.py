@@ -50,7 +50,9 @@ class MaskedFillOverflowHalf(Rule):
         "masked_fill with a value beyond float16's range (65504) on float16 values raises an "
         "overflow error; fill with `torch.finfo(x.dtype).min` instead"
     )
+    CHUNK = "class"
     TRIGGERS = ("masked_fill",)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
 
     VALID = [
         Valid(

@@ -54,6 +54,7 @@ class ClipOutsideBackwardStep(Rule):
         "call it after `loss.backward()` (and `scaler.unscale_(optimizer)`) "
         "and before `optimizer.step()`"
     )
+    CHUNK = "module"
     TRIGGERS = ("clip_grad",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 

@@ -49,6 +49,7 @@ class ClipWithoutUnscale(Rule):
         "clipping gradients still multiplied by the GradScaler's loss scale shrinks the update "
         "about 65,536 times; call `scaler.unscale_(optimizer)` right before the clip"
     )
+    CHUNK = "module"
     TRIGGERS = ("clip_grad",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 

@@ -58,6 +58,7 @@ class DetectAnomalyLeftOn(Rule):
         "autograd anomaly detection left on slows every step and only catches NaN, never Inf; "
         "enable it behind a debug flag, or use numlint's runtime monitor (`numlint.watch`)"
     )
+    CHUNK = "module"
     TRIGGERS = ("anomaly",)
     NEEDS_TORCH = False  # Lightning code need not mention torch
 

@@ -44,6 +44,7 @@ class ScalerStepWithoutUpdate(Rule):
         "`scaler.step(optimizer)` without `scaler.update()` in the iteration: the next step "
         "raises and the loss scale never adapts; call `scaler.update()` after every step"
     )
+    CHUNK = "module"
     TRIGGERS = ("GradScaler", ".scale(", "unscale_")
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 

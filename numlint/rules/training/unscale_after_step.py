@@ -37,6 +37,7 @@ class UnscaleAfterStep(Rule):
         "`scaler.unscale_(optimizer)` after `scaler.step(optimizer)` raises or unscales "
         "gradients already used; call it after `backward()` and before clipping and `step()`"
     )
+    CHUNK = "module"
     TRIGGERS = ("unscale_",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 

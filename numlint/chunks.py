@@ -1,0 +1,228 @@
+"""Which parts of a file the active rules can need: the rest is blanked before parsing.
+
+Parsing with libcst is most of numlint's cost, and most functions in a file contain nothing a
+rule looks for. A top-level function or class, or a method, whose text holds none of the
+active rules' triggers is replaced by empty lines (a method by `pass`), so line and column
+numbers of everything kept stay the same. Kept always: every top-level statement that is not
+a definition (imports, assignments, script code), a class's own body statements and
+`__init__`, and, transitively, any definition whose name is called in kept text (a helper, a
+model class, a method called through `self`). Each rule says how much code around a trigger
+it needs (`Rule.CHUNK`): "function" (the default), "class" (the whole enclosing top-level
+class) or "module" (the whole file).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from numlint.rule import Rule
+
+#: A name called in kept text (`helper(`, `Model(`): its top-level definition is kept. The
+#: first alternative skips the names that `def` and `class` statements introduce.
+_CALLED = re.compile(r"\b(?:def|class)\s+\w+|(?<![\w.])([A-Za-z_]\w*)\s*\(")
+#: A method called through `self.` or `cls.` in a kept part of its class: it is kept
+#: (`self(x)` calls forward).
+_SELF_CALLED = re.compile(r"\b(?:self|cls)(?:\.([A-Za-z_]\w*))?\s*\(")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: Methods kept in every kept class: they set the attributes other methods read.
+_ALWAYS = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters"})
+_CALLABLE = frozenset({"forward", "__call__"})
+
+
+Extra = dict[type[Rule], frozenset[str]]
+
+
+@dataclass(eq=False)
+class _Unit:
+    """A definition that may be blanked: a top-level def/class or a method of one."""
+
+    node: ast.stmt
+    name: str
+    start: int  # first line, decorators included
+    end: int
+    text: str
+    methods: list[_Unit] = field(default_factory=list)
+    method: bool = False
+    kept: bool = False
+    skeleton: str = ""  # the text without the methods
+
+
+def _hits(rule: type[Rule], text: str, extra: Extra) -> bool:
+    triggers = rule.TRIGGERS + tuple(extra.get(rule, ()))
+    return any(t in text for t in triggers) and (
+        not rule.ALSO_REQUIRES or any(t in text for t in rule.ALSO_REQUIRES)
+    )
+
+
+def _carriers(
+    groups: Sequence[tuple[Sequence[ast.stmt], str]], rules: Sequence[type[Rule]]
+) -> Extra:
+    """Names and attributes assigned in statements holding a rule's trigger (`criterion =
+    nn.CrossEntropyLoss()`, `self.act = nn.Softmax(-1)`): code using them needs the rule too.
+    Each group is some statements and their text."""
+    out: dict[type[Rule], set[str]] = {}
+    for stmts, text in groups:
+        found = [r for r in rules if any(t in text for t in r.TRIGGERS)]
+        if not found:
+            continue
+        stored = {
+            n.id if isinstance(n, ast.Name) else n.attr
+            for stmt in stmts
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom))
+            for n in ast.walk(stmt)
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store)
+        }
+        for r in found:
+            out.setdefault(r, set()).update(stored)
+    return {r: frozenset(names) for r, names in out.items()}
+
+
+def unit_start(node: ast.stmt) -> int:
+    """First line of a statement, decorators included."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
+def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], extra: Extra) -> None:
+    """Mark the units to keep: those holding a trigger, and what kept code calls."""
+    whole_class = [r for r in rules if r.CHUNK == "class"]
+    names = set(_CALLED.findall(kept_text))
+    for u in units:
+        if any(_hits(r, u.text, extra) for r in rules):
+            _keep(u, names, any(_hits(r, u.text, extra) for r in whole_class), rules, extra)
+    changed = True
+    while changed:
+        changed = False
+        for u in units:
+            if not u.kept and u.name in names:
+                # A class kept for its name is a model a loss may read: keep its forward().
+                _keep(u, names, False, rules, extra, _CALLABLE)
+                changed = True
+            if u.kept and u.methods:
+                own = set(_SELF_CALLED.findall(u.skeleton))
+                for m in u.methods:
+                    if m.kept:
+                        own.update(_SELF_CALLED.findall(m.text))
+                if "" in own:
+                    own |= _CALLABLE
+                for m in u.methods:
+                    if not m.kept and m.name in own:
+                        _keep(m, names, True, rules, extra)
+                        changed = True
+
+
+def _keep(
+    u: _Unit,
+    names: set[str],
+    whole: bool,
+    rules: Sequence[type[Rule]],
+    extra: Extra,
+    wanted: frozenset[str] = frozenset(),
+) -> None:
+    """Keep `u`; of a class, its body statements, `__init__`-like methods, the methods in
+    `wanted` and those holding a trigger, counting the attributes the rest sets (all of it
+    when `whole`)."""
+    u.kept = True
+    u.skeleton = u.text
+    for m in u.methods:
+        u.skeleton = u.skeleton.replace(m.text, "", 1)
+    names.update(_CALLED.findall(u.skeleton))
+    if not u.methods:
+        return
+    setup = [m for m in u.methods if m.name in _ALWAYS]
+    body = [s for s in u.node.body if not isinstance(s, _DEFS)]  # type: ignore[attr-defined]
+    own = _carriers([([m.node], m.text) for m in setup] + [(body, u.skeleton)], rules)
+    merged = {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
+    for m in u.methods:
+        if (
+            whole
+            or m.name in _ALWAYS
+            or m.name in wanted
+            or any(_hits(r, m.text, merged) for r in rules)
+        ):
+            _keep(m, names, True, rules, extra)
+
+
+def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:
+    """`source` with full-line comments and the inner lines of docstrings and other string
+    statements turned to spaces (same offsets): triggers in prose do not keep code."""
+    prose: set[int] = set()
+    stack: list[list[ast.stmt]] = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                prose.update(range(stmt.lineno + 1, stmt.end_lineno or stmt.lineno))
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(stmt, name, None)
+                if isinstance(block, list):
+                    stack.append(block)
+    out = []
+    for i, start in enumerate(offsets):
+        end = offsets[i + 1] if i + 1 < len(offsets) else len(source)
+        line = source[start:end]
+        body = line.rstrip("\r\n")
+        if i + 1 in prose or body.lstrip().startswith("#"):
+            line = " " * len(body) + line[len(body) :]
+        out.append(line)
+    return "".join(out)
+
+
+def reduce(
+    source: str, tree: ast.Module, rules: Sequence[type[Rule]], offsets: Sequence[int]
+) -> tuple[str, list[ast.stmt]]:
+    """`source` with the definitions no rule in `rules` needs blanked (same line count), and
+    the top-level statements left in it."""
+    if any(r.CHUNK == "module" or not r.TRIGGERS for r in rules):
+        return source, tree.body
+
+    code = _code(source, tree, offsets)
+
+    def text(start: int, end: int) -> str:
+        return code[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
+
+    def unit(node: ast.stmt, method: bool) -> _Unit:
+        start, end = unit_start(node), node.end_lineno or node.lineno
+        return _Unit(node, node.name, start, end, text(start, end), method=method)  # type: ignore[attr-defined]
+
+    units: list[_Unit] = []
+    kept: list[ast.stmt] = []
+    kept_text: list[str] = []
+    for stmt in tree.body:
+        if not isinstance(stmt, _DEFS):
+            kept.append(stmt)
+            kept_text.append(text(stmt.lineno, stmt.end_lineno or stmt.lineno))
+            continue
+        top = unit(stmt, method=False)
+        units.append(top)
+        if isinstance(stmt, ast.ClassDef):
+            top.methods = [unit(s, method=True) for s in stmt.body if isinstance(s, _DEFS)]
+    if not units:
+        return source, tree.body
+    extra = _carriers([([s], t) for s, t in zip(kept, kept_text, strict=True)], rules)
+    _select(units, "".join(kept_text), rules, extra)
+    blanked = [u for u in units if not u.kept]
+    blanked += [m for u in units if u.kept for m in u.methods if not m.kept]
+    if not blanked:
+        return source, tree.body
+    gone = {u.start for u in blanked if not u.method}
+    top = [s for s in tree.body if not isinstance(s, _DEFS) or unit_start(s) not in gone]
+    out: list[str] = []
+    pos = 0
+    for u in sorted(blanked, key=lambda u: u.start):
+        a = offsets[u.start - 1]
+        b = offsets[u.end] if u.end < len(offsets) else len(source)
+        out.append(source[pos:a])
+        ends = _LINE_END.findall(source, a, b)
+        if u.method:
+            line = source[a : offsets[u.start] if u.start < len(offsets) else len(source)]
+            indent = line[: len(line) - len(line.lstrip(" \t"))]
+            first = ends[0] if ends else "\n"
+            out.append(indent + "pass" + first + "".join(ends[1:]))
+        else:
+            out.append("".join(ends))
+        pos = b
+    out.append(source[pos:])
+    return "".join(out), top

@@ -1,0 +1,189 @@
+"""Source positions of reported nodes, computed only for the top-level statements holding them.
+
+libcst's PositionProvider regenerates the code of the whole module (about three times the cost
+of parsing it). Each top-level statement starts at column 0, so its positions computed alone,
+as a one-statement module, differ from those in the file by a line offset that CPython's `ast`
+already knows (the line of the statement's first token). The offset is checked against both
+the kind of each statement (and its end must not pass the ast's: blanked methods, see
+numlint.chunks, can only shorten a class); on any disagreement the whole module's positions
+are used instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from numlint.tree import descendants
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def line_offsets(source: str) -> list[int]:
+    """Offset of the start of each line (index 0 is line 1)."""
+    return [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
+
+
+class Positions:
+    """Maps nodes of `module` (parsed from `source`) to their CodeRange in the file."""
+
+    def __init__(self, module: cst.Module, top: Sequence[ast.stmt], source: str) -> None:
+        self.module = module
+        self.top = top
+        self.source = source
+        self.offsets: list[int] | None = None
+        self.ranges: dict[cst.CSTNode, CodeRange] = {}
+        self.whole = False
+
+    def prepare(self, nodes: Iterable[cst.CSTNode]) -> None:
+        """Compute the positions of `nodes` (and of everything in their statements)."""
+        wanted = {id(n): n for n in nodes if n not in self.ranges}
+        if wanted and not self.whole:
+            self.whole = not self._place(self.module.body, self.top, 0, wanted)
+        if self.whole:
+            self.ranges = dict(
+                MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            )
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        if node not in self.ranges:
+            self.prepare([node])
+        return self.ranges[node]
+
+    def _place(
+        self,
+        body: Sequence[cst.CSTNode],
+        top: Sequence[ast.stmt],
+        indent: int,
+        wanted: dict[int, cst.CSTNode],
+    ) -> bool:
+        """Positions for the statements of `body` (at column `indent`) holding wanted nodes."""
+        anchors = _anchors(body, top)
+        if anchors is None:
+            return False
+        for stmt, group in zip(body, anchors, strict=True):
+            if not wanted:
+                break
+            inside = {i: wanted[i] for i in map(id, descendants(stmt)) if i in wanted}
+            if not inside:
+                continue
+            first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
+            if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                # Method by method; what is left (the class line, a method that does not
+                # check out) from the whole class.
+                inner = indent + len(stmt.body.indent or self.module.default_indent)
+                nested = dict(inside)
+                if self._place(stmt.body.body, group[0].body, inner, nested):  # type: ignore[attr-defined]
+                    for i in inside.keys() - nested.keys():
+                        del wanted[i]
+                    inside = nested
+            if inside and not self._statement(stmt, first, last, indent, inside):
+                if indent == 0:
+                    return False
+                continue  # the caller computes the enclosing statement
+            for i in inside:
+                wanted.pop(i, None)
+        return True
+
+    def _statement(
+        self, stmt: cst.CSTNode, first: int, last: int, indent: int, check: dict[int, cst.CSTNode]
+    ) -> bool:
+        m = self.module
+        sub = cst.Module(
+            body=[stmt],  # type: ignore[list-item]
+            header=[],
+            footer=[],
+            encoding=m.encoding,
+            default_indent=m.default_indent,
+            default_newline=m.default_newline,
+            has_trailing_newline=True,
+        )
+        ranges = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+        own = ranges[stmt]
+        shift = first - own.start.line
+        if own.start.column != 0 or own.end.line + shift > last:
+            return False
+        if not indent:
+            for node, r in ranges.items():
+                if node is not sub:
+                    self.ranges[node] = CodeRange(
+                        (r.start.line + shift, r.start.column), (r.end.line + shift, r.end.column)
+                    )
+            return True
+        # Inside a class, continuation lines and multi-line strings keep their own columns:
+        # only the nodes whose shifted positions match the text are taken.
+        for node in check.values():
+            r = ranges[node]
+            found = self._shifted(node, r, shift, indent)
+            if found is None:
+                return False
+            self.ranges[node] = found
+        return True
+
+    def _shifted(
+        self, node: cst.CSTNode, r: CodeRange, shift: int, indent: int
+    ) -> CodeRange | None:
+        if self.offsets is None:
+            self.offsets = line_offsets(self.source)
+        if getattr(node, "lpar", None):  # positions leave out the parentheses
+            node = node.with_changes(lpar=[], rpar=[])
+        code = self.module.code_for_node(node).strip()
+        if not code:
+            return None
+        head, tail = code.splitlines()[0][:40], code.splitlines()[-1][-40:]
+        start, end = (r.start.line + shift, r.start.column + indent), None
+        for column in (r.end.column + indent, r.end.column):
+            if self._text_at(start, head, after=True) and self._text_at(
+                (r.end.line + shift, column), tail, after=False
+            ):
+                end = (r.end.line + shift, column)
+                break
+        return None if end is None else CodeRange(start, end)
+
+    def _text_at(self, where: tuple[int, int], text: str, after: bool) -> bool:
+        assert self.offsets is not None
+        line, column = where
+        if line > len(self.offsets):
+            return False
+        at = self.offsets[line - 1] + column
+        return self.source.startswith(text, at) if after else self.source.endswith(text, 0, at)
+
+
+_KINDS: dict[type, type] = {
+    ast.FunctionDef: cst.FunctionDef,
+    ast.AsyncFunctionDef: cst.FunctionDef,
+    ast.ClassDef: cst.ClassDef,
+    ast.If: cst.If,
+    ast.For: cst.For,
+    ast.AsyncFor: cst.For,
+    ast.While: cst.While,
+    ast.With: cst.With,
+    ast.AsyncWith: cst.With,
+    ast.Try: cst.Try,
+    ast.Match: cst.Match,
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    _KINDS[ast.TryStar] = cst.TryStar
+
+
+def _anchors(
+    body: Sequence[cst.CSTNode], top: Sequence[ast.stmt]
+) -> list[Sequence[ast.stmt]] | None:
+    """The ast statements of each libcst statement of a block; None when the two trees do not
+    line up."""
+    out = []
+    i = 0
+    for stmt in body:
+        count = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        group = top[i : i + count]
+        if len(group) != count or _KINDS.get(type(group[0]), cst.SimpleStatementLine) is not type(
+            stmt
+        ):
+            return None
+        out.append(group)
+        i += count
+    return out if i == len(top) else None
