@@ -8,6 +8,7 @@ A flag that another check makes redundant is never computed (see `forward_hook`)
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -191,7 +192,28 @@ class _Current:
             rec._append(self.flag, i)
 
 
-GradHook = Callable[[tuple[Any, ...]], None]
+GradHook = Callable[[Tensor], None]
+
+
+def hook_gradient(t: Tensor, hook: GradHook) -> bool:
+    """Run `hook(grad)` on the gradient flowing into non-leaf `t`; True when it is hooked.
+
+    This is what `Tensor.register_hook` does (a hook dict on the tensor, bound once to the
+    output of its autograd node), minus the removal handle: the hook goes away with the graph.
+    Like any tensor hook it sees the gradient of `t` as it was made, also if `t` is later
+    modified in place (an inplace ReLU)."""
+    node = t.grad_fn
+    if node is None:
+        return False
+    if type(t) is not Tensor:  # a tensor subclass: its own register_hook knows best
+        t.register_hook(hook)
+        return True
+    hooks = t._backward_hooks
+    if hooks is None:
+        hooks = t._backward_hooks = OrderedDict()
+        node._register_hook_dict(t)
+    hooks[hook] = hook
+    return True
 
 
 class FlagRecorder:
@@ -211,8 +233,8 @@ class FlagRecorder:
         self.end_callback = True
         self._queued = False
         self._cur: _Current | None = None  # the tensor seen last
-        self._node_hooks: dict[tuple[int, int], GradHook] = {}
-        self._root_hooks: dict[tuple[int, int, bool], GradHook] = {}
+        self._grad_hooks: dict[int, GradHook] = {}
+        self._root_hooks: dict[tuple[int, bool], GradHook] = {}
 
     def take_forward(self) -> tuple[list[Tensor], list[int]]:
         """The forward flags collected so far, and clear them."""
@@ -241,7 +263,7 @@ class FlagRecorder:
         Backward likewise: the gradient flowing into the module's output gets a flag unless
         the module's weight gradient covers it, or the module passes a non-finite gradient on
         to its input (BACKWARD_PROPAGATING) and the gradient there is checked already. The
-        gradient hook for the usual output (output 0 of its autograd node) is made once."""
+        module's gradient hook is made once, here."""
         covered = gradient_covered(module)
         check_backward = self.check_backward and not covered
         back_propagating = type(module) in BACKWARD_PROPAGATING
@@ -249,16 +271,11 @@ class FlagRecorder:
         propagating = propagates(module)
         resolve = self._resolve
         append = self._append
-        grad_hook0 = self._node_hook(i, 0) if check_backward else None
+        grad_hook = self._grad_hook(i) if check_backward else None
 
         def watch(output: Tensor) -> bool:
             """Hook the gradient flowing into `output`; True when it is checked."""
-            node = output.grad_fn
-            if node is None:
-                return False
-            nr = output.output_nr
-            node.register_prehook(grad_hook0 if nr == 0 else self._node_hook(i, nr))
-            return True
+            return hook_gradient(output, grad_hook)  # type: ignore[arg-type]
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:
@@ -355,13 +372,11 @@ class FlagRecorder:
         if self.check_backward:
             self.out_grads = [None] * len(outs)
             for k, t in enumerate(outs):
-                node = t.grad_fn
-                if node is not None:
-                    key = (k, t.output_nr, t is not checked_out)
-                    hook = self._root_hooks.get(key)
-                    if hook is None:
-                        hook = self._root_hooks[key] = self._make_root_hook(*key)
-                    node.register_prehook(hook)
+                key = (k, t is not checked_out)
+                hook = self._root_hooks.get(key)
+                if hook is None:
+                    hook = self._root_hooks[key] = self._make_root_hook(*key)
+                hook_gradient(t, hook)
         return outs
 
     # -------------------------------------------------------------- backward
@@ -371,34 +386,22 @@ class FlagRecorder:
             queue_end_of_backward(self._on_backward_end)
 
     def watch_grad(self, i: int, t: Tensor) -> bool:
-        """Flag the gradient that will flow back into `t`, an output of module `i`.
+        """Flag the gradient that will flow back into `t`, an output of module `i`; True when
+        it is hooked."""
+        return hook_gradient(t, self._grad_hook(i))
 
-        The hook goes on `t`'s autograd node (a node pre-hook, half the cost of a tensor hook),
-        and reads the gradient of output `t.output_nr` of that node. If `t` is later modified in
-        place (an inplace ReLU), the node still sees the gradient flowing into the module that
-        produced `t`. True when a hook went on."""
-        node = t.grad_fn
-        if node is None:
-            return False
-        node.register_prehook(self._node_hook(i, t.output_nr))
-        return True
-
-    def _node_hook(self, i: int, nr: int) -> GradHook:
-        """The (cached) node pre-hook flagging the gradient of output `nr` of module `i`."""
-        key = (i, nr)
-        hook = self._node_hooks.get(key)
+    def _grad_hook(self, i: int) -> GradHook:
+        """The (cached) hook flagging the gradient flowing into an output of module `i`."""
+        hook = self._grad_hooks.get(i)
         if hook is None:
-            hook = self._node_hooks[key] = self._make_node_hook(i, nr)
+            hook = self._grad_hooks[i] = self._make_grad_hook(i)
         return hook
 
-    def _make_node_hook(self, i: int, nr: int) -> GradHook:
+    def _make_grad_hook(self, i: int) -> GradHook:
         flags, idx = self.bflags, self.bidx
 
-        def hook(grad_outputs: tuple[Any, ...]) -> None:
-            if self.paused or nr >= len(grad_outputs):
-                return
-            grad = grad_outputs[nr]
-            if grad is None:
+        def hook(grad: Tensor) -> None:
+            if self.paused or grad is None:
                 return
             if grad.dtype is torch.float32:
                 flags.append(grad.sum())
@@ -411,11 +414,10 @@ class FlagRecorder:
 
         return hook
 
-    def _make_root_hook(self, k: int, nr: int, flagged: bool) -> GradHook:
-        def hook(grad_outputs: tuple[Any, ...]) -> None:
-            if self.paused or nr >= len(grad_outputs) or grad_outputs[nr] is None:
+    def _make_root_hook(self, k: int, flagged: bool) -> GradHook:
+        def hook(grad: Tensor) -> None:
+            if self.paused or grad is None:
                 return
-            grad = grad_outputs[nr]
             store = self.out_grads
             if store is not None and k < len(store):
                 store[k] = grad  # the gradient of the loss w.r.t. model output k
