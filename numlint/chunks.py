@@ -26,6 +26,7 @@ _CALLED = re.compile(r"\b(?:def|class)\s+\w+|(?<![\w.])([A-Za-z_]\w*)\s*\(")
 #: A method called through `self.` or `cls.` in a kept part of its class: it is kept
 #: (`self(x)` calls forward).
 _SELF_CALLED = re.compile(r"\b(?:self|cls)(?:\.([A-Za-z_]\w*))?\s*\(")
+_STRING_START = frozenset("'\"rRbBuUfF")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: Methods kept in every kept class: they set the attributes other methods read.
@@ -147,14 +148,24 @@ def _keep(
 
 
 def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:
-    """`source` with full-line comments and the inner lines of docstrings and other string
-    statements turned to spaces (same offsets): triggers in prose do not keep code."""
+    """`source` with full-line comments and docstrings (any string statement) turned to
+    spaces, offsets unchanged: triggers in prose do not keep code."""
+
+    def line(number: int) -> str:
+        end = offsets[number] if number < len(offsets) else len(source)
+        return source[offsets[number - 1] : end].rstrip("\r\n")
+
     prose: set[int] = set()
     stack: list[list[ast.stmt]] = [tree.body]
     while stack:
         for stmt in stack.pop():
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-                prose.update(range(stmt.lineno + 1, stmt.end_lineno or stmt.lineno))
+                first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+                alone = line(first).lstrip()[:1] in _STRING_START and line(last).rstrip()[-1:] in (
+                    "'",
+                    '"',
+                )
+                prose.update(range(first if alone else first + 1, last + (1 if alone else 0)))
             for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(stmt, name, None)
                 if isinstance(block, list):
@@ -162,11 +173,11 @@ def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:
     out = []
     for i, start in enumerate(offsets):
         end = offsets[i + 1] if i + 1 < len(offsets) else len(source)
-        line = source[start:end]
-        body = line.rstrip("\r\n")
+        text = source[start:end]
+        body = text.rstrip("\r\n")
         if i + 1 in prose or body.lstrip().startswith("#"):
-            line = " " * len(body) + line[len(body) :]
-        out.append(line)
+            text = " " * len(body) + text[len(body) :]
+        out.append(text)
     return "".join(out)
 
 

@@ -111,14 +111,7 @@ def lint(
     """Every finding of `rules` in `source`, suppressions applied, sorted by position.
 
     `chunked`: parse only the definitions the active rules can need (numlint.chunks)."""
-    has_torch = "torch" in source
-    active = [
-        (r, opts)
-        for r, opts in rules
-        if (has_torch or not r.NEEDS_TORCH)
-        and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
-        and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
-    ]
+    active = active_rules(source, rules)
     if not active:
         return _syntax_check(source, path)
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
@@ -152,6 +145,18 @@ def lint(
     supp = suppress.parse(source)
     kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
+    """The rules whose prefilter (NEEDS_TORCH, TRIGGERS, ALSO_REQUIRES) `source` passes."""
+    has_torch = "torch" in source
+    return [
+        (r, opts)
+        for r, opts in rules
+        if (has_torch or not r.NEEDS_TORCH)
+        and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
+        and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
+    ]
 
 
 def _syntax_check(source: str, path: str) -> list[Diagnostic]:

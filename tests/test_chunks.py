@@ -1,0 +1,180 @@
+"""Parsing only the needed definitions (numlint.chunks) and per-statement positions
+(numlint.positions) give exactly what the whole file gives."""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from numlint import chunks, engine
+from numlint.config import Config
+from numlint.positions import Positions, line_offsets
+from numlint.rule import all_rules
+from numlint.tree import descendants
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = Config(select=("ALL",)).rules_for("x.py")
+FILES = sorted((ROOT / "tests" / "fixtures").glob("*.py")) + sorted(
+    (ROOT / "examples").glob("*.py")
+)
+
+
+def _examples() -> list:
+    out = []
+    for rule in all_rules():
+        for i, ex in enumerate((*rule.VALID, *rule.INVALID)):
+            out.append(pytest.param(ex.source, id=f"{rule.CODE}-{i}"))
+    return out
+
+
+def _both(source: str) -> tuple[list, list]:
+    return (
+        engine.lint(source, "x.py", RULES, chunked=True),
+        engine.lint(source, "x.py", RULES, chunked=False),
+    )
+
+
+@pytest.mark.parametrize("source", _examples())
+def test_rule_examples_same_with_and_without_chunks(source):
+    chunked, whole = _both(source)
+    assert chunked == whole
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_fixture_files_same_with_and_without_chunks(path):
+    chunked, whole = _both(path.read_text())
+    assert whole, "the fixture has findings"
+    assert chunked == whole
+
+
+# A helper file where only `train` and what it depends on may be parsed.
+PADDED = '''\
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def unrelated(a, b):
+    """Mentions softmax and log( in prose only."""
+    # torch.log(torch.softmax(x)) in a comment
+    return a + b
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.Softmax(dim=-1)
+
+    @property
+    def size(self):
+        return 3
+
+    def forward(self, x):
+        return torch.log(self.act(x))
+
+
+def train(model, x, y):
+    probs = torch.softmax(model(x), dim=-1)
+    return criterion(probs, y)
+'''
+
+
+def _reduced(source: str) -> str:
+    tree = ast.parse(source)
+    active = [r for r, _ in engine.active_rules(source, RULES)]
+    text, _ = chunks.reduce(source, tree, active, line_offsets(source))
+    return text
+
+
+def test_blanks_what_no_rule_needs_and_keeps_line_numbers():
+    text = _reduced(PADDED)
+    assert text.count("\n") == PADDED.count("\n")
+    assert "def unrelated" not in text  # its triggers are in prose only
+    assert "def size" not in text and "\n    pass\n" in text  # a method becomes `pass`
+    # forward uses self.act, set from a trigger in __init__; train uses criterion.
+    for kept in ("def forward", "self.act = nn.Softmax", "def train", "criterion = "):
+        assert kept in text
+    compile(text, "x.py", "exec")
+    assert [d.row for d in engine.lint(PADDED, "x.py", RULES)] == [23, 28]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_blanked_source_parses_and_keeps_lines(newline):
+    source = PADDED.replace("\n", newline)
+    text = _reduced(source)
+    assert len(line_offsets(text)) == len(line_offsets(source))
+    cst.parse_module(text)
+    chunked, whole = _both(source)
+    assert chunked == whole and whole
+
+
+TRICKY = '''\
+import torch
+
+
+@decorator(
+    1,
+)
+class A(Base):
+    """Doc
+    string."""
+
+    x = torch.log(
+  torch.softmax(y, -1))
+
+    def f(self, t):
+        s = """multi
+line""" + str(torch.log(t))
+        return torch.log(
+    t
+        ) / t.norm()
+
+    class Inner:
+        def g(self):
+            return torch.exp(1)
+
+
+class Tabs:
+	def g(self, v):
+		return torch.log(torch.softmax(v,
+	-1))
+
+async def h():
+    a = 1; b = torch.sqrt(a)
+    return (torch.log(b))
+if True:
+    z = torch.log(
+        torch.sigmoid(z))
+'''
+
+
+@pytest.mark.parametrize("source", [TRICKY, TRICKY.replace("\n", "\r\n")], ids=["lf", "crlf"])
+def test_positions_match_the_whole_module_for_every_node(source):
+    tree = ast.parse(source)
+    module = cst.parse_module(source)
+    truth = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [n for n in descendants(module) if n in truth and n is not module]
+    positions = Positions(module, tree.body, source)
+    positions.prepare(nodes)
+    assert not positions.whole
+    for node in nodes:
+        assert positions[node] == truth[node], module.code_for_node(node)
+
+
+def test_positions_on_real_files_sampled():
+    rng = random.Random(0)
+    for path in FILES:
+        source = path.read_text()
+        module = cst.parse_module(source)
+        truth = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        nodes = [n for n in descendants(module) if n in truth and n is not module]
+        sample = rng.sample(nodes, min(20, len(nodes)))
+        positions = Positions(module, ast.parse(source).body, source)
+        positions.prepare(sample)
+        assert [positions[n] for n in sample] == [truth[n] for n in sample], path.name
