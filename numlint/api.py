@@ -15,6 +15,7 @@ from numlint import config as config_mod
 from numlint.config import Config
 from numlint.diagnostic import Diagnostic
 from numlint.engine import apply_fixes, lint, parse, parse_error
+from numlint.incremental import Incremental
 from numlint.rule import all_rules
 
 ConfigLike = Config | dict[str, Any] | None
@@ -40,13 +41,19 @@ def resolve_config(
 
 
 def check_source(
-    source: str, path: str = "<string>", config: ConfigLike = None
+    source: str,
+    path: str = "<string>",
+    config: ConfigLike = None,
+    incremental: Incremental | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text. `config` is a Config, a `[tool.numlint]`-shaped dict, or None
-    (the configuration found from `path` upward, else the defaults)."""
+    (the configuration found from `path` upward, else the defaults). `incremental`: the
+    state of a buffer linted before (an editor's), to re-lint only what changed."""
     cfg = resolve_config(config, path)
     if source.startswith("\ufeff"):
         source = source[1:]
+    if incremental is not None:
+        return incremental.lint(source, path, cfg.rules_for(path))
     return lint(source, path, cfg.rules_for(path))
 
 

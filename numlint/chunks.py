@@ -1,9 +1,9 @@
-"""Which parts of a file the active rules can need: the rest is blanked before parsing.
+"""Which parts of a file the active rules can need: the rest is left out before parsing.
 
 Parsing with libcst is most of numlint's cost, and most functions in a file contain nothing a
-rule looks for. A top-level function or class, or a method, whose text holds none of the
-active rules' triggers is replaced by empty lines (a method by `pass`), so line and column
-numbers of everything kept stay the same. Kept always: every top-level statement that is not
+rule looks for. A top-level function or class whose text holds none of the active rules'
+triggers is removed (numlint.positions places what is kept by CPython's line numbers); such a
+method becomes `pass` and empty lines, keeping its class's lines. Kept always: every top-level statement that is not
 a definition (imports, assignments, script code), a class's own body statements and
 `__init__`, and, transitively, any definition whose name is called in kept text (a helper, a
 model class, a method called through `self`). Each rule says how much code around a trigger
@@ -181,15 +181,27 @@ def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:
     return "".join(out)
 
 
-def reduce(
-    source: str, tree: ast.Module, rules: Sequence[type[Rule]], offsets: Sequence[int]
-) -> tuple[str, list[ast.stmt]]:
-    """`source` with the definitions no rule in `rules` needs blanked (same line count), and
-    the top-level statements left in it."""
-    if any(r.CHUNK == "module" or not r.TRIGGERS for r in rules):
-        return source, tree.body
+@dataclass
+class Reduced:
+    """What remains of a file to parse."""
 
-    code = _code(source, tree, offsets)
+    text: str
+    #: The top-level statements (of the file's ast) left in `text`.
+    top: list[ast.stmt]
+    #: The file's line number of each line of `text`; None when they are the same.
+    lines: list[int] | None = None
+
+
+def reduce(
+    source: str,
+    tree: ast.Module,
+    rules: Sequence[type[Rule]],
+    offsets: Sequence[int],
+    only: frozenset[int] | None = None,
+) -> Reduced:
+    """`source` without the top-level definitions no rule in `rules` needs (and those whose
+    first line is not in `only`, when given), methods no rule needs turned into `pass`."""
+    code = _code(source, tree, offsets) if only is None else source
 
     def text(start: int, end: int) -> str:
         return code[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
@@ -199,6 +211,7 @@ def reduce(
         return _Unit(node, node.name, start, end, text(start, end), method=method)  # type: ignore[attr-defined]
 
     units: list[_Unit] = []
+    dropped: list[_Unit] = []
     kept: list[ast.stmt] = []
     kept_text: list[str] = []
     for stmt in tree.body:
@@ -207,33 +220,52 @@ def reduce(
             kept_text.append(text(stmt.lineno, stmt.end_lineno or stmt.lineno))
             continue
         top = unit(stmt, method=False)
+        if only is not None and top.start not in only:
+            dropped.append(top)
+            continue
         units.append(top)
         if isinstance(stmt, ast.ClassDef):
             top.methods = [unit(s, method=True) for s in stmt.body if isinstance(s, _DEFS)]
-    if not units:
-        return source, tree.body
-    extra = _carriers([([s], t) for s, t in zip(kept, kept_text, strict=True)], rules)
-    _select(units, "".join(kept_text), rules, extra)
-    blanked = [u for u in units if not u.kept]
-    blanked += [m for u in units if u.kept for m in u.methods if not m.kept]
-    if not blanked:
-        return source, tree.body
-    gone = {u.start for u in blanked if not u.method}
-    top = [s for s in tree.body if not isinstance(s, _DEFS) or unit_start(s) not in gone]
+    if not rules or any(r.CHUNK == "module" or not r.TRIGGERS for r in rules):
+        for u in units:
+            u.kept = True
+            for m in u.methods:
+                m.kept = True
+    elif units:
+        extra = _carriers([([s], t) for s, t in zip(kept, kept_text, strict=True)], rules)
+        _select(units, "".join(kept_text), rules, extra)
+    gone = dropped + [u for u in units if not u.kept]
+    passed = [m for u in units if u.kept for m in u.methods if not m.kept]
+    if not gone and not passed:
+        return Reduced(source, tree.body)
+    starts = {u.start for u in gone}
+    top = [s for s in tree.body if not isinstance(s, _DEFS) or unit_start(s) not in starts]
+    return _cut(source, offsets, gone, passed, top)
+
+
+def _cut(
+    source: str,
+    offsets: Sequence[int],
+    gone: Sequence[_Unit],
+    passed: Sequence[_Unit],
+    top: list[ast.stmt],
+) -> Reduced:
+    """Remove the lines of `gone`; turn each of `passed` into `pass` and empty lines."""
     out: list[str] = []
-    pos = 0
-    for u in sorted(blanked, key=lambda u: u.start):
+    lines: list[int] = []
+    pos, line = 0, 1
+    for u in sorted([*gone, *passed], key=lambda u: u.start):
         a = offsets[u.start - 1]
         b = offsets[u.end] if u.end < len(offsets) else len(source)
         out.append(source[pos:a])
-        ends = _LINE_END.findall(source, a, b)
+        lines.extend(range(line, u.start))
         if u.method:
-            line = source[a : offsets[u.start] if u.start < len(offsets) else len(source)]
-            indent = line[: len(line) - len(line.lstrip(" \t"))]
-            first = ends[0] if ends else "\n"
-            out.append(indent + "pass" + first + "".join(ends[1:]))
-        else:
-            out.append("".join(ends))
-        pos = b
+            ends = _LINE_END.findall(source, a, b)
+            first = source[a : offsets[u.start] if u.start < len(offsets) else len(source)]
+            indent = first[: len(first) - len(first.lstrip(" \t"))]
+            out.append(indent + "pass" + (ends[0] if ends else "\n") + "".join(ends[1:]))
+            lines.extend(range(u.start, u.end + 1))
+        pos, line = b, u.end + 1
     out.append(source[pos:])
-    return "".join(out), top
+    lines.extend(range(line, len(offsets) + 1))
+    return Reduced("".join(out), top, lines)

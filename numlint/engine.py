@@ -106,27 +106,37 @@ def parse(source: str) -> cst.Module:
 
 
 def lint(
-    source: str, path: str, rules: Sequence[RuleSpec], chunked: bool = True
+    source: str,
+    path: str,
+    rules: Sequence[RuleSpec],
+    chunked: bool = True,
+    only: frozenset[int] | None = None,
+    tree: ast.Module | None = None,
 ) -> list[Diagnostic]:
     """Every finding of `rules` in `source`, suppressions applied, sorted by position.
 
-    `chunked`: parse only the definitions the active rules can need (numlint.chunks)."""
+    `chunked`: parse only the definitions the active rules can need (numlint.chunks).
+    `only`: leave out every top-level definition whose first line is not in it. `tree`:
+    CPython's ast of `source`, when the caller has it."""
     active = active_rules(source, rules)
     if not active:
         return _syntax_check(source, path)
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
     # over, or crash on (a 10,000-long `not` chain overflows libcst's native stack).
-    tree = _syntax_tree(source, path)
-    if isinstance(tree, list):
-        return tree
-    text, top = source, tree.body
-    if chunked:
-        text, top = chunks.reduce(source, tree, [r for r, _ in active], line_offsets(source))
+    if tree is None:
+        tree = syntax_tree(source, path)
+        if isinstance(tree, list):
+            return tree
+    reduced = chunks.Reduced(source, tree.body)
+    if chunked or only is not None:
+        rules_in = [r for r, _ in active] if chunked else []
+        reduced = chunks.reduce(source, tree, rules_in, line_offsets(source), only)
     try:
-        module = parse(text)
+        module = parse(reduced.text)
     except cst.ParserSyntaxError as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
-        return [parse_error(path, f"could not parse: {line}", exc.raw_line, exc.raw_column + 1)]
+        row = reduced.lines[exc.raw_line - 1] if reduced.lines else exc.raw_line
+        return [parse_error(path, f"could not parse: {line}", row, exc.raw_column + 1)]
     except RecursionError:
         return [parse_error(path, "could not parse: the code is nested too deeply")]
     except Exception as exc:  # libcst raises assorted errors on odd input
@@ -141,7 +151,7 @@ def lint(
     reports = [rep for rule in instances for rep in rule.reports] + walker.errors
     if not reports:
         return []
-    diagnostics = _locate(Positions(module, top, text), path, reports)
+    diagnostics = _locate(Positions(module, reduced.top, source, reduced.lines), path, reports)
     supp = suppress.parse(source)
     kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
@@ -161,11 +171,11 @@ def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
 
 def _syntax_check(source: str, path: str) -> list[Diagnostic]:
     """NUM000 when CPython's own parser rejects the file (about 8% of a libcst parse)."""
-    tree = _syntax_tree(source, path)
+    tree = syntax_tree(source, path)
     return tree if isinstance(tree, list) else []
 
 
-def _syntax_tree(source: str, path: str) -> ast.Module | list[Diagnostic]:
+def syntax_tree(source: str, path: str) -> ast.Module | list[Diagnostic]:
     """CPython's ast of the file, or the NUM000 finding saying why there is none."""
     try:
         with warnings.catch_warnings():

@@ -31,10 +31,17 @@ def line_offsets(source: str) -> list[int]:
 class Positions:
     """Maps nodes of `module` (parsed from `source`) to their CodeRange in the file."""
 
-    def __init__(self, module: cst.Module, top: Sequence[ast.stmt], source: str) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        top: Sequence[ast.stmt],
+        source: str,
+        lines: Sequence[int] | None = None,
+    ) -> None:
         self.module = module
         self.top = top
-        self.source = source
+        self.source = source  # the file's text: `module` may hold only part of it
+        self.lines = lines  # the file's line of each line of `module`, when they differ
         self.offsets: list[int] | None = None
         self.ranges: dict[cst.CSTNode, CodeRange] = {}
         self.whole = False
@@ -45,9 +52,17 @@ class Positions:
         if wanted and not self.whole:
             self.whole = not self._place(self.module.body, self.top, 0, wanted)
         if self.whole:
-            self.ranges = dict(
-                MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-            )
+            ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            if self.lines is None:
+                self.ranges = dict(ranges)
+            else:
+                at = self.lines
+                self.ranges = {
+                    n: CodeRange(
+                        (at[r.start.line - 1], r.start.column), (at[r.end.line - 1], r.end.column)
+                    )
+                    for n, r in ranges.items()
+                }
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         if node not in self.ranges:
