@@ -6,7 +6,8 @@ again, together with those that mention a changed definition's name (its callers
 a changed definition calls (a training loop's helper, a model class), in a copy of the buffer
 without the other definitions (numlint.chunks); the rest
 keep their findings, moved to their new lines. Any change outside definitions (imports,
-module statements, file-level suppressions) or to the configuration lints the whole buffer.
+module statements, file-level suppressions, the order of definitions among them) or to the
+configuration lints the whole buffer.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class Incremental:
             self.last = "full"
             return engine.lint(source, path, rules)
         chunks = _split(source, tree)
-        outside = tuple(c.text for c in chunks if c.name is None)
+        # Module statements, and where each definition sits among them.
+        outside = tuple(c.text if c.name is None else c.name for c in chunks)
         key = (path, _rules_key(rules), outside, frozenset(suppress.parse(source).file))
         if key != self._key:
             found = engine.lint(source, path, rules, tree=tree)
@@ -125,15 +127,15 @@ def _affected(chunks: Sequence[_Chunk], new: Sequence[_Chunk]) -> list[_Chunk]:
     """The new definitions, their callers, and what they or module statements call
     (transitively)."""
     defs = [c for c in chunks if c.name is not None]
-    changed = {c.name for c in new}
+    names = "|".join(re.escape(c.name or "") for c in new)
+    mention = re.compile(rf"\b(?:{names})\b")
     picked = {id(c): c for c in new}
     for c in defs:
-        if any(name in c.text for name in changed):
+        if mention.search(c.text):
             picked[id(c)] = c
     todo = list(picked.values()) + [c for c in chunks if c.name is None]
     while todo:
         called = set(_CALLED.findall(todo.pop().text))
-        called.update(m for m in changed if m)
         for c in defs:
             if c.name in called and id(c) not in picked:
                 picked[id(c)] = c
