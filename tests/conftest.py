@@ -73,3 +73,14 @@ def load_module(path: Path, source: str, name: str):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Small CPU torch tests: intra-op threads only add contention under xdist."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

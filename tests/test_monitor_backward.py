@@ -15,13 +15,7 @@ from torch import nn  # noqa: E402
 import numlint  # noqa: E402
 from numlint.monitor import NonFiniteError  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():  # small CPU tests: intra-op threads only add contention under xdist
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class RowNorm(nn.Module):
