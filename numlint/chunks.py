@@ -39,7 +39,7 @@ Extra = dict[type[Rule], frozenset[str]]
 
 @dataclass(eq=False)
 class _Unit:
-    """A definition that may be blanked: a top-level def/class or a method of one."""
+    """A definition that may be left out: a top-level def/class or a method of one."""
 
     node: ast.stmt
     name: str
