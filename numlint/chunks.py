@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from numlint.positions import LINE_BREAK
 from numlint.rule import Rule
 
 #: A name called in kept text (`helper(`, `Model(`): its top-level definition is kept. The
@@ -27,8 +28,7 @@ _CALLED = re.compile(r"\b(?:def|class)\s+\w+|(?<![\w.])([A-Za-z_]\w*)\s*\(")
 #: (`self(x)` calls forward).
 _SELF_CALLED = re.compile(r"\b(?:self|cls)(?:\.([A-Za-z_]\w*))?\s*\(")
 _STRING_START = frozenset("'\"rRbBuUfF")
-_LINE_END = re.compile(r"\r\n|\r|\n")
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: Methods kept in every kept class: they set the attributes other methods read.
 _ALWAYS = frozenset({"__init__", "__post_init__", "__new__", "setup", "reset_parameters"})
 _CALLABLE = frozenset({"forward", "__call__"})
@@ -134,7 +134,7 @@ def _keep(
     if not u.methods:
         return
     setup = [m for m in u.methods if m.name in _ALWAYS]
-    body = [s for s in u.node.body if not isinstance(s, _DEFS)]  # type: ignore[attr-defined]
+    body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
     own = _carriers([([m.node], m.text) for m in setup] + [(body, u.skeleton)], rules)
     merged = {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
     for m in u.methods:
@@ -215,7 +215,7 @@ def reduce(
     kept: list[ast.stmt] = []
     kept_text: list[str] = []
     for stmt in tree.body:
-        if not isinstance(stmt, _DEFS):
+        if not isinstance(stmt, DEFS):
             kept.append(stmt)
             kept_text.append(text(stmt.lineno, stmt.end_lineno or stmt.lineno))
             continue
@@ -225,7 +225,7 @@ def reduce(
             continue
         units.append(top)
         if isinstance(stmt, ast.ClassDef):
-            top.methods = [unit(s, method=True) for s in stmt.body if isinstance(s, _DEFS)]
+            top.methods = [unit(s, method=True) for s in stmt.body if isinstance(s, DEFS)]
     if not rules or any(r.CHUNK == "module" or not r.TRIGGERS for r in rules):
         for u in units:
             u.kept = True
@@ -239,7 +239,7 @@ def reduce(
     if not gone and not passed:
         return Reduced(source, tree.body)
     starts = {u.start for u in gone}
-    top = [s for s in tree.body if not isinstance(s, _DEFS) or unit_start(s) not in starts]
+    top = [s for s in tree.body if not isinstance(s, DEFS) or unit_start(s) not in starts]
     return _cut(source, offsets, gone, passed, top)
 
 
@@ -260,7 +260,7 @@ def _cut(
         out.append(source[pos:a])
         lines.extend(range(line, u.start))
         if u.method:
-            ends = _LINE_END.findall(source, a, b)
+            ends = LINE_BREAK.findall(source, a, b)
             first = source[a : offsets[u.start] if u.start < len(offsets) else len(source)]
             indent = first[: len(first) - len(first.lstrip(" \t"))]
             out.append(indent + "pass" + (ends[0] if ends else "\n") + "".join(ends[1:]))

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from numlint import engine, suppress
+from numlint.chunks import DEFS, unit_start
 from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 
 
@@ -113,9 +113,9 @@ def _split(source: str, tree: ast.Module) -> list[_Chunk]:
     offsets = line_offsets(source)
     out = []
     for stmt in tree.body:
-        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        start = unit_start(stmt)
         end = stmt.end_lineno or stmt.lineno
-        name = stmt.name if isinstance(stmt, _DEFS) else None
+        name = stmt.name if isinstance(stmt, DEFS) else None
         if out and out[-1].end >= start:  # statements sharing a line (`a = 1; b = 2`)
             start, name = out.pop().start, None
         text = source[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]

@@ -20,12 +20,13 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from numlint.tree import descendants
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: A line break as CPython and libcst count lines.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def line_offsets(source: str) -> list[int]:
     """Offset of the start of each line (index 0 is line 1)."""
-    return [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
+    return [0] + [m.end() for m in LINE_BREAK.finditer(source)]
 
 
 class Positions:
