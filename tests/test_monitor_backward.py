@@ -51,12 +51,22 @@ def test_backward_nan_is_located_where_the_gradient_broke() -> None:
     assert downstream and all(not e["origin"] for e in downstream)
 
 
-def test_backward_nan_seen_only_in_parameter_gradients_is_located_too() -> None:
-    # Linear -> RowNorm -> Linear: the NaN made by RowNorm's backward lands only in the first
-    # Linear's output gradient, which has no flag of its own (its weight gradient covers it):
-    # the check before optimizer.step finds it and re-running backward names RowNorm.
+@pytest.mark.parametrize(
+    ("between", "origin"),
+    [
+        pytest.param((), "1", id="rownorm-after-linear"),
+        pytest.param((nn.Dropout(0.0),), "2", id="through-an-unflagged-dropout"),
+    ],
+)
+def test_backward_nan_seen_only_in_parameter_gradients_is_located_too(
+    between: tuple[nn.Module, ...], origin: str
+) -> None:
+    # Linear -> [Dropout ->] RowNorm -> Linear: the NaN made by RowNorm's backward lands only in
+    # the first Linear's output gradient (through the Dropout, which has no flag either), which
+    # has no flag of its own (its weight gradient covers it): the check before optimizer.step
+    # finds it and re-running backward names RowNorm.
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), RowNorm(), nn.Linear(8, 1))
+    model = nn.Sequential(nn.Linear(4, 8), *between, RowNorm(), nn.Linear(8, 1))
     with torch.no_grad():
         model[0].weight.zero_()
         model[0].bias.zero_()
@@ -67,7 +77,7 @@ def test_backward_nan_seen_only_in_parameter_gradients_is_located_too() -> None:
             model(torch.randn(8, 4)).sum().backward()  # no error yet
             opt.step()
     ev = info.value.event
-    assert ev["phase"] == "backward" and ev["module"] == "1" and ev["origin"] is True
+    assert ev["phase"] == "backward" and ev["module"] == origin and ev["origin"] is True
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
