@@ -1,19 +1,22 @@
 """Re-lint only what an edit can change: the editor's path (numlint.lsp).
 
 A buffer is cut into its top-level statements. The findings of each definition (function or
-class) are kept by its text. After an edit, the definitions whose text is new are linted
-again, together with those that mention a changed definition's name (its callers) and those
-a changed definition calls (a training loop's helper, a model class), in a copy of the buffer
-without the other definitions (numlint.chunks); the rest
-keep their findings, moved to their new lines. Any change outside definitions (imports,
-module statements, file-level suppressions, the order of definitions among them) or to the
-configuration lints the whole buffer.
+class) are kept by its text and by which of the names it mentions the module binds (above
+it, and anywhere). After an edit, what can have changed is linted again, in a copy of the buffer
+without the other definitions (numlint.chunks): definitions whose key is new, definitions
+mentioning a name that a statement which appeared or went away binds (the readers of a
+changed import or constant, the callers of a changed function), what any of these or the
+module statements call (a training loop's helper, a model class), and every module statement
+(they are short, and the training rules read them in order). The rest keep their findings,
+moved to their new lines. A change to the configuration, to file-level suppressions or to
+which rules the text activates, and a star import appearing or going away, lint everything.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -23,6 +26,12 @@ from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets
 
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+#: What a star import binds: any name.
+_ANY = "*"
+
+_Key = tuple[str, frozenset[str], frozenset[str]]
+_Imports = tuple[tuple[str, ...], bool]
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,8 @@ class _Chunk:
     start: int  # first line, decorators included
     end: int
     text: str
+    binds: frozenset[str]  # the module-level names it binds
+    imports: bool  # holds an import statement
 
 
 class Incremental:
@@ -38,11 +49,13 @@ class Incremental:
 
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
-        #: Findings of a top-level statement by its text, rows relative to its first line.
-        self._by_text: dict[str, list[Diagnostic]] = {}
-        #: Findings of each other top-level statement, in order (they are all re-linted
-        #: whenever anything is: their texts are part of the key).
+        #: Findings of a definition by its key (see _def_keys), rows relative to its
+        #: first line, and the imports above it they were found with.
+        self._by_key: dict[_Key, tuple[list[Diagnostic], _Imports]] = {}
+        #: The statements last linted, and the findings of their module statements.
+        self._chunks: list[_Chunk] = []
         self._outside: list[list[Diagnostic]] = []
+        self._words: dict[str, frozenset[str]] = {}
         #: How the last call went: "full", "partial" or "cached" (for tests and benchmarks).
         self.last = ""
 
@@ -53,42 +66,125 @@ class Incremental:
             self.last = "full"
             return engine.lint(source, path, rules)
         chunks = _split(source, tree)
-        # Module statements, and where each definition sits among them.
-        outside = tuple(c.text if c.name is None else c.name for c in chunks)
-        key = (path, _rules_key(rules), outside, frozenset(suppress.parse(source).file))
-        if key != self._key:
+        keys, imports = self._def_keys(chunks)
+        active = tuple(r.CODE for r, _ in engine.active_rules(source, rules))
+        key = (path, _rules_key(rules), active, frozenset(suppress.parse(source).file))
+        changed = _changed(self._chunks, chunks)
+        if key != self._key or _ANY in changed:
             found = engine.lint(source, path, rules, tree=tree)
             self._key = key
-            self._remember(chunks, found, [c for c in chunks if c.name is not None])
+            defs = [c for c in chunks if c.name is not None]
+            self._remember(chunks, keys, imports, found, defs)
             self.last = "full"
             return found
-        new = [c for c in chunks if c.name is not None and c.text not in self._by_text]
-        if new:
-            affected = _affected(chunks, new)
-            only = frozenset(c.start for c in affected)
-            found = engine.lint(source, path, rules, only=only, tree=tree)
-            self._remember(chunks, found, affected)
-        self.last = "partial" if new else "cached"
-        return self._assemble(chunks)
+        new = [c for c in chunks if c.name is not None and not self._known(c, keys, imports)]
+        if not new and not changed and _outside(chunks) == _outside(self._chunks):
+            self._chunks = chunks
+            self.last = "cached"
+            return self._assemble(chunks, keys)
+        changed.update(c.name for c in new if c.name is not None)
+        affected = self._affected(chunks, new, changed)
+        found = engine.lint(
+            source, path, rules, only=frozenset(c.start for c in affected), tree=tree
+        )
+        self._remember(chunks, keys, imports, found, affected)
+        self.last = "partial"
+        return self._assemble(chunks, keys)
+
+    def _words_of(self, text: str) -> frozenset[str]:
+        words = self._words.get(text)
+        if words is None:
+            words = self._words[text] = frozenset(_WORD.findall(text))
+        return words
+
+    def _def_keys(self, chunks: Sequence[_Chunk]) -> tuple[dict[int, _Key], dict[int, _Imports]]:
+        """Each definition's key (its text, and the names it mentions that statements above
+        it bind and that any statement binds), and the imports above it: a fix spells the
+        name it writes (`torch.sigmoid`) with them, whether the definition mentions them or
+        not."""
+        keys, imports = {}, {}
+        anywhere = frozenset().union(*(c.binds for c in chunks))
+        above: set[str] = set()
+        above_imports: list[str] = []
+        for c in chunks:
+            if c.name is not None:
+                words = self._words_of(c.text)
+                keys[id(c)] = (c.text, words & above, words & anywhere)
+                imports[id(c)] = (tuple(above_imports), "torch" in above)
+            above |= c.binds
+            if c.imports:
+                above_imports.append(c.text)
+        return keys, imports
+
+    def _known(self, c: _Chunk, keys: dict[int, _Key], imports: dict[int, _Imports]) -> bool:
+        """Whether the findings kept for `c` hold where it is now."""
+        kept = self._by_key.get(keys[id(c)])
+        return kept is not None and (not kept[0] or kept[1] == imports[id(c)])
+
+    def _affected(
+        self, chunks: Sequence[_Chunk], new: Sequence[_Chunk], changed: set[str]
+    ) -> list[_Chunk]:
+        """The new definitions, those mentioning a changed name, and what they or the module
+        statements call (transitively)."""
+        defs = [c for c in chunks if c.name is not None]
+        picked = {id(c): c for c in new}
+        for c in defs:
+            if not changed.isdisjoint(self._words_of(c.text)):
+                picked[id(c)] = c
+        todo = list(picked.values()) + [c for c in chunks if c.name is None]
+        while todo:
+            called = set(_CALLED.findall(todo.pop().text))
+            for c in defs:
+                if c.name in called and id(c) not in picked:
+                    picked[id(c)] = c
+                    todo.append(c)
+        return list(picked.values())
 
     def _remember(
-        self, chunks: Sequence[_Chunk], found: Sequence[Diagnostic], which: Sequence[_Chunk]
+        self,
+        chunks: Sequence[_Chunk],
+        keys: dict[int, _Key],
+        imports: dict[int, _Imports],
+        found: Sequence[Diagnostic],
+        which: Sequence[_Chunk],
     ) -> None:
-        live = {c.text for c in chunks}
-        self._by_text = {t: ds for t, ds in self._by_text.items() if t in live}
+        live = set(keys.values())
+        self._by_key = {k: ds for k, ds in self._by_key.items() if k in live}
+        texts = {c.text for c in chunks}
+        self._words = {t: w for t, w in self._words.items() if t in texts}
         self._outside = [_within(c, found) for c in chunks if c.name is None]
         for c in which:
-            self._by_text[c.text] = _within(c, found)
+            self._by_key[keys[id(c)]] = (_within(c, found), imports[id(c)])
+        self._chunks = list(chunks)
 
-    def _assemble(self, chunks: Sequence[_Chunk]) -> list[Diagnostic]:
-        """The cached findings of every statement, at its current lines."""
+    def _assemble(self, chunks: Sequence[_Chunk], keys: dict[int, _Key]) -> list[Diagnostic]:
+        """The findings of every statement, at its current lines."""
         outside = iter(self._outside)
         out = [
             _moved(d, c.start)
             for c in chunks
-            for d in (next(outside) if c.name is None else self._by_text.get(c.text, ()))
+            for d in (next(outside) if c.name is None else self._by_key[keys[id(c)]][0])
         ]
         return sorted(set(out), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def _outside(chunks: Sequence[_Chunk]) -> list[str]:
+    return [c.text for c in chunks if c.name is None]
+
+
+def _changed(old: Sequence[_Chunk], new: Sequence[_Chunk]) -> set[str]:
+    """The names bound by statements that went away, and by module statements that
+    appeared (a new definition is found by its key)."""
+    before = Counter((c.text, c.name) for c in old)
+    after = Counter((c.text, c.name) for c in new)
+    binds = {(c.text, c.name): c.binds for c in [*old, *new]}
+    names: set[str] = set()
+    for k in before - after:
+        names |= binds[k]
+    for k in after - before:
+        if k[1] is None:
+            names |= binds[k]
+    return names
 
 
 def _within(c: _Chunk, found: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -111,33 +207,40 @@ def _rules_key(rules: Sequence[engine.RuleSpec]) -> tuple[object, ...]:
 
 def _split(source: str, tree: ast.Module) -> list[_Chunk]:
     offsets = line_offsets(source)
-    out = []
+    out: list[_Chunk] = []
     for stmt in tree.body:
         start = unit_start(stmt)
         end = stmt.end_lineno or stmt.lineno
         name = stmt.name if isinstance(stmt, DEFS) else None
+        binds, imports = _binds(stmt), name is None and _imports(stmt)
         if out and out[-1].end >= start:  # statements sharing a line (`a = 1; b = 2`)
-            start, name = out.pop().start, None
+            prev = out.pop()
+            start, name, binds = prev.start, None, prev.binds | binds
+            imports = imports or prev.imports
         text = source[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
-        out.append(_Chunk(name, start, end, text))
+        out.append(_Chunk(name, start, end, text, binds, imports))
     return out
 
 
-def _affected(chunks: Sequence[_Chunk], new: Sequence[_Chunk]) -> list[_Chunk]:
-    """The new definitions, their callers, and what they or module statements call
-    (transitively)."""
-    defs = [c for c in chunks if c.name is not None]
-    names = "|".join(re.escape(c.name or "") for c in new)
-    mention = re.compile(rf"\b(?:{names})\b")
-    picked = {id(c): c for c in new}
-    for c in defs:
-        if mention.search(c.text):
-            picked[id(c)] = c
-    todo = list(picked.values()) + [c for c in chunks if c.name is None]
-    while todo:
-        called = set(_CALLED.findall(todo.pop().text))
-        for c in defs:
-            if c.name in called and id(c) not in picked:
-                picked[id(c)] = c
-                todo.append(c)
-    return list(picked.values())
+def _imports(stmt: ast.stmt) -> bool:
+    return any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(stmt))
+
+
+def _binds(stmt: ast.stmt) -> frozenset[str]:
+    """The names a top-level statement binds, deletes or declares (`*`: a star import)."""
+    if isinstance(stmt, DEFS):
+        return frozenset({stmt.name})
+    names: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (*DEFS, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            if node.name:
+                names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return frozenset(names)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import importlib.abc
 import io
 import logging
@@ -23,7 +25,7 @@ import re
 import sys
 import tokenize
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache, lru_cache, partial
@@ -48,6 +50,8 @@ from numlint.output.lsp import to_lsp
 logger = logging.getLogger("numlint.lsp")
 
 DEBOUNCE_S = 0.05
+#: Idle time after publishing before the garbage collector runs (see NumlintServer.lint).
+COLLECT_AFTER_S = 0.1
 MAX_CHARS = 1_000_000  # larger buffers are left to `numlint check`: linting them would stall
 FIX_ALL_KIND = f"{lsp.CodeActionKind.SourceFixAll.value}.numlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -337,6 +341,9 @@ class NumlintServer(LanguageServer):
         #: Per document, what the last lint saw (used only in the linter thread).
         self.incremental: dict[str, Incremental] = {}
         self.told: set[str] = set()
+        self.busy = 0
+        self.collector: asyncio.TimerHandle | None = None
+        self.frozen = False
 
     # state
 
@@ -369,10 +376,44 @@ class NumlintServer(LanguageServer):
         return doc
 
     async def lint(self, uri: str) -> Snapshot | None:
-        """Lint the document's current text in the worker thread."""
+        """Lint the document's current text in the worker thread.
+
+        Collections are held off while linting and publishing (a full one, in a heap holding
+        libcst and every rule, costs as much as re-linting a function) and run once idle.
+        """
         doc = self.document(uri)
         if doc is None:
             return None
+        with self.collections_held():
+            return await self._lint(uri, doc)
+
+    @contextlib.contextmanager
+    def collections_held(self) -> Iterator[None]:
+        self.busy += 1
+        gc.disable()
+        try:
+            yield
+        finally:
+            self.busy -= 1
+            if not self.busy:
+                gc.enable()
+                if self.collector is not None:
+                    self.collector.cancel()
+                loop = asyncio.get_running_loop()
+                self.collector = loop.call_later(COLLECT_AFTER_S, self.collect)
+
+    def collect(self) -> None:
+        """A full collection when idle; the first one also moves what survives it (modules,
+        rules, libcst) out of later collections' way."""
+        self.collector = None
+        if self.busy:
+            return
+        gc.collect()
+        if not self.frozen:
+            gc.freeze()
+            self.frozen = True
+
+    async def _lint(self, uri: str, doc: Any) -> Snapshot | None:
         version, source = doc.version, doc.source
         loop = asyncio.get_running_loop()
         snap = await loop.run_in_executor(
@@ -428,9 +469,10 @@ class NumlintServer(LanguageServer):
     async def _lint_and_publish(self, uri: str, delay: float, fresh: bool) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
-        snap = await (self.lint(uri) if fresh else self.current(uri))
-        if snap is not None:
-            self.publish(snap)
+        with self.collections_held():
+            snap = await (self.lint(uri) if fresh else self.current(uri))
+            if snap is not None:
+                self.publish(snap)
 
     def publish(self, snap: Snapshot) -> None:
         index = TextIndex(snap.source, self.encoding)

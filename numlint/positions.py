@@ -17,8 +17,9 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from numlint.tree import descendants
+from numlint.tree import every_descendant
 
 #: A line break as CPython and libcst count lines.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -48,7 +49,7 @@ class Positions:
         self.whole = False
 
     def prepare(self, nodes: Iterable[cst.CSTNode]) -> None:
-        """Compute the positions of `nodes` (and of everything in their statements)."""
+        """Compute the positions of `nodes`."""
         wanted = {id(n): n for n in nodes if n not in self.ranges}
         if wanted and not self.whole:
             self.whole = not self._place(self.module.body, self.top, 0, wanted)
@@ -84,7 +85,7 @@ class Positions:
         for stmt, group in zip(body, anchors, strict=True):
             if not wanted:
                 break
-            inside = {i: wanted[i] for i in map(id, descendants(stmt)) if i in wanted}
+            inside = {i: wanted[i] for i in map(id, every_descendant(stmt)) if i in wanted}
             if not inside:
                 continue
             first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
@@ -108,27 +109,17 @@ class Positions:
     def _statement(
         self, stmt: cst.CSTNode, first: int, last: int, indent: int, check: dict[int, cst.CSTNode]
     ) -> bool:
-        m = self.module
-        sub = cst.Module(
-            body=[stmt],  # type: ignore[list-item]
-            header=[],
-            footer=[],
-            encoding=m.encoding,
-            default_indent=m.default_indent,
-            default_newline=m.default_newline,
-            has_trailing_newline=True,
-        )
-        ranges = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+        ranges = statement_ranges(stmt, self.module)
         own = ranges[stmt]
         shift = first - own.start.line
         if own.start.column != 0 or own.end.line + shift > last:
             return False
         if not indent:
-            for node, r in ranges.items():
-                if node is not sub:
-                    self.ranges[node] = CodeRange(
-                        (r.start.line + shift, r.start.column), (r.end.line + shift, r.end.column)
-                    )
+            for node in check.values():
+                r = ranges[node]
+                self.ranges[node] = CodeRange(
+                    (r.start.line + shift, r.start.column), (r.end.line + shift, r.end.column)
+                )
             return True
         # Inside a class, continuation lines and multi-line strings keep their own columns:
         # only the nodes whose shifted positions match the text are taken.
@@ -167,6 +158,20 @@ class Positions:
             return False
         at = self.offsets[line - 1] + column
         return self.source.startswith(text, at) if after else self.source.endswith(text, 0, at)
+
+
+def statement_ranges(stmt: cst.CSTNode, module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
+    """PositionProvider's ranges for `stmt` and its descendants, as if it were a module of its
+    own (starting at line 1, column 0): its code generated once, without the metadata
+    wrapper's extra pass over the tree."""
+    provider = PositionProvider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        provider=provider,
+    )
+    stmt._codegen(state)
+    return provider._computed
 
 
 _KINDS: dict[type, type] = {

@@ -25,6 +25,7 @@ SKIP_FIELDS = frozenset(
     }
 )  # fmt: skip
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_TYPES: dict[type, bool] = {}
 
 
@@ -75,3 +76,21 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+def every_descendant(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, whitespace and names that are not references too."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        kind = type(current)
+        names = _ALL_FIELDS.get(kind)
+        if names is None:
+            names = _ALL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+        for name in names:
+            value = getattr(current, name)
+            if type(value) in (list, tuple):
+                stack.extend(child for child in value if is_node(type(child)))
+            elif is_node(type(value)):
+                stack.append(value)

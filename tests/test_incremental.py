@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import random
 from pathlib import Path
 
@@ -15,15 +16,41 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = Config().rules_for("x.py")
 FILES = sorted((ROOT / "tests" / "fixtures").glob("*.py")) + [ROOT / "examples" / "train.py"]
 HAZARD = "torch.log(torch.softmax(x, -1))"
+#: Module statements an edit may add: rebinding names definitions read, imports, a star import.
+MODULE_LINES = [
+    "F = None\n",
+    "import torch.nn.functional as F\n",
+    "from torch.nn.functional import softmax as log\n",
+    "torch = None\n",
+    "from torch.nn.functional import *\n",
+    "scaler = torch.cuda.amp.GradScaler()\n",
+    f"_probs = {HAZARD}\n",
+    "def helper_0(x):\n    return x.half()\n",
+    "torch.set_default_dtype(torch.float16)\n",
+]
+
+
+def _tops(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, end) line indexes of each top-level statement, decorators included."""
+    tree = ast.parse("".join(lines))
+    out = []
+    for stmt in tree.body:
+        decorators = getattr(stmt, "decorator_list", [])
+        first = min([stmt.lineno] + [d.lineno for d in decorators]) - 1
+        out.append((first, stmt.end_lineno or stmt.lineno))
+    return out
 
 
 def _edits(source: str, rng: random.Random) -> list[str]:
     """A sequence of buffers, each one plausible edit away from the previous one."""
     out = []
     lines = source.splitlines(keepends=True)
-    for _ in range(12):
-        kind = rng.choice(["insert", "delete", "duplicate", "shift", "hazard-call"])
+    for _ in range(16):
+        kind = rng.choice(
+            ["insert", "delete", "duplicate", "shift", "hazard-call", "module", "unmodule", "move"]
+        )
         i = rng.randrange(len(lines))
+        tops = _tops(lines)
         indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
         new = list(lines)
         if kind == "insert":
@@ -34,6 +61,16 @@ def _edits(source: str, rng: random.Random) -> list[str]:
             new.insert(i, lines[i])
         elif kind == "shift":
             new.insert(0, "\n")
+        elif kind == "module":  # a module statement between two top-level statements
+            new.insert(rng.choice(tops)[0], rng.choice(MODULE_LINES))
+        elif kind == "unmodule":  # a top-level statement (an import, a definition) goes away
+            first, end = rng.choice(tops)
+            del new[first:end]
+        elif kind == "move":  # a top-level statement moves above another one
+            (first, end), (to, _) = rng.choice(tops), rng.choice(tops)
+            if to < first:
+                new[to:to] = new[first:end]
+                del new[first + end - first : end + end - first]
         else:
             new.insert(i, f"{indent}_v = helper_{rng.randrange(3)}(x)\n")
             new.append(f"\n\ndef helper_{rng.randrange(3)}(x):\n    return {HAZARD}\n")
@@ -96,4 +133,43 @@ def test_configuration_change_relints_everything():
     good = f"import torch\n\ndef f(x):\n    return {HAZARD}\n"
     inc.lint(good, "x.py", RULES)
     assert inc.lint(good, "x.py", Config(ignore=("NUM101",)).rules_for("x.py")) == []
+    assert inc.last == "full"
+
+
+def test_module_level_edits_relint_only_their_readers():
+    source = (ROOT / "examples" / "train.py").read_text()
+    inc = Incremental()
+    inc.lint(source, "x.py", RULES)
+    # A constant nothing reads: module statements only.
+    edited = source + "UNUSED = 1\n"
+    assert inc.lint(edited, "x.py", RULES) == engine.lint(edited, "x.py", RULES)
+    assert inc.last == "partial"
+    # An import rebinding a name the definitions read changes their findings.
+    lines = edited.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("import torch.nn.functional"))
+    lines[at] = "import torch.nn as F\n"
+    rebound = "".join(lines)
+    got = inc.lint(rebound, "x.py", RULES)
+    assert inc.last == "partial"
+    assert got == engine.lint(rebound, "x.py", RULES)
+    assert got != engine.lint(edited, "x.py", RULES)
+
+
+def test_a_definition_moved_across_an_import_is_relinted():
+    # Above every import, the fix may spell `torch.sigmoid` in full; below `import math`, not.
+    body = "def f(t):\n    e = torch.exp(t)\n    return e / (e + 1)\n"
+    below, above = f"import math\n\n\n{body}", f"{body}\n\nimport math\n"
+    inc = Incremental()
+    for text in (below, above, below):
+        got = inc.lint(text, "x.py", RULES)
+        assert got == engine.lint(text, "x.py", RULES)
+        assert [d.fix is not None for d in got] == [text == above]
+
+
+def test_a_star_import_relints_everything():
+    source = f"import torch\n\ndef f(x):\n    return {HAZARD}\n"
+    inc = Incremental()
+    inc.lint(source, "x.py", RULES)
+    starred = "from torch import *\n" + source
+    assert inc.lint(starred, "x.py", RULES) == engine.lint(starred, "x.py", RULES)
     assert inc.last == "full"

@@ -3,6 +3,8 @@ and huge or pathological documents: raw bytes on the server's stdin, replies rea
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import queue
 import subprocess
@@ -242,3 +244,23 @@ def test_the_server_code_path_does_not_import_torch():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_collections_are_held_while_linting_and_run_once_idle():
+    from numlint.lsp import COLLECT_AFTER_S, NumlintServer
+
+    async def scenario() -> None:
+        server = NumlintServer()
+        with server.collections_held():
+            with server.collections_held():  # a hover linting while a change is linted
+                assert not gc.isenabled()
+            assert not gc.isenabled() and server.collector is None
+        assert gc.isenabled() and server.collector is not None
+        await asyncio.sleep(COLLECT_AFTER_S * 3)
+        assert server.collector is None and server.frozen and gc.get_freeze_count() > 0
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        gc.unfreeze()
+        gc.enable()
