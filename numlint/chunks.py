@@ -50,6 +50,12 @@ class _Unit:
     method: bool = False
     kept: bool = False
     skeleton: str = ""  # the text without the methods
+    selfs: frozenset[str] | None = None  # methods its text calls through self (see _SELF_CALLED)
+
+    def self_calls(self, text: str) -> frozenset[str]:
+        if self.selfs is None:
+            self.selfs = frozenset(_SELF_CALLED.findall(text))
+        return self.selfs
 
 
 def _hits(rule: type[Rule], text: str, extra: Extra) -> bool:
@@ -103,10 +109,10 @@ def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], ext
                 _keep(u, names, False, rules, extra, _CALLABLE)
                 changed = True
             if u.kept and u.methods:
-                own = set(_SELF_CALLED.findall(u.skeleton))
+                own = set(u.self_calls(u.skeleton))
                 for m in u.methods:
                     if m.kept:
-                        own.update(_SELF_CALLED.findall(m.text))
+                        own.update(m.self_calls(m.text))
                 if "" in own:
                     own |= _CALLABLE
                 for m in u.methods:
