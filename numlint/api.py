@@ -9,14 +9,17 @@ import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numlint import config as config_mod
-from numlint.config import Config
-from numlint.diagnostic import Diagnostic
-from numlint.engine import apply_fixes, lint, parse, parse_error
-from numlint.incremental import Incremental
-from numlint.rule import all_rules
+from numlint.config import Config, Selection, rules_of
+from numlint.diagnostic import Diagnostic, parse_error
+
+if TYPE_CHECKING:
+    from numlint.incremental import Incremental
+
+# numlint.engine (libcst and the rules) is imported where a file is linted: a run whose
+# results are all cached never loads it.
 
 ConfigLike = Config | dict[str, Any] | None
 MAX_FIX_PASSES = 10
@@ -54,6 +57,8 @@ def check_source(
         source = source[1:]
     if incremental is not None:
         return incremental.lint(source, path, cfg.rules_for(path))
+    from numlint.engine import lint
+
     return lint(source, path, cfg.rules_for(path))
 
 
@@ -160,21 +165,33 @@ def check_file(
     return check_source(text, name, resolve_config(config, name, overrides))
 
 
-def _rules_key(cfg: Config, name: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
-    return tuple((r.CODE, tuple(sorted(opts.items()))) for r, opts in cfg.rules_for(name))
+def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selection:
+    """What decides a file's rules, kept in `memo` per configuration when it does not depend
+    on the file's path."""
+    shared = not cfg.per_file_ignores
+    if shared:
+        try:
+            return memo[cfg]
+        except KeyError:
+            pass
+        except TypeError:  # an option holding a list: not hashable
+            shared = False
+    spec = cfg.selection(name)
+    if shared:
+        memo[cfg] = spec
+    return spec
 
 
-def _check_bytes(
-    job: tuple[str, bytes, tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]],
-) -> list[Diagnostic]:
-    """Worker: lint one file's bytes with the given rules (codes and options)."""
+def _check_bytes(job: tuple[str, bytes, Selection]) -> list[Diagnostic]:
+    """Worker: lint one file's bytes with the rules a selection enables."""
+    from numlint.engine import lint
+
     name, data, spec = job
     try:
         text, _, _ = decode(data)
     except SourceError as exc:
         return [parse_error(name, f"could not read: {exc}")]
-    by_code = {r.CODE: r for r in all_rules()}
-    return lint(text, name, [(by_code[code], dict(opts)) for code, opts in spec])
+    return lint(text, name, rules_of(spec))
 
 
 def lint_paths(
@@ -197,6 +214,8 @@ def lint_paths(
     files = list(iter_files(paths, config, overrides, force_exclude))
     done: dict[int, list[Diagnostic]] = {}
     todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
+    specs: dict[Config, Selection] = {}
+    configs: dict[Path, Config] = {}
     for i, f in enumerate(files):
         name = str(f)
         try:
@@ -207,7 +226,14 @@ def lint_paths(
         except OSError as exc:
             done[i] = [parse_error(name, f"could not read: {exc.strerror or exc}")]
             continue
-        spec = _rules_key(resolve_config(config, name, overrides), name)
+        # A file's configuration is its directory's (one that is a link: its target's).
+        link = f.is_symlink()
+        cfg = None if link else configs.get(f.parent)
+        if cfg is None:
+            cfg = resolve_config(config, name, overrides)
+            if not link:
+                configs[f.parent] = cfg
+        spec = _rules_key(cfg, name, specs)
         k = key(data, repr(spec)) if results is not None else ""
         hit = results.get(k, name) if results is not None else None
         if hit is not None:
@@ -256,6 +282,8 @@ def fix_source(
     overrides: dict[str, Any] | None = None,
 ) -> FixResult:
     """Apply fixes until none is left (at most MAX_FIX_PASSES); the result must parse."""
+    from numlint.engine import apply_fixes, parse
+
     cfg = resolve_config(config, path, overrides)
     current, total = source, 0
     diagnostics = check_source(current, path, cfg)

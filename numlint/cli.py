@@ -15,7 +15,6 @@ from numlint import __version__, api
 from numlint.config import Config, ConfigError, load
 from numlint.diagnostic import Diagnostic
 from numlint.output import RenderEnv, fixable, formats
-from numlint.rule import all_rules, rule_by_selector
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -169,6 +168,7 @@ def _delegate(command: str, rest: list[str]) -> int:
 
 def cmd_rule(selector: str) -> int:
     from numlint.docs import rule_page
+    from numlint.rule import rule_by_selector
 
     rule = rule_by_selector(selector)
     if rule is None:
@@ -178,6 +178,8 @@ def cmd_rule(selector: str) -> int:
 
 
 def cmd_rules(as_json: bool) -> int:
+    from numlint.rule import all_rules
+
     rows = [
         {
             "code": r.CODE,
@@ -269,9 +271,12 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         except FileNotFoundError as exc:
             raise UsageError(f"{exc}: no such file or directory") from None
+        dirs: set[Path] = set()  # a file's configuration is its directory's (see lint_paths)
         for f, found in results:
             name = str(f)
-            warnings.update(api.resolve_config(config, name, overrides).warnings)
+            if f.parent not in dirs or f.is_symlink():
+                dirs.add(f.parent)
+                warnings.update(api.resolve_config(config, name, overrides).warnings)
             env.files.append(name)
             if found and any(d.code != "NUM000" for d in found):
                 try:

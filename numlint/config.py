@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from numlint.rule import Rule, all_rules
+if TYPE_CHECKING:  # the rules import libcst: a run whose results are all cached needs neither
+    from numlint.rule import Rule
+
+#: What decides a file's rules: (select, extend-select, ignore, options); see Config.selection.
+Selection = tuple[Any, ...]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -123,31 +128,38 @@ class Config:
 
     def rules_for(self, path: str | None = None) -> list[tuple[type[Rule], dict[str, Any]]]:
         """The enabled rules (with their options) for a file."""
+        return rules_of(self.selection(path))
+
+    def selection(self, path: str | None = None) -> Selection:
+        """What decides the rules for a file, without loading them: equal selections give
+        equal rules (a key for the results cache)."""
         ignore = self.ignore
         if path is not None and self.per_file_ignores:
             rel = self._relative(path)
             for glob, codes in self.per_file_ignores:
                 if _glob_match(rel, glob):
                     ignore = ignore + codes
-        opts = {code: dict(values) for code, values in self.options}
-        return [(r, opts.get(r.CODE, {})) for r in _select(self.select, self.extend_select, ignore)]
+        return (self.select, self.extend_select, ignore, self.options)
 
     def is_excluded(self, path: Path) -> bool:
         """Whether directory walking should skip `path`."""
         if path.name in DEFAULT_EXCLUDE:
             return True
+        if not self.exclude:
+            return False
         rel = self._relative(str(path))
         return any(
             _glob_match(rel, glob) or fnmatch.fnmatch(path.name, glob) for glob in self.exclude
         )
 
     def _relative(self, path: str) -> str:
-        p = Path(path)
         if self.root is not None:
-            try:
-                return p.resolve().relative_to(self.root.resolve()).as_posix()
-            except (ValueError, OSError):
-                pass
+            real, root = _real(path), _real(os.fspath(self.root))
+            if real == root:
+                return "."
+            if real.startswith(root.rstrip(os.sep) + os.sep):
+                return real[len(root.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+        p = Path(path)
         return PurePosixPath(p.as_posix()).as_posix().lstrip("./") or p.name
 
 
@@ -161,7 +173,16 @@ def _glob_match(rel: str, glob: str) -> bool:
     )
 
 
+def rules_of(selection: Selection) -> list[tuple[type[Rule], dict[str, Any]]]:
+    """The rules (with their options) a selection enables."""
+    select, extend, ignore, options = selection
+    opts = {code: dict(values) for code, values in options}
+    return [(r, opts.get(r.CODE, {})) for r in _select(select, extend, ignore)]
+
+
 def _rule(selector: str) -> type[Rule] | None:
+    from numlint.rule import all_rules
+
     return next((r for r in all_rules() if selector in (r.CODE, r.NAME)), None)
 
 
@@ -171,6 +192,10 @@ def _matches(selector: str, rule: type[Rule]) -> bool:
 
 def unknown_selectors(selectors: tuple[str, ...] | list[str]) -> list[str]:
     """Warnings for selectors that match no rule."""
+    if not selectors:
+        return []
+    from numlint.rule import all_rules
+
     return [
         f"unknown rule selector `{s}`"
         for s in selectors
@@ -182,6 +207,8 @@ def unknown_selectors(selectors: tuple[str, ...] | list[str]) -> list[str]:
 def _select(
     select: tuple[str, ...] | None, extend: tuple[str, ...], ignore: tuple[str, ...]
 ) -> tuple[type[Rule], ...]:
+    from numlint.rule import all_rules
+
     chosen: list[type[Rule]] = []
     for rule in all_rules():
         if select is None:
@@ -213,15 +240,13 @@ def load(pyproject: Path) -> Config | None:
 @lru_cache(maxsize=1024)
 def _candidates(directory: Path) -> tuple[Path, ...]:
     """pyproject.toml files from `directory` upward (existence is cached; contents are not)."""
-    found = []
-    for parent in (directory, *directory.parents):
-        candidate = parent / "pyproject.toml"
-        try:
-            if candidate.is_file():
-                found.append(candidate)
-        except OSError:  # a name too long, a permission problem: not a config file
-            continue
-    return tuple(found)
+    candidate = directory / "pyproject.toml"
+    try:
+        here = (candidate,) if candidate.is_file() else ()
+    except OSError:  # a name too long, a permission problem: not a config file
+        here = ()
+    parent = directory.parent
+    return here + (_candidates(parent) if parent != directory else ())
 
 
 @lru_cache(maxsize=256)
@@ -243,15 +268,34 @@ def _discover_dir(directory: Path) -> Config:
 
 def discover(path: str | Path) -> Config:
     """The configuration that applies to `path`: the nearest pyproject.toml with [tool.numlint]."""
-    p = Path(path)
     try:
-        p = p.resolve()
+        p = real_path(path)
     except OSError:
         return Config()
     return _discover_dir(p if p.is_dir() else p.parent)
 
 
+def real_path(path: str | Path) -> Path:
+    """`Path(path).resolve()`, resolving each directory once: a tree of files costs one
+    `realpath` per directory, not one per file."""
+    return Path(_real(os.fspath(path)))
+
+
+def _real(path: str) -> str:
+    head, name = os.path.split(os.path.abspath(path))
+    if name in ("", ".", "..") or ".." in path or os.path.islink(path):
+        return os.path.realpath(path)  # a link is resolved itself; `..` after a link too
+    return os.path.join(_real_dir(head), name)
+
+
+@lru_cache(maxsize=4096)
+def _real_dir(directory: str) -> str:
+    return os.path.realpath(directory)
+
+
 def clear_cache() -> None:
-    """Forget which pyproject.toml files exist (after files were created or deleted)."""
+    """Forget which pyproject.toml files exist (after files were created or deleted) and
+    where directories lead."""
     _candidates.cache_clear()
     _load_cached.cache_clear()
+    _real_dir.cache_clear()

@@ -76,3 +76,12 @@ class Diagnostic:
         }
         data.update(self.extra)
         return data
+
+
+PARSE_ERROR = "NUM000"
+PARSE_ERROR_NAME = "parse-error"
+
+
+def parse_error(path: str, message: str, row: int = 1, column: int = 1) -> Diagnostic:
+    """The NUM000 finding for a file numlint could not read or parse."""
+    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, path, row, column, row, column)

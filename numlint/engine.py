@@ -13,20 +13,14 @@ import libcst as cst
 
 from numlint import chunks, suppress
 from numlint.context import Context
-from numlint.diagnostic import Diagnostic, Edit, Fix
+from numlint.diagnostic import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Edit, Fix, parse_error
 from numlint.positions import Positions, line_offsets
 from numlint.rule import Report, Rule
 from numlint.tree import fields, is_node
 
-PARSE_ERROR = "NUM000"
-PARSE_ERROR_NAME = "parse-error"
+__all__ = ["PARSE_ERROR", "PARSE_ERROR_NAME", "parse_error"]  # re-exported
 
 RuleSpec = tuple[type[Rule], dict[str, Any]]
-
-
-def parse_error(path: str, message: str, row: int = 1, column: int = 1) -> Diagnostic:
-    """The NUM000 finding for a file numlint could not read or parse."""
-    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, path, row, column, row, column)
 
 
 class _InternalError(Rule):

@@ -56,9 +56,11 @@ def test_fix_source_is_idempotent():
 
 
 def test_fix_that_would_not_parse_is_refused(monkeypatch):
-    from numlint import api
+    from numlint import engine
 
-    monkeypatch.setattr(api, "apply_fixes", lambda src, diags, unsafe=False: (src + "def (:\n", 1))
+    monkeypatch.setattr(
+        engine, "apply_fixes", lambda src, diags, unsafe=False: (src + "def (:\n", 1)
+    )
     result = fix_source(HAZARD, unsafe=True)
     assert result.error and result.source == HAZARD
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import CLEAN, HAZARD, run_cli
@@ -57,3 +59,21 @@ def test_pool_matches_serial(tmp_path: Path, monkeypatch):
     serial = list(api.lint_paths([tmp_path], jobs=1))
     assert parallel == serial
     assert sum(len(d) for _, d in serial) == 15
+
+
+def test_a_fully_cached_run_loads_neither_libcst_nor_the_rules(project: Path):
+    code = (
+        "import sys\n"
+        "from numlint.cli import main\n"
+        "code = main(['check', '--output-format', 'concise', 'pkg'])\n"
+        "print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('numlint.rule')))\n"
+    )
+    first = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert "'libcst'" in first.stdout.splitlines()[-1]  # files were linted
+    again = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert again.stdout.splitlines()[-1] == "[]"
+    assert again.stdout.splitlines()[:-1] == first.stdout.splitlines()[:-1]  # same findings

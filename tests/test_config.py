@@ -123,9 +123,9 @@ def fresh_selection():
 
 
 def test_options_reach_the_rule(monkeypatch, fresh_selection):
-    from numlint import config as config_mod
+    from numlint import rule as rule_mod
 
-    monkeypatch.setattr(config_mod, "all_rules", lambda: (_Threshold,))
+    monkeypatch.setattr(rule_mod, "all_rules", lambda: (_Threshold,))
     cfg = Config.from_table({"select": ["NUM998"], "options": {"NUM998": {"limit": 500}}})
     assert [r for r, _ in cfg.rules_for()] == [_Threshold]
     assert check_source("x = 100\n", config=cfg) == []
@@ -135,14 +135,14 @@ def test_options_reach_the_rule(monkeypatch, fresh_selection):
 
 
 def test_opinionated_rules_need_selection(monkeypatch, fresh_selection):
-    from numlint import config as config_mod
+    from numlint import rule as rule_mod
 
     class Off(_Threshold):
         CODE = "NUM997"
         NAME = "off-rule"
         DEFAULT_ENABLED = False
 
-    monkeypatch.setattr(config_mod, "all_rules", lambda: (_Threshold, Off))
+    monkeypatch.setattr(rule_mod, "all_rules", lambda: (_Threshold, Off))
     assert [r.CODE for r, _ in Config().rules_for()] == ["NUM998"]
     assert [r.CODE for r, _ in Config.from_table({"extend-select": ["NUM997"]}).rules_for()] == [
         "NUM998",

@@ -10,7 +10,6 @@ from typing import Any
 from numlint import __version__
 from numlint.diagnostic import Diagnostic
 from numlint.output import RenderEnv
-from numlint.rule import rule_by_selector
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -21,6 +20,8 @@ def _uri(filename: str) -> str:
 
 
 def _rule(code: str, name: str, url: str) -> dict[str, Any]:
+    from numlint.rule import rule_by_selector  # only for SARIF: other formats need no rules
+
     rule = rule_by_selector(code)
     text = rule.summary() if rule else "The file could not be read or parsed."
     return {
