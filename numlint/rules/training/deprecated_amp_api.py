@@ -81,7 +81,7 @@ class DeprecatedAmpApi(Rule):
         "`torch.cuda.amp` / `torch.cpu.amp` is deprecated and warns on every use; "
         'use `torch.amp` with the device type, e.g. `torch.amp.autocast("cuda")`'
     )
-    CHUNK = "module"
+    CHUNK = "function"
     TRIGGERS = ("autocast", "GradScaler", "custom_fwd", "custom_bwd")
 
     VALID = [

@@ -39,7 +39,7 @@ class DeprecatedClipGradNorm(Rule):
         "`torch.nn.utils.clip_grad_norm` is deprecated and warns on every call; "
         "use `torch.nn.utils.clip_grad_norm_` (same arguments)"
     )
-    CHUNK = "module"
+    CHUNK = "function"
     TRIGGERS = ("clip_grad_norm",)
 
     VALID = [
