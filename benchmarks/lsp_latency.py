@@ -3,11 +3,10 @@
 Starts `numlint lsp` on stdio, opens a 2,000-line file built from examples/train.py, then
 times, from sending `didChange` to receiving `publishDiagnostics` for that version (debounce
 included), two kinds of edit, each repeated on the same buffer: a line typed inside a function
-in the middle of the file (the usual case: the server re-lints only what the edit can change)
-and a statement added at module level (every definition may depend on it: the whole file is
-linted again). Beside
-them, the time `numlint check` takes on the same text in-process, the peer every editor
-integration that shells out to a linter pays. Prints medians and ratios; the target is 200 ms.
+in the middle of the file, and a statement added at module level (the server re-lints only
+what each can change). Beside them, the time `numlint check` takes on the same text
+in-process, the peer every editor integration that shells out to a linter pays. Prints
+medians and ratios; the target is 200 ms.
 
     .venv/bin/python benchmarks/lsp_latency.py [--runs 5] [--lines 2000]
 """
@@ -169,8 +168,9 @@ def main() -> int:
         f"ratio check / lsp: {ms['check'] / ms['function']:.1f}x (function edit), "
         f"{ms['check'] / ms['module']:.2f}x (module edit)"
     )
-    verdict = "met" if ms["function"] <= TARGET_MS else "NOT met"
-    print(f"target {TARGET_MS:.0f} ms after an edit inside a function: {verdict}")
+    for kind in ("function", "module"):
+        verdict = "met" if ms[kind] <= TARGET_MS else "NOT met"
+        print(f"target {TARGET_MS:.0f} ms after an edit ({kind}): {verdict}")
     return 0
 
 
