@@ -13,12 +13,10 @@ import libcst as cst
 
 from numlint import chunks, suppress
 from numlint.context import Context
-from numlint.diagnostic import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Edit, Fix, parse_error
+from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
 from numlint.positions import Positions, line_offsets
 from numlint.rule import Report, Rule
 from numlint.tree import fields, is_node
-
-__all__ = ["PARSE_ERROR", "PARSE_ERROR_NAME", "parse_error"]  # re-exported
 
 RuleSpec = tuple[type[Rule], dict[str, Any]]
 

@@ -42,8 +42,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 from numlint import __version__, api
 from numlint import config as config_mod
 from numlint.config import Config, ConfigError
-from numlint.diagnostic import Diagnostic, Edit
-from numlint.engine import PARSE_ERROR
+from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit
 from numlint.incremental import Incremental
 from numlint.output.lsp import to_lsp
 
