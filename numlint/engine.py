@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import gc
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -99,16 +100,26 @@ def parse(source: str) -> cst.Module:
 
     Nodes are not validated as the parser builds them (a quarter of the parse): what the
     parser builds from source is valid by construction (libcst's own PERF note in
-    `CSTNode.__post_init__`). Nodes built later (fixes) are validated as usual.
+    `CSTNode.__post_init__`). Nodes built outside a parse (fixes) are validated as usual.
     """
-    post_init = cst.CSTNode.__dict__.get("__post_init__")
-    if post_init is None:
+    global _parsing
+    if _VALIDATE is None:
         return cst.parse_module(source)
-    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
+    with _parsing_lock:
+        _parsing += 1
+        cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
         return cst.parse_module(source)
     finally:
-        cst.CSTNode.__post_init__ = post_init  # type: ignore[method-assign]
+        with _parsing_lock:
+            _parsing -= 1
+            if not _parsing:  # the last of concurrent parses puts validation back
+                cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+
+
+_VALIDATE = cst.CSTNode.__dict__.get("__post_init__")
+_parsing = 0
+_parsing_lock = threading.Lock()
 
 
 def _no_validation(self: cst.CSTNode) -> None:

@@ -243,3 +243,25 @@ def test_checked_code_never_runs(tmp_path: Path):
     snap = lint_document((pkg / "model.py").as_uri(), 1, (pkg / "model.py").read_text(), [tmp_path])
     assert snap.diagnostics is not None
     assert not sentinel.exists()
+
+
+def test_node_validation_is_back_after_parses_that_fail_or_overlap():
+    import threading
+
+    import libcst as cst
+
+    from numlint import engine
+
+    validate = cst.CSTNode.__dict__["__post_init__"]
+    with pytest.raises(cst.ParserSyntaxError):
+        engine.parse("def (:\n")
+    assert cst.CSTNode.__dict__["__post_init__"] is validate
+    source = "import torch\n" + "y = torch.log(torch.softmax(x, -1))\n" * 2000
+    threads = [threading.Thread(target=engine.parse, args=(source,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cst.CSTNode.__dict__["__post_init__"] is validate
+    with pytest.raises(cst.CSTValidationError):  # nodes built outside a parse are validated
+        cst.Name("not a name")
