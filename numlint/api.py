@@ -6,7 +6,7 @@ import io
 import os
 import tempfile
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,6 +165,25 @@ def check_file(
     return check_source(text, name, resolve_config(config, name, overrides))
 
 
+def config_per_directory(
+    config: ConfigLike = None, overrides: dict[str, Any] | None = None
+) -> Callable[[Path], Config]:
+    """The configuration of a file, found once per directory: a file's configuration is its
+    directory's (a file that is a link: its target's)."""
+    found: dict[Path, Config] = {}
+
+    def of(f: Path) -> Config:
+        link = f.is_symlink()
+        cfg = None if link else found.get(f.parent)
+        if cfg is None:
+            cfg = resolve_config(config, str(f), overrides)
+            if not link:
+                found[f.parent] = cfg
+        return cfg
+
+    return of
+
+
 def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selection:
     """What decides a file's rules, kept in `memo` per configuration when it does not depend
     on the file's path."""
@@ -215,7 +234,7 @@ def lint_paths(
     done: dict[int, list[Diagnostic]] = {}
     todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
     specs: dict[Config, Selection] = {}
-    configs: dict[Path, Config] = {}
+    config_of = config_per_directory(config, overrides)
     for i, f in enumerate(files):
         name = str(f)
         try:
@@ -226,14 +245,7 @@ def lint_paths(
         except OSError as exc:
             done[i] = [parse_error(name, f"could not read: {exc.strerror or exc}")]
             continue
-        # A file's configuration is its directory's (one that is a link: its target's).
-        link = f.is_symlink()
-        cfg = None if link else configs.get(f.parent)
-        if cfg is None:
-            cfg = resolve_config(config, name, overrides)
-            if not link:
-                configs[f.parent] = cfg
-        spec = _rules_key(cfg, name, specs)
+        spec = _rules_key(config_of(f), name, specs)
         k = key(data, repr(spec)) if results is not None else ""
         hit = results.get(k, name) if results is not None else None
         if hit is not None:

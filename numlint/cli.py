@@ -271,12 +271,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         except FileNotFoundError as exc:
             raise UsageError(f"{exc}: no such file or directory") from None
-        dirs: set[Path] = set()  # a file's configuration is its directory's (see lint_paths)
+        config_of = api.config_per_directory(config, overrides)
         for f, found in results:
             name = str(f)
-            if f.parent not in dirs or f.is_symlink():
-                dirs.add(f.parent)
-                warnings.update(api.resolve_config(config, name, overrides).warnings)
+            warnings.update(config_of(f).warnings)
             env.files.append(name)
             if found and any(d.code != "NUM000" for d in found):
                 try:

@@ -157,8 +157,9 @@ class Config:
             real, root = _real(path), _real(os.fspath(self.root))
             if real == root:
                 return "."
-            if real.startswith(root.rstrip(os.sep) + os.sep):
-                return real[len(root.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+            inside = root.rstrip(os.sep) + os.sep
+            if real.startswith(inside):
+                return real[len(inside) :].replace(os.sep, "/")
         p = Path(path)
         return PurePosixPath(p.as_posix()).as_posix().lstrip("./") or p.name
 
