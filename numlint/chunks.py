@@ -3,12 +3,13 @@
 Parsing with libcst is most of numlint's cost, and most functions in a file contain nothing a
 rule looks for. A top-level function or class whose text holds none of the active rules'
 triggers is removed (numlint.positions places what is kept by CPython's line numbers); such a
-method becomes `pass` and empty lines, keeping its class's lines. Kept always: every top-level statement that is not
-a definition (imports, assignments, script code), a class's own body statements and
-`__init__`, and, transitively, any definition whose name is called in kept text (a helper, a
-model class, a method called through `self`). Each rule says how much code around a trigger
-it needs (`Rule.CHUNK`): "function" (the default), "class" (the whole enclosing top-level
-class) or "module" (the whole file).
+method becomes `pass` and empty lines, keeping its class's lines. Kept always: every
+top-level statement that is not a definition (imports, assignments, script code) except long
+data tables (see DATA_TABLE_LINES), a class's own body statements and `__init__`, and,
+transitively, any definition whose name is called in kept text (a helper, a model class, a
+method called through `self`). Each rule says how much code around a trigger it needs
+(`Rule.CHUNK`): "function" (the default), "class" (the whole enclosing top-level class) or
+"module" (the whole file).
 """
 
 from __future__ import annotations
@@ -220,7 +221,11 @@ def reduce(
     dropped: list[_Unit] = []
     kept: list[ast.stmt] = []
     kept_text: list[str] = []
-    for stmt in tree.body:
+    for i, stmt in enumerate(tree.body):
+        if _data_table(stmt, tree.body[i - 1] if i else None, tree.body[i + 1 : i + 2]):
+            end = stmt.end_lineno or stmt.lineno
+            dropped.append(_Unit(stmt, "", stmt.lineno, end, ""))
+            continue
         if not isinstance(stmt, DEFS):
             kept.append(stmt)
             kept_text.append(text(stmt.lineno, stmt.end_lineno or stmt.lineno))
@@ -244,9 +249,34 @@ def reduce(
     passed = [m for u in units if u.kept for m in u.methods if not m.kept]
     if not gone and not passed:
         return Reduced(source, tree.body)
-    starts = {u.start for u in gone}
-    top = [s for s in tree.body if not isinstance(s, DEFS) or unit_start(s) not in starts]
+    left = {id(u.node) for u in gone}
+    top = [s for s in tree.body if id(s) not in left]
     return _cut(source, offsets, gone, passed, top)
+
+
+#: A module-level assignment of a plain literal (numbers, strings, names such as
+#: `torch.float16`, and dicts, lists, tuples and sets of them: no call, no operation a rule
+#: reports) at least this many lines long is left out: no rule reads into a table of numbers,
+#: and a generated file can be one table of megabytes (libcst's tree of it, gigabytes).
+DATA_TABLE_LINES = 100
+_LITERAL = (
+    *(ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Name, ast.Attribute),
+    *(ast.UnaryOp, ast.USub, ast.UAdd, ast.Load),
+)
+
+
+def _data_table(stmt: ast.stmt, before: ast.stmt | None, after: list[ast.stmt]) -> bool:
+    """Whether `stmt` is such a table, on lines of its own."""
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    end = stmt.end_lineno or stmt.lineno
+    if end - stmt.lineno + 1 < DATA_TABLE_LINES:
+        return False
+    if (before is not None and (before.end_lineno or before.lineno) >= stmt.lineno) or (
+        after and after[0].lineno <= end
+    ):
+        return False  # `a = 1; table = {...}`: lines are cut whole
+    return all(isinstance(n, _LITERAL) for n in ast.walk(stmt.value))
 
 
 def _cut(

@@ -183,3 +183,27 @@ def test_positions_on_real_files_sampled():
         positions = Positions(module, ast.parse(source).body, source)
         positions.prepare(sample)
         assert [positions[n] for n in sample] == [truth[n] for n in sample], path.name
+
+
+def test_a_long_data_table_is_left_out_and_findings_stay_put():
+    rows = "".join(f"    ({i}, torch.float16): ({i}, -{i}.5, 'x'),\n" for i in range(150))
+    source = (
+        "import torch\n"
+        "small = {1: 2}\n"
+        f"TABLE: dict = {{\n{rows}}}\n"
+        "EPS = 1e-12\n"
+        "\n"
+        "def f(x, key):\n"
+        "    p = torch.log(torch.softmax(x, -1)) * TABLE[key][0]\n"
+        "    return x / (x.norm() + EPS) + small[1]\n"
+    )
+    got = engine.lint(source, "x.py", RULES)
+    assert got == engine.lint(source, "x.py", RULES, chunked=False)
+    assert [(d.code, d.row) for d in got] == [("NUM101", 158)]
+    tree = ast.parse(source)
+    reduced = chunks.reduce(source, tree, [r for r, _ in RULES], line_offsets(source))
+    assert "float16" not in reduced.text and "EPS = 1e-12" in reduced.text
+    # A table sharing a line with another statement, or a short one, stays.
+    for kept in (f"a = 1; TABLE = {{\n{rows}}}\n", "TABLE = {\n" + rows[:200] + "}\n"):
+        text = "import torch\n" + kept
+        assert "float16" in chunks.reduce(text, ast.parse(text), [], line_offsets(text)).text
