@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import tempfile
@@ -258,6 +259,9 @@ def lint_paths(
         from concurrent.futures import ProcessPoolExecutor
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        if method == "fork":  # the engine and rules loaded once here, not in every worker
+            importlib.import_module("numlint.engine")
+            rules_of(todo[0][2][2])
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
             chunk = max(1, min(32, len(todo) // (workers * 8)))
             found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
