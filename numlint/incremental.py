@@ -212,7 +212,7 @@ def _split(source: str, tree: ast.Module) -> list[_Chunk]:
         start = unit_start(stmt)
         end = stmt.end_lineno or stmt.lineno
         name = stmt.name if isinstance(stmt, DEFS) else None
-        binds, imports = _binds(stmt), name is None and _imports(stmt)
+        binds, imports = _binds(stmt)
         if out and out[-1].end >= start:  # statements sharing a line (`a = 1; b = 2`)
             prev = out.pop()
             start, name, binds = prev.start, None, prev.binds | binds
@@ -222,19 +222,18 @@ def _split(source: str, tree: ast.Module) -> list[_Chunk]:
     return out
 
 
-def _imports(stmt: ast.stmt) -> bool:
-    return any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(stmt))
-
-
-def _binds(stmt: ast.stmt) -> frozenset[str]:
-    """The names a top-level statement binds, deletes or declares (`*`: a star import)."""
+def _binds(stmt: ast.stmt) -> tuple[frozenset[str], bool]:
+    """The names a top-level statement binds, deletes or declares (`*`: a star import), and
+    whether it is or holds an import (a definition's own imports are its own)."""
     if isinstance(stmt, DEFS):
-        return frozenset({stmt.name})
+        return frozenset({stmt.name}), False
     names: set[str] = set()
+    imports = False
     for node in ast.walk(stmt):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports = True
             names.update(a.asname or a.name.split(".")[0] for a in node.names)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
@@ -243,4 +242,4 @@ def _binds(stmt: ast.stmt) -> frozenset[str]:
                 names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.add(node.rest)
-    return frozenset(names)
+    return frozenset(names), imports

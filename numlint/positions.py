@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from numlint.tree import every_descendant
+from numlint.tree import descendants
 
 #: A line break as CPython and libcst count lines.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -85,7 +85,7 @@ class Positions:
         for stmt, group in zip(body, anchors, strict=True):
             if not wanted:
                 break
-            inside = {i: wanted[i] for i in map(id, every_descendant(stmt)) if i in wanted}
+            inside = {i: wanted[i] for i in map(id, descendants(stmt, every=True)) if i in wanted}
             if not inside:
                 continue
             first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno

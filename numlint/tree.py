@@ -49,9 +49,17 @@ def is_node(kind: type) -> bool:
     return known
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The walked children of a node, in order."""
-    for name in fields(type(node)):
+def every_field(kind: type) -> tuple[str, ...]:
+    """All fields of a node type, whitespace and names that are not references too."""
+    names = _ALL_FIELDS.get(kind)
+    if names is None:
+        names = _ALL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+def children(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]:
+    """The walked children of a node (all of them when `every`), in order."""
+    for name in (every_field if every else fields)(type(node)):
         value = getattr(node, name)
         if type(value) in (list, tuple):
             for child in value:
@@ -69,28 +77,11 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     visitor.on_leave(node)
 
 
-def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """`node` and every walked node below it, in pre-order."""
+def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]:
+    """`node` and every walked node below it (every node at all when `every`), in
+    pre-order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(list(children(current))))
-
-
-def every_descendant(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """`node` and every node below it, whitespace and names that are not references too."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        kind = type(current)
-        names = _ALL_FIELDS.get(kind)
-        if names is None:
-            names = _ALL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-        for name in names:
-            value = getattr(current, name)
-            if type(value) in (list, tuple):
-                stack.extend(child for child in value if is_node(type(child)))
-            elif is_node(type(value)):
-                stack.append(value)
+        stack.extend(reversed(list(children(current, every))))
