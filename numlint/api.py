@@ -57,10 +57,10 @@ def check_source(
     if source.startswith("\ufeff"):
         source = source[1:]
     if incremental is not None:
-        return incremental.lint(source, path, cfg.rules_for(path))
+        return cfg.shown(incremental.lint(source, path, cfg.rules_for(path)))
     from numlint.engine import lint
 
-    return lint(source, path, cfg.rules_for(path))
+    return cfg.shown(lint(source, path, cfg.rules_for(path)))
 
 
 class SourceError(Exception):
@@ -274,7 +274,7 @@ def lint_paths(
     if results is not None:
         results.save()
     for i, f in enumerate(files):
-        yield f, done[i]
+        yield f, config_of(f).shown(done[i])
 
 
 def check_paths(paths: Iterable[str | Path], config: ConfigLike = None) -> list[Diagnostic]:

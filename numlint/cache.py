@@ -39,15 +39,22 @@ def _to_json(d: Diagnostic) -> list[Any]:
             d.fix.message,
             [[e.content, e.row, e.column, e.end_row, e.end_column] for e in d.fix.edits],
         ]
-    return [d.code, d.name, d.message, d.row, d.column, d.end_row, d.end_column, fix]
+    related = [list(r) for r in d.related]
+    return [
+        d.code, d.name, d.message, d.row, d.column, d.end_row, d.end_column, fix,
+        d.confidence, related,
+    ]  # fmt: skip
 
 
 def _from_json(filename: str, row: list[Any]) -> Diagnostic:
-    code, name, message, r, c, er, ec, fix = row
+    code, name, message, r, c, er, ec, fix, confidence, related = row
     f = None
     if fix is not None:
         f = Fix(fix[0], fix[1], tuple(Edit(*e) for e in fix[2]))
-    return Diagnostic(code, name, message, filename, r, c, er, ec, f)
+    return Diagnostic(
+        code, name, message, filename, r, c, er, ec, f,
+        confidence=confidence, related=tuple(tuple(x) for x in related),
+    )  # fmt: skip
 
 
 class ResultCache:

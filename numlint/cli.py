@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--output-format", choices=sorted(formats()), default="full")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument(
+        "--min-confidence",
+        choices=("low", "medium", "high"),
+        help="hide findings below this confidence (default: medium; `low` shows every finding)",
+    )
+    check.add_argument(
         "--exit-zero", action="store_true", help="exit 0 even when there are findings"
     )
     check.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
@@ -211,6 +216,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "extend_select": _codes(args.extend_select),
         "ignore": _codes(args.ignore),
         "exclude": _codes(args.exclude),
+        "min_confidence": args.min_confidence,
     }
 
 

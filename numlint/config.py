@@ -10,6 +10,13 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from numlint.diagnostic import (
+    CONFIDENCES,
+    DEFAULT_MIN_CONFIDENCE,
+    Diagnostic,
+    confidence_rank,
+)
+
 if TYPE_CHECKING:  # the rules import libcst: a run whose results are all cached needs neither
     from numlint.rule import Rule
 
@@ -28,7 +35,7 @@ DEFAULT_EXCLUDE = (
 )  # fmt: skip
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "options"})
+KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "options", "min-confidence"})
 
 
 class ConfigError(ValueError):
@@ -48,6 +55,15 @@ class Config:
     root: Path | None = None
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    #: Findings below this confidence are not shown (numlint.diagnostic.CONFIDENCES).
+    min_confidence: str = DEFAULT_MIN_CONFIDENCE
+
+    def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """The findings at or above `min_confidence`."""
+        least = confidence_rank(self.min_confidence)
+        if least == 0:
+            return diagnostics
+        return [d for d in diagnostics if confidence_rank(d.confidence) >= least]
 
     @classmethod
     def from_table(
@@ -98,6 +114,11 @@ class Config:
                     )
             options.append((rule.CODE, tuple((k, v) for k, v in opts.items() if k in rule.OPTIONS)))
         select = table.get("select")
+        least = table.get("min-confidence", DEFAULT_MIN_CONFIDENCE)
+        if least not in CONFIDENCES:
+            raise ConfigError(
+                f"`min-confidence`{where} must be one of {', '.join(map(repr, CONFIDENCES))}"
+            )
         return cls(
             select=lists["select"] if select is not None else None,
             extend_select=lists["extend-select"],
@@ -108,6 +129,7 @@ class Config:
             root=root,
             source=source,
             warnings=tuple(warnings),
+            min_confidence=least,
         )
 
     def with_overrides(
@@ -116,10 +138,13 @@ class Config:
         extend_select: list[str] | None = None,
         ignore: list[str] | None = None,
         exclude: list[str] | None = None,
+        min_confidence: str | None = None,
     ) -> Config:
-        """Command-line flags on top: `select` replaces, the others extend."""
+        """Command-line flags on top: `select` and `min_confidence` replace, the others
+        extend."""
         return replace(
             self,
+            min_confidence=min_confidence or self.min_confidence,
             select=tuple(select) if select is not None else self.select,
             extend_select=self.extend_select + tuple(extend_select or ()),
             ignore=self.ignore + tuple(ignore or ()),

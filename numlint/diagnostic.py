@@ -6,6 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Applicability = Literal["safe", "unsafe", "display-only"]
+#: How sure numlint is that the bad value occurs: "high" (positive evidence it does: a mask
+#: or count sum, a probability that underflows, a deprecated API), "medium", "low" (only the
+#: shape of the expression: the norm of some tensor). The default hides "low".
+Confidence = Literal["high", "medium", "low"]
+CONFIDENCES: tuple[Confidence, ...] = ("low", "medium", "high")
+DEFAULT_MIN_CONFIDENCE: Confidence = "medium"
+
+
+def confidence_rank(level: str) -> int:
+    """0 for low, 1 for medium, 2 for high (unknown levels count as high)."""
+    return CONFIDENCES.index(level) if level in CONFIDENCES else 2
 
 DOCS_URL = "https://github.com/numlint/numlint/blob/main/rules/{code}.md"
 
@@ -58,6 +69,10 @@ class Diagnostic:
     end_column: int
     fix: Fix | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    confidence: Confidence = "high"
+    #: Other places that explain the finding: (filename, row, column, message), e.g. the
+    #: softmax in another function whose output reaches this log.
+    related: tuple[tuple[str, int, int, str], ...] = ()
 
     @property
     def url(self) -> str:
@@ -73,7 +88,13 @@ class Diagnostic:
             "end_location": {"row": self.end_row, "column": self.end_column},
             "fix": self.fix.to_json() if self.fix else None,
             "url": self.url,
+            "confidence": self.confidence,
         }
+        if self.related:
+            data["related"] = [
+                {"filename": f, "location": {"row": r, "column": c}, "message": m}
+                for f, r, c, m in self.related
+            ]
         data.update(self.extra)
         return data
 

@@ -242,6 +242,7 @@ def _locate(positions: Positions, path: str, reports: list[Report]) -> list[Diag
     positions.prepare(
         [rep.node for rep in reports]
         + [r.node for rep in reports if rep.fix is not None for r in rep.fix.replacements]
+        + [p for rep in reports for p, _ in rep.related if not isinstance(p, tuple)]
     )
     out = []
     for rep in reports:
@@ -255,6 +256,13 @@ def _locate(positions: Positions, path: str, reports: list[Report]) -> list[Diag
                     Edit(repl.code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
                 )
             fix = Fix(rep.fix.applicability, rep.fix.message, tuple(edits))
+        related = []
+        for place, note in rep.related:
+            if isinstance(place, tuple):
+                related.append((*place, note))
+            else:
+                r = positions[place]
+                related.append((path, r.start.line, r.start.column + 1, note))
         out.append(
             Diagnostic(
                 rep.rule.CODE,
@@ -266,6 +274,8 @@ def _locate(positions: Positions, path: str, reports: list[Report]) -> list[Diag
                 where.end.line,
                 where.end.column + 1,
                 fix,
+                confidence=rep.confidence,
+                related=tuple(related),
             )
         )
     return out

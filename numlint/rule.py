@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
-from numlint.diagnostic import Applicability
+from numlint.diagnostic import Applicability, Confidence
 
 if TYPE_CHECKING:
     from numlint.context import Context
@@ -96,6 +96,11 @@ class FixSpec:
     replacements: tuple[Replacement, ...] = ()
 
 
+#: A place that explains a finding: a node of the same file, or (filename, row, column)
+#: elsewhere; with what happens there.
+Related = tuple["cst.CSTNode | tuple[str, int, int]", str]
+
+
 @dataclass
 class Report:
     """A finding as a rule reports it, before positions are known."""
@@ -104,6 +109,8 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixSpec | None
+    confidence: Confidence = "high"
+    related: tuple[Related, ...] = ()
 
 
 class Rule:
@@ -128,6 +135,10 @@ class Rule:
     #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
     NEEDS_TORCH: ClassVar[bool] = True
     DEFAULT_ENABLED: ClassVar[bool] = True
+    #: The confidence of a finding unless report() says otherwise (numlint.diagnostic):
+    #: "high" for rules whose match is the hazard itself (an API misuse, a loss on the
+    #: wrong input); rules about values that *can* be 0 grade each finding by its evidence.
+    CONFIDENCE: ClassVar[Confidence] = "high"
     #: Per-rule options with their defaults; `[tool.numlint.options.NUMxxx]` overrides them.
     OPTIONS: ClassVar[dict[str, Any]] = {}
     VALID: ClassVar[Sequence[Valid]] = ()
@@ -144,9 +155,20 @@ class Rule:
         node: cst.CSTNode,
         message: str | None = None,
         fix: FixSpec | None = None,
+        confidence: Confidence | None = None,
+        related: tuple[Related, ...] = (),
     ) -> None:
         """Record a finding at `node` (its start is the reported position)."""
-        self.reports.append(Report(type(self), node, message or self.MESSAGE, fix))
+        self.reports.append(
+            Report(
+                type(self),
+                node,
+                message or self.MESSAGE,
+                fix,
+                confidence or self.CONFIDENCE,
+                related,
+            )
+        )
 
     @classmethod
     def fix(

@@ -14,6 +14,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
         mark = " [*]" if fixable(d, env.unsafe_fixes) else ""
         note = probe_note(d)
         tail = f" [{note}]" if note else ""
+        if d.confidence != "high":
+            tail += f" [confidence: {d.confidence}]"
         lines.append(f"{d.filename}:{d.row}:{d.column}: {d.code}{mark} {d.message}{tail}")
     lines.append(summary(diagnostics, env))
     return "\n".join(lines)

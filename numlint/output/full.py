@@ -25,6 +25,10 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
             if d.fix is not None:
                 label = "" if d.fix.applicability == "safe" else f" ({d.fix.applicability} fix)"
                 out.append(f"{pad} = help: {d.fix.message}{label}")
+        if d.confidence != "high":
+            out.append(f"{' ' * len(str(d.row))} = confidence: {d.confidence}")
+        for f, r, c, m in d.related:
+            out.append(f"{' ' * len(str(d.row))} = note: {f}:{r}:{c}: {m}")
         if (note := probe_note(d)) is not None:
             out.append(f"{' ' * len(str(d.row))} = {note}")
         out.append("")

@@ -25,8 +25,33 @@ def to_lsp(d: Diagnostic) -> dict[str, Any]:
         "code": d.code,
         "codeDescription": {"href": d.url},
         "source": "numlint",
-        "message": d.message,
-        "data": {"name": d.name, "fix": d.fix.to_json() if d.fix else None},
+        "message": f"{d.message} [confidence: {d.confidence}]"
+        if d.confidence != "high"
+        else d.message,
+        "data": {
+            "name": d.name,
+            "fix": d.fix.to_json() if d.fix else None,
+            "confidence": d.confidence,
+        },
+        **(
+            {
+                "relatedInformation": [
+                    {
+                        "location": {
+                            "uri": uri(f),
+                            "range": {
+                                "start": {"line": r - 1, "character": c - 1},
+                                "end": {"line": r - 1, "character": c - 1},
+                            },
+                        },
+                        "message": m,
+                    }
+                    for f, r, c, m in d.related
+                ]
+            }
+            if d.related
+            else {}
+        ),
     }
 
 

@@ -60,8 +60,21 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
                 }
             ],
         }
+        result["properties"] = {"confidence": d.confidence}
         if "probe" in d.extra:
-            result["properties"] = {"probe": d.extra["probe"]}
+            result["properties"]["probe"] = d.extra["probe"]
+        if d.related:
+            result["relatedLocations"] = [
+                {
+                    "id": i,
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f)},
+                        "region": {"startLine": r, "startColumn": c},
+                    },
+                    "message": {"text": m},
+                }
+                for i, (f, r, c, m) in enumerate(d.related)
+            ]
         if d.fix is not None and d.fix.edits:
             result["fixes"] = [
                 {

@@ -43,7 +43,7 @@ class EntropyTerm(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.xlogy.html
     - https://pytorch.org/docs/stable/special.html#torch.special.entr
-    - numlint HAZARDS row 12
+    - [numlint hazard catalog, row 12](https://github.com/numlint/numlint/blob/main/docs/hazards.md#12)
     """
 
     CODE = "NUM109"

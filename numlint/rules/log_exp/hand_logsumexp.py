@@ -35,7 +35,7 @@ class HandWrittenLogsumexp(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
-    - numlint HAZARDS row 8
+    - [numlint hazard catalog, row 8](https://github.com/numlint/numlint/blob/main/docs/hazards.md#8)
     """
 
     CODE = "NUM105"

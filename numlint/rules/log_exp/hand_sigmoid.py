@@ -31,7 +31,7 @@ class HandWrittenSigmoid(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.sigmoid.html
-    - numlint HAZARDS row 2
+    - [numlint hazard catalog, row 2](https://github.com/numlint/numlint/blob/main/docs/hazards.md#2)
     """
 
     CODE = "NUM107"

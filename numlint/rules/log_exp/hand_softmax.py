@@ -33,7 +33,7 @@ class HandWrittenSoftmax(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
-    - numlint HAZARDS row 8
+    - [numlint hazard catalog, row 8](https://github.com/numlint/numlint/blob/main/docs/hazards.md#8)
     """
 
     CODE = "NUM106"

@@ -34,7 +34,7 @@ class HandWrittenSoftplus(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html
-    - numlint HAZARDS row 7
+    - [numlint hazard catalog, row 7](https://github.com/numlint/numlint/blob/main/docs/hazards.md#7)
     """
 
     CODE = "NUM104"

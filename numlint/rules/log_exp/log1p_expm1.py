@@ -35,7 +35,7 @@ class Log1pExpm1Precision(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.log1p.html
     - https://pytorch.org/docs/stable/generated/torch.expm1.html
-    - numlint HAZARDS row 28
+    - [numlint hazard catalog, row 28](https://github.com/numlint/numlint/blob/main/docs/hazards.md#28)
     """
 
     CODE = "NUM108"

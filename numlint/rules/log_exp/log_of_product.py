@@ -35,7 +35,7 @@ class LogOfProduct(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.slogdet.html
-    - numlint HAZARDS row 29
+    - [numlint hazard catalog, row 29](https://github.com/numlint/numlint/blob/main/docs/hazards.md#29)
     """
 
     CODE = "NUM111"

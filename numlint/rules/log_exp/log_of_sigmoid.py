@@ -42,7 +42,7 @@ class LogOfSigmoid(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.logsigmoid.html
-    - numlint HAZARDS row 2
+    - [numlint hazard catalog, row 2](https://github.com/numlint/numlint/blob/main/docs/hazards.md#2)
     """
 
     CODE = "NUM102"

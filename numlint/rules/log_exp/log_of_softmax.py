@@ -43,7 +43,7 @@ class LogOfSoftmax(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.log_softmax.html
-    - numlint HAZARDS row 1
+    - [numlint hazard catalog, row 1](https://github.com/numlint/numlint/blob/main/docs/hazards.md#1)
     """
 
     CODE = "NUM101"

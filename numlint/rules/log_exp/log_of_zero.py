@@ -39,7 +39,7 @@ class LogOfZero(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
-    - numlint HAZARDS rows 3, 27
+    - [numlint hazard catalog, row 3, 27](https://github.com/numlint/numlint/blob/main/docs/hazards.md#3)
     """
 
     CODE = "NUM103"

@@ -52,7 +52,7 @@ class WhereBranchNan(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.where.html
-    - numlint HAZARDS row 13
+    - [numlint hazard catalog, row 13](https://github.com/numlint/numlint/blob/main/docs/hazards.md#13)
     """
 
     CODE = "NUM110"

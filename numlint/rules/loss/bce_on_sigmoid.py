@@ -45,7 +45,7 @@ class BceOnSigmoid(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html
-    - numlint HAZARDS row 9
+    - [numlint hazard catalog, row 9](https://github.com/numlint/numlint/blob/main/docs/hazards.md#9)
     """
 
     CODE = "NUM303"

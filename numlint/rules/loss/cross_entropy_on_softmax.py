@@ -49,7 +49,7 @@ class CrossEntropyOnSoftmax(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
-    - numlint HAZARDS row 10
+    - [numlint hazard catalog, row 10](https://github.com/numlint/numlint/blob/main/docs/hazards.md#10)
     """
 
     CODE = "NUM301"

@@ -39,7 +39,7 @@ class KlDivInputNotLog(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.kl_div.html
-    - numlint HAZARDS row 11
+    - [numlint hazard catalog, row 11](https://github.com/numlint/numlint/blob/main/docs/hazards.md#11)
     """
 
     CODE = "NUM304"

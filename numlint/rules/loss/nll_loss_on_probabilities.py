@@ -40,7 +40,7 @@ class NllLossOnProbabilities(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.NLLLoss.html
-    - numlint HAZARDS row 11
+    - [numlint hazard catalog, row 11](https://github.com/numlint/numlint/blob/main/docs/hazards.md#11)
     """
 
     CODE = "NUM302"

@@ -78,7 +78,7 @@ class ClipWithoutNonfiniteCheck(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html
-    - numlint HAZARDS row 24
+    - [numlint hazard catalog, row 24](https://github.com/numlint/numlint/blob/main/docs/hazards.md#24)
     """
 
     CODE = "NUM901"

@@ -44,7 +44,7 @@ class AdamEpsHalf(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.optim.Adam.html
     - https://pytorch.org/docs/stable/amp.html
-    - numlint HAZARDS row 20
+    - [numlint hazard catalog, row 20](https://github.com/numlint/numlint/blob/main/docs/hazards.md#20)
     """
 
     CODE = "NUM404"

@@ -63,7 +63,7 @@ class HalfPrecisionEps(Rule):
 
     References:
     - https://pytorch.org/docs/stable/type_info.html#torch.finfo
-    - numlint HAZARDS rows 4 and 15
+    - [numlint hazard catalog, row 4 and 15](https://github.com/numlint/numlint/blob/main/docs/hazards.md#4)
     """
 
     CODE = "NUM401"

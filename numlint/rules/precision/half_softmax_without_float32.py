@@ -46,7 +46,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
-    - numlint HAZARDS row 19
+    - [numlint hazard catalog, row 19](https://github.com/numlint/numlint/blob/main/docs/hazards.md#19)
     """
 
     CODE = "NUM403"

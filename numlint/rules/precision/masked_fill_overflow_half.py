@@ -41,7 +41,7 @@ class MaskedFillOverflowHalf(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html
-    - numlint HAZARDS row 17
+    - [numlint hazard catalog, row 17](https://github.com/numlint/numlint/blob/main/docs/hazards.md#17)
     """
 
     CODE = "NUM402"

@@ -41,7 +41,7 @@ class AcosOfCosine(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
-    - numlint HAZARDS row 16
+    - [numlint hazard catalog, row 16](https://github.com/numlint/numlint/blob/main/docs/hazards.md#16)
     """
 
     CODE = "NUM203"

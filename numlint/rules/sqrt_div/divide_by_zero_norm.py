@@ -53,7 +53,7 @@ class DivideByZeroNorm(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
-    - numlint HAZARDS rows 14, 15
+    - [numlint hazard catalog, row 14, 15](https://github.com/numlint/numlint/blob/main/docs/hazards.md#14)
     """
 
     CODE = "NUM202"

@@ -36,7 +36,7 @@ class OnePassVariance(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.var.html
-    - numlint HAZARDS row 25
+    - [numlint hazard catalog, row 25](https://github.com/numlint/numlint/blob/main/docs/hazards.md#25)
     """
 
     CODE = "NUM204"

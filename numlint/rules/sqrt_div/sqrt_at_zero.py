@@ -47,7 +47,7 @@ class SqrtAtZero(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
-    - numlint HAZARDS row 6
+    - [numlint hazard catalog, row 6](https://github.com/numlint/numlint/blob/main/docs/hazards.md#6)
     """
 
     CODE = "NUM201"

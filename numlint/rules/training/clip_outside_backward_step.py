@@ -44,7 +44,7 @@ class ClipOutsideBackwardStep(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html
     - https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping
-    - numlint HAZARDS row 22
+    - [numlint hazard catalog, row 22](https://github.com/numlint/numlint/blob/main/docs/hazards.md#22)
     """
 
     CODE = "NUM501"

@@ -40,7 +40,7 @@ class ClipWithoutUnscale(Rule):
     References:
     - https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping
     - https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.unscale_
-    - numlint HAZARDS row 21
+    - [numlint hazard catalog, row 21](https://github.com/numlint/numlint/blob/main/docs/hazards.md#21)
     """
 
     CODE = "NUM502"

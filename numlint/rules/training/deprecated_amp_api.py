@@ -72,7 +72,7 @@ class DeprecatedAmpApi(Rule):
 
     References:
     - https://pytorch.org/docs/stable/amp.html
-    - numlint HAZARDS row 23
+    - [numlint hazard catalog, row 23](https://github.com/numlint/numlint/blob/main/docs/hazards.md#23)
     """
 
     CODE = "NUM505"

@@ -30,7 +30,7 @@ class DeprecatedClipGradNorm(Rule):
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html
-    - numlint HAZARDS row 23
+    - [numlint hazard catalog, row 23](https://github.com/numlint/numlint/blob/main/docs/hazards.md#23)
     """
 
     CODE = "NUM506"

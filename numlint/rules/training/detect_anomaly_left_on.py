@@ -49,7 +49,7 @@ class DetectAnomalyLeftOn(Rule):
 
     References:
     - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
-    - numlint HAZARDS row 31
+    - [numlint hazard catalog, row 31](https://github.com/numlint/numlint/blob/main/docs/hazards.md#31)
     """
 
     CODE = "NUM507"
