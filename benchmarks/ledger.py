@@ -379,14 +379,16 @@ def context(f: Finding, around: int) -> str:
 
 
 def unjudged(findings: list[Finding], codes: Iterable[str], limit: int, seed: int | None,
-             around: int) -> int:  # fmt: skip
+             around: int, levels: Iterable[str] = ()) -> int:  # fmt: skip
     """Print unjudged findings with source context: sorted, or a seeded sample spread over rules."""
     verdicts, _ = match(findings, load_judgements())
-    prefixes = tuple(codes)
+    prefixes, wanted = tuple(codes), set(levels)
     todo = [
         f
         for i, f in enumerate(findings)
-        if i not in verdicts and (not prefixes or f.code.startswith(prefixes))
+        if i not in verdicts
+        and (not prefixes or f.code.startswith(prefixes))
+        and (not wanted or f.confidence in wanted)
     ]
     if seed is not None:
         per: dict[str, list[Finding]] = defaultdict(list)
@@ -420,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cached", action="store_true", help="report on the stored findings")
     ap.add_argument("--check", action="store_true", help="exit 1 when a judged real hazard is lost")
     ap.add_argument("--code", action="append", default=[], help="unjudged: only these codes")
+    ap.add_argument("--confidence", action="append", default=[], help="unjudged: only these levels")
     ap.add_argument("--limit", type=int, default=0, help="unjudged: show at most this many")
     ap.add_argument("--seed", type=int, help="unjudged: a seeded sample spread over rules")
     ap.add_argument("--context", type=int, default=8, help="unjudged: lines either side")
@@ -449,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in ("unjudged", "sample"):
         seed = args.seed if args.seed is not None or args.command == "unjudged" else 0
-        return unjudged(findings, args.code, args.limit, seed, args.context)
+        return unjudged(findings, args.code, args.limit, seed, args.context, args.confidence)
     return report(findings, lines, args.check)
 
 
