@@ -44,6 +44,10 @@ class Invalid:
     column: int
     fixed: str | None = None
     note: str = ""
+    #: The expected confidence of the finding (None: the rule's CONFIDENCE).
+    confidence: Confidence | None = None
+    #: Further findings of the rule the example holds, as (line, column).
+    also: tuple[tuple[int, int], ...] = ()
 
     @property
     def source(self) -> str:

@@ -1006,8 +1006,9 @@ _EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     """Whether control flow keeps `operand` away from 0 at the current node.
 
-    `if n > 0: y = s / n`, `s / n if n != 0 else 0`, `else:` of `if n == 0:`, and an earlier
-    `if n == 0: return ...` in the same block. Only tests comparing a name of the operand
+    `if n > 0: y = s / n`, `s / n if n != 0 else 0`, `else:` of `if n == 0:`, an earlier
+    `if n == 0: return ...` (or `continue`, `raise`) and an earlier `assert n > 0` in the
+    same block. Only tests comparing a name of the operand
     with a constant count.
     """
     wanted = names(operand)
@@ -1039,6 +1040,11 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     and _exits(stmt.body)
                 ):
                     return True
+                if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Assert) and _nonzero_test(ctx, s.test, wanted, True)
+                    for s in stmt.body
+                ):
+                    return True  # `assert n > 0`
     return False
 
 

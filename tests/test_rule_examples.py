@@ -24,32 +24,44 @@ def _only(rule: type[Rule]) -> dict:
     return {"select": [rule.CODE]}
 
 
+def _every(rule: type[Rule]) -> dict:
+    return {"select": [rule.CODE], "min-confidence": "low"}
+
+
 @pytest.mark.parametrize(("rule", "example"), _cases("VALID"))
 def test_valid_is_silent(rule, example):
-    found = check_source(example.source, "example.py", _only(rule))
+    found = check_source(example.source, "example.py", _every(rule))
     assert found == [], f"{rule.CODE} flagged a near miss:\n{example.source}\n{found}"
 
 
 @pytest.mark.parametrize(("rule", "example"), _cases("INVALID"))
 def test_invalid_is_reported_where_expected(rule, example):
-    found = check_source(example.source, "example.py", _only(rule))
-    positions = [(d.row, d.column) for d in found]
-    assert (example.line, example.column) in positions, (
-        f"{rule.CODE} expected at {example.line}:{example.column}, got {positions}\n{example.source}"
+    found = check_source(example.source, "example.py", _every(rule))
+    positions = sorted((d.row, d.column) for d in found)
+    expected = sorted([(example.line, example.column), *example.also])
+    assert positions == expected, (
+        f"{rule.CODE} expected at {expected}, got {positions}\n{example.source}"
     )
     assert all(d.code == rule.CODE and d.message for d in found)
+    main = next(d for d in found if (d.row, d.column) == (example.line, example.column))
+    assert main.confidence == (example.confidence or rule.CONFIDENCE), (
+        f"{rule.CODE} confidence {main.confidence}, expected "
+        f"{example.confidence or rule.CONFIDENCE}\n{example.source}"
+    )
+    shown = check_source(example.source, "example.py", _only(rule))
+    assert bool(shown) == (main.confidence != "low"), "the default hides low findings only"
 
 
 @pytest.mark.parametrize(("rule", "example"), _cases("INVALID"))
 def test_fix_gives_expected_code(rule, example):
-    result = fix_source(example.source, "example.py", _only(rule), unsafe=True)
+    result = fix_source(example.source, "example.py", _every(rule), unsafe=True)
     assert result.error is None
     if example.fixed_source is None:
         assert result.source == example.source, "a fix was applied where the example expects none"
         return
     assert result.source == example.fixed_source
     cst.parse_module(result.source)
-    assert check_source(result.source, "example.py", _only(rule)) == []
+    assert check_source(result.source, "example.py", _every(rule)) == []
 
 
 def test_rule_metadata_is_complete():

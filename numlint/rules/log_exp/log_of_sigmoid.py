@@ -145,6 +145,7 @@ class LogOfSigmoid(Rule):
                 h = torch.sigmoid(z)
                 return -(y * torch.log(h) + (1 - y) * torch.log(1 - h)).mean()
             """,
+            also=((5, 43),),
             line=5,
             column=18,
             fixed="""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.evidence import grade
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.semantics import activation, is_one
@@ -179,6 +181,7 @@ class LogOfZero(Rule):
                 p = counts / counts.sum(-1, keepdim=True)
                 return torch.log10(p)
             """,
+            confidence="medium",
             line=4,
             column=12,
             note="a normalised ratio",
@@ -236,9 +239,13 @@ class LogOfZero(Rule):
         if o.name == "log" and _other_rule(ctx, value):
             return
         reason = zero_reason(ctx, value, "log")
-        if reason is None or selection(ctx, o.input) is not None:
+        if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
-        self.report(node, f"log of {reason}, which can be exactly 0: {_TAIL}")
+        self.report(
+            node,
+            f"log of {reason}, which can be exactly 0: {_TAIL}",
+            confidence=grade(ctx, reason, value, log=True),
+        )
 
 
 _TAIL = (

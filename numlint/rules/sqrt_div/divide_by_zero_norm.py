@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.evidence import grade, weights_sum
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword
@@ -185,6 +187,34 @@ class DivideByZeroNorm(Rule):
             """,
             "an early return on 0",
         ),
+        Valid(
+            """
+            import numpy as np
+            import torch
+            def shares(sizes: np.ndarray):
+                return sizes / sizes.sum()
+            """,
+            "a NumPy array annotated as such",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x, m):
+                assert m.sum() > 0
+                return (x * m).sum() / m.sum()
+            """,
+            "asserted non-zero before",
+        ),
+        Valid(
+            """
+            import torch
+            def f(x, mask):
+                if not mask.any():
+                    return x.new_zeros(())
+                return (x * mask).sum() / mask.sum()
+            """,
+            "an early return on an empty mask",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -192,6 +222,7 @@ class DivideByZeroNorm(Rule):
             import torch.nn.functional as F
             y = x / x.norm(dim=-1, keepdim=True)
             """,
+            confidence="low",
             line=2,
             column=5,
             fixed="""
@@ -204,6 +235,7 @@ class DivideByZeroNorm(Rule):
             import torch
             y = emb / torch.linalg.vector_norm(emb, dim=1, keepdim=True)
             """,
+            confidence="low",
             line=2,
             column=5,
             fixed="""
@@ -238,6 +270,7 @@ class DivideByZeroNorm(Rule):
                 std = x.std(0)
                 return (x - mean) / std
             """,
+            confidence="medium",
             line=5,
             column=12,
         ),
@@ -248,6 +281,7 @@ class DivideByZeroNorm(Rule):
                 x /= torch.norm(x)
                 return x
             """,
+            confidence="low",
             line=3,
             column=5,
         ),
@@ -260,6 +294,18 @@ class DivideByZeroNorm(Rule):
             """,
             line=4,
             column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def pool(hidden, attention_mask):
+                m = attention_mask.unsqueeze(-1).float()
+                return (hidden * m).sum(1) / m.sum(1)
+            """,
+            line=4,
+            column=12,
+            confidence="high",
+            note="mean over a padding mask: an all-padding row sums to 0",
         ),
     ]
     PROBE = Probe(
@@ -297,14 +343,17 @@ class DivideByZeroNorm(Rule):
         reason = denominator_reason(ctx, ctx.value(den))
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
-        if guarded_by_condition(ctx, den):
+        if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
             return
         fix = self._fix(node, num, den) if fixable else None
         hint = "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
         if fix is not None:
             hint = "use `F.normalize(x, dim=d)`, or clamp the norm (`n.clamp_min(eps)`)"
         message = f"division by {reason}, which can be exactly 0: gives 0/0 = NaN; {hint}"
-        self.report(node, message, fix)
+        confidence = grade(ctx, reason, ctx.value(den))
+        if weights_sum(ctx, ctx.value(num), ctx.value(den)):
+            confidence = "high"
+        self.report(node, message, fix, confidence=confidence)
 
     def _fix(
         self, node: cst.CSTNode, num: cst.BaseExpression, den: cst.BaseExpression
@@ -327,6 +376,11 @@ class DivideByZeroNorm(Rule):
             return None
         code = f"{func}({ctx.code(num)}, dim={ctx.code(dim)})"
         return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
+
+
+def _host_values(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """NumPy arrays or Python numbers (`sizes / sizes.sum()` on an `np.ndarray`)."""
+    return not_a_tensor(ctx, ctx.value(den)) or not_a_tensor(ctx, ctx.value(num))
 
 
 def _hand_softmax(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.evidence import grade
+from numlint.analysis.gradients import gradient_flows
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword, positional, same_bindings
 from numlint.zeros import (
     const,
-    gradient_free,
     has_tensor_op,
     op,
     selection,
@@ -140,6 +142,32 @@ class SqrtAtZero(Rule):
             """,
             "no gradient under torch.no_grad(): sqrt(0) = 0 is fine forward",
         ),
+        Valid(
+            """
+            import torch
+            def rmse(x, y):
+                return torch.sqrt(((x - y) ** 2).mean()).item()
+            """,
+            "turned into a Python number at once: no gradient flows",
+        ),
+        Valid(
+            """
+            import torch
+            class Model:
+                def validation_step(self, x, y):
+                    return torch.sqrt(((x - y) ** 2).sum(-1))
+            """,
+            "Lightning runs validation_step without gradients",
+        ),
+        Valid(
+            """
+            import numpy as np
+            import torch
+            def dist(a: np.ndarray):
+                return (a ** 2).sum() ** 0.5 + torch.zeros(1)
+            """,
+            "a NumPy array",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -147,6 +175,7 @@ class SqrtAtZero(Rule):
             import torch
             d = torch.sqrt(((a - b) ** 2).sum(-1))
             """,
+            confidence="medium",
             line=2,
             column=5,
             fixed="""
@@ -161,6 +190,7 @@ class SqrtAtZero(Rule):
                 s = x.pow(2).sum(dim=1, keepdim=True)
                 return s.sqrt() + 1e-8
             """,
+            confidence="low",
             line=4,
             column=12,
             fixed="""
@@ -176,6 +206,7 @@ class SqrtAtZero(Rule):
             import torch
             r = (x.real ** 2 + x.imag.pow(2)) ** 0.5
             """,
+            confidence="medium",
             line=2,
             column=5,
         ),
@@ -196,6 +227,7 @@ class SqrtAtZero(Rule):
                 v = x.var(-1, keepdim=True)
                 return (x - x.mean(-1, keepdim=True)) * torch.rsqrt(v)
             """,
+            confidence="medium",
             line=4,
             column=45,
             note="rsqrt of a variance: inf for a constant row",
@@ -210,6 +242,24 @@ class SqrtAtZero(Rule):
             line=4,
             column=12,
             note="`clamp(min=0)` is not a guard: the gradient at 0 is still infinite",
+        ),
+        Invalid(
+            """
+            import torch
+            def pairwise(x):
+                d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
+                return torch.sqrt(d2)
+            """,
+            line=4,
+            column=12,
+            confidence="high",
+            fixed="""
+            import torch
+            def pairwise(x):
+                d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
+                return torch.linalg.vector_norm(x.unsqueeze(1) - x.unsqueeze(0), dim=-1)
+            """,
+            note="pairwise distances of a set with itself: the diagonal is exactly 0",
         ),
     ]
     PROBE = Probe(
@@ -253,8 +303,10 @@ class SqrtAtZero(Rule):
         reason = zero_reason(ctx, ctx.value(arg), "sqrt")
         if reason is None or selection(ctx, arg) is not None:
             return
-        if name == "sqrt" and gradient_free(ctx, arg):
+        if name == "sqrt" and not gradient_flows(ctx, arg):
             return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
+        if not_a_tensor(ctx, ctx.value(arg)):
+            return
         if name == "rsqrt":
             message = (
                 f"rsqrt of {reason}, which can be exactly 0: the result is inf; "
@@ -267,7 +319,7 @@ class SqrtAtZero(Rule):
                 "(`torch.sqrt(s + eps)`)"
             )
         fix = self._fix(node, arg) if name == "sqrt" else None
-        self.report(node, message, fix)
+        self.report(node, message, fix, confidence=grade(ctx, reason, ctx.value(arg)))
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
         ctx = self.ctx

@@ -167,6 +167,7 @@ class DeprecatedAmpApi(Rule):
             with autocast(use_amp, torch.bfloat16):
                 y = model(x)
             """,
+            also=((4, 6),),
             line=3,
             column=10,
             fixed="""
@@ -201,6 +202,7 @@ class DeprecatedAmpApi(Rule):
                 def backward(ctx, g):
                     return g
             """,
+            also=((8, 6),),
             line=4,
             column=6,
             fixed="""

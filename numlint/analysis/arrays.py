@@ -1,0 +1,59 @@
+"""Is a value a NumPy array (or another non-torch object) rather than a tensor?"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Context, Value
+from numlint.zeros import foreign
+
+#: Annotations that name a NumPy array.
+_NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
+#: Methods whose result is a NumPy array or a Python value, never a tensor.
+_TO_HOST = frozenset({"numpy", "tolist", "item"})
+
+
+def not_a_tensor(ctx: Context, value: Value) -> bool:
+    """Whether `value` is visibly NumPy, math or a Python number: a parameter annotated
+    `np.ndarray`, the result of `.numpy()` / `.tolist()` / `.item()`, a `numpy.` call."""
+    if foreign(ctx, value):
+        return True
+    for _ in range(8):
+        value = ctx.deref(value)
+        node = value.node
+        if isinstance(node, cst.Subscript):
+            value = Value(node.value, value.env, value.mutations)
+            continue
+        if isinstance(node, cst.Call):
+            callee = ctx.callee(node, value.env)
+            if callee.method in _TO_HOST:
+                return True
+            if callee.method is not None and callee.receiver is not None:
+                if callee.method in ("sum", "mean", "max", "min", "std", "astype", "reshape"):
+                    value = Value(callee.receiver, value.env, value.mutations)
+                    continue
+            return False
+        if isinstance(node, cst.Name):
+            return _annotated_numpy(ctx, node.value)
+        if isinstance(node, cst.BinaryOperation):
+            return not_a_tensor(ctx, Value(node.left, value.env)) and not_a_tensor(
+                ctx, Value(node.right, value.env)
+            )
+        return False
+    return False
+
+
+def _annotated_numpy(ctx: Context, name: str) -> bool:
+    """A parameter of the enclosing function annotated as a NumPy array."""
+    func = ctx.function
+    if func is None:
+        return False
+    params = func.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value == name and p.annotation is not None:
+            ann = p.annotation.annotation
+            if isinstance(ann, cst.Subscript):
+                ann = ann.value
+            qual = ctx.qualname(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
+            return qual is not None and qual.startswith(_NUMPY_ANNOTATIONS)
+    return False

@@ -1,0 +1,205 @@
+"""How sure is numlint that a value reaches its bad point? The confidence of a finding.
+
+`high`: positive evidence that the bad value occurs in ordinary use (a sum or count of a
+mask, a difference of a tensor with a reshaped copy of itself, a ReLU output, a value
+clamped at 0, a `1 - sigmoid` that saturates). `medium`: the value is of a kind that reaches
+0 with plausible inputs (a probability that underflows, a variance of constant data).
+`low`: only the shape of the expression says so (the norm or sum of some tensor, which would
+need an all-zero vector). One table grades the reasons that numlint.zeros gives; what a sum
+or norm is taken *of* can raise the grade.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from numlint.context import Context, Value
+from numlint.diagnostic import Confidence, confidence_rank
+from numlint.semantics import TRANSPARENT_METHODS, strip
+from numlint.zeros import op, zero_reason
+
+#: The grade of each reason numlint.zeros gives for "can be exactly 0".
+REASONS: dict[str, Confidence] = {
+    "a ReLU output": "high",
+    "a 0/1 mask": "high",
+    "a value clamped at 0": "high",
+    "a tensor filled with 0": "high",
+    "a `torch.where` with a 0 branch": "high",
+    "`1 - x**2`": "high",
+    "a count": "high",
+    "a `torch.rand` draw": "high",
+    "a softmax output": "medium",
+    "a sigmoid output": "medium",
+    "a normalised ratio": "medium",
+    "a square": "medium",
+    "a variance": "medium",
+    "a standard deviation": "medium",
+    "a sum of squares": "low",
+    "a norm": "low",
+    "a sum": "low",
+}
+#: Reductions and roots whose zero comes from what they reduce.
+_THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})
+_MASK_NAME = re.compile(r"(^|_)(mask|masks|valid|keep|pad|padding|attention_mask)($|_|\d)", re.I)
+_CASTS = frozenset({"float", "long", "int", "bool", "half", "double", "to", "type_as", "type"})
+
+
+#: Under a log, a probability that underflows is the everyday failure (float32 softmax
+#: outputs reach exactly 0 at a logit gap of 104, float16 at 17).
+_LOG_HIGH = frozenset({"a softmax output", "a sigmoid output"})
+
+
+def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = False) -> Confidence:
+    """The confidence for a finding whose value can be 0 for `reason`; `value` (the
+    operand) lets what it is computed from raise the grade; `log`: the value is taken the
+    log of."""
+    base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
+    if value is None or base == "high":
+        return base
+    found = _source_grade(ctx, value)
+    return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _table(reason: str) -> Confidence:
+    for prefix in ("the square root of ", "`1 - p` of "):
+        if reason.startswith(prefix):
+            inner = reason[len(prefix) :]
+            if prefix.startswith("`1") and inner in ("a softmax output", "a sigmoid output"):
+                return "high"  # 1 - sigmoid(x) is exactly 0 from x = 16.6 in float32
+            return _table(inner)
+    return REASONS.get(reason, "medium")
+
+
+def _source_grade(ctx: Context, value: Value) -> Confidence:
+    """Grade from what a sum, norm or root is taken of."""
+    inner = reduced(ctx, value)
+    if inner is None:
+        return "low"
+    if mask_like(ctx, inner):
+        return "high"
+    node = ctx.deref(inner).node
+    diff = _difference(node)
+    if diff is not None:
+        left, right = diff
+        a, b = _roots(left), _roots(right)
+        if a and a == b:
+            return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
+        return "medium"
+    reason = zero_reason(ctx, inner, "log")
+    if reason is not None and _table(reason) == "high":
+        return "high"
+    return "low"
+
+
+def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
+    """What a sum, mean, norm, root or square is taken of (following variables)."""
+    if depth > 8:
+        return None
+    v = ctx.deref(value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Power, cst.Multiply)
+    ):
+        if isinstance(node.operator, cst.Power) or node.left.deep_equals(node.right):
+            return reduced(ctx, Value(node.left, v.env, v.mutations), depth + 1)
+        return v
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, v.env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            return reduced(ctx, Value(callee.receiver, v.env, v.mutations), depth + 1)
+        o = op(ctx, node, v.env)
+        if o is not None and o.name in _THROUGH and o.input is not None:
+            return reduced(ctx, Value(o.input, v.env, v.mutations), depth + 1)
+    if depth == 0:
+        return None
+    return v
+
+
+def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A 0/1 mask: a comparison, a cast of one, a logical op, a name saying "mask", or a
+    product with one (`x * mask`)."""
+    if depth > 6:
+        return False
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.Comparison):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return mask_like(ctx, Value(node.expression, v.env), depth + 1)
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.Multiply, cst.BitAnd)):
+            return mask_like(ctx, Value(node.left, v.env), depth + 1) or mask_like(
+                ctx, Value(node.right, v.env), depth + 1
+            )
+        return False
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, v.env)
+        if callee.method in _CASTS and callee.receiver is not None:
+            return mask_like(ctx, Value(callee.receiver, v.env), depth + 1)
+        name = callee.qualname or callee.method or ""
+        if name.rsplit(".", 1)[-1].startswith(("logical_", "eq", "ne", "gt", "lt", "ge", "le")):
+            return name.rsplit(".", 1)[-1] in (
+                "logical_and", "logical_or", "logical_not", "eq", "ne", "gt", "lt", "ge", "le"
+            )  # fmt: skip
+        return False
+    ident = _identifier(node)
+    return ident is not None and bool(_MASK_NAME.search(ident))
+
+
+def _identifier(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def _difference(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value  # (a - b).abs(), (a - b).pow(2)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return node.left, node.right
+    return None
+
+
+def _roots(node: cst.CSTNode) -> str | None:
+    """The variable an indexed or reshaped expression starts from (`x[:, None]`,
+    `x.unsqueeze(1)`, `self.emb.view(...)` -> its dotted name)."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        else:
+            break
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None
+
+
+def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`(x * w).sum() / w.sum()`: the denominator sums the weights (a mask, counts) that
+    multiply the numerator, a weighted or masked mean; all-zero weights are the empty case."""
+    inner = reduced(ctx, denominator)
+    if inner is None:
+        return False
+    ident = _roots(ctx.deref(inner).node)
+    if ident is None:
+        return False
+    node = ctx.deref(numerator).node
+    found = False
+
+    class _Products(cst.CSTVisitor):
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            nonlocal found
+            if isinstance(n.operator, cst.Multiply) and ident in (_roots(n.left), _roots(n.right)):
+                found = True
+
+    node.visit(_Products())
+    return found

@@ -1,0 +1,68 @@
+"""Can a gradient flow through an expression at the node being visited?
+
+A hazard whose only harm is a NaN or infinite gradient (sqrt or a norm at 0, acos at ±1)
+does not apply where none can flow: under `torch.no_grad()`, in a value that is immediately
+turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
+a detached value, in code that PyTorch Lightning runs without gradients
+(`validation_step`, `test_step`, `predict_step`), or in values built only from constants.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from numlint.context import Context
+from numlint.zeros import no_gradient
+
+#: Methods after which no gradient flows back.
+_DETACHING = frozenset({"item", "tolist", "numpy", "detach", "detach_"})
+_PY_CASTS = frozenset({"float", "int", "bool"})
+#: Methods Lightning calls under `torch.no_grad()` / inference mode.
+_NO_GRAD_HOOKS = frozenset(
+    {"validation_step", "test_step", "predict_step", "on_validation_batch_end",
+     "on_test_batch_end", "validation_epoch_end", "test_epoch_end"}
+)  # fmt: skip
+
+
+def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """Whether a gradient can flow back through `operand` (an argument of the node being
+    visited): False in the cases listed in this module's docstring."""
+    if ctx.in_no_grad() or no_gradient(ctx, ctx.value(operand)):
+        return False
+    func = ctx.function
+    if func is not None and func.name.value in _NO_GRAD_HOOKS and ctx.class_scope is not None:
+        return False
+    return not _consumed_without_gradient(ctx)
+
+
+def _consumed_without_gradient(ctx: Context) -> bool:
+    """The node being visited is, through value-keeping methods, turned into a Python
+    number, a list or a NumPy array, or detached (`(...).sqrt().mean().item()`)."""
+    stack = ctx.stack
+    i = len(stack) - 1
+    while i >= 2:
+        child, parent, grand = stack[i], stack[i - 1], stack[i - 2]
+        if (
+            isinstance(parent, cst.Attribute)
+            and parent.value is child
+            and isinstance(grand, cst.Call)
+        ):
+            name = parent.attr.value
+            if name in _DETACHING:
+                return True
+            i -= 2  # another tensor method: what matters is where its result goes
+            continue
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            func = grand.func
+            if (
+                isinstance(func, cst.Name)
+                and func.value in _PY_CASTS
+                and ctx.lookup(func.value) is None
+            ):
+                return True
+            return False
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+            i -= 1
+            continue
+        return False
+    return False
