@@ -27,12 +27,14 @@ demo: $(STAMP)
 
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check numlint tests benchmarks
+	$(VENV)/bin/numlint check --no-cache numlint tests benchmarks
 	$(VENV)/bin/numlint docs --check
 	$(PY) -m pytest -n 2 tests
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check numlint tests benchmarks
 	$(VENV)/bin/ruff format --check numlint tests benchmarks
+	$(VENV)/bin/numlint check --no-cache numlint tests benchmarks
 
 docs: $(STAMP)
 	$(VENV)/bin/numlint docs

@@ -112,7 +112,7 @@ def iter_files(
         p = Path(given)
         if not p.exists() and not p.is_symlink():
             raise FileNotFoundError(str(given))
-        if force_exclude and _excluded(p, resolve_config(config, str(p), overrides)):
+        if force_exclude and excluded(p, resolve_config(config, str(p), overrides)):
             continue
         if not p.is_dir():
             if p not in seen:
@@ -141,7 +141,7 @@ def iter_files(
                     yield f
 
 
-def _excluded(path: Path, cfg: Config) -> bool:
+def excluded(path: Path, cfg: Config) -> bool:
     """Whether `path` or one of its parent directories (below the config root) is excluded."""
     if cfg.is_excluded(path):
         return True
@@ -317,7 +317,9 @@ def fix_source(
 
 
 def write_atomic(path: Path, text: str, encoding: str) -> None:
-    """Write via a temporary file in the same directory and rename; keep the file mode."""
+    """Write via a temporary file in the same directory and rename; keep the file mode.
+    A symbolic link is written through: its target changes, the link stays."""
+    path = Path(os.path.realpath(path))
     mode = path.stat().st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".numlint", dir=path.parent)
     try:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -13,10 +15,13 @@ from typing import Any
 
 from numlint import __version__, api
 from numlint.config import Config, ConfigError, load
-from numlint.diagnostic import Diagnostic
+from numlint.diagnostic import Diagnostic, parse_error
 from numlint.output import RenderEnv, fixable, formats
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: `numlint lsp` defaults (here, so that `numlint lsp --help` needs no optional dependency).
+LSP_DEBOUNCE_MS = 50
+LSP_MAX_CHARS = 1_000_000
 
 
 class UsageError(Exception):
@@ -112,6 +117,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def lsp_parser() -> argparse.ArgumentParser:
+    """`numlint lsp`'s options (shown by `--help` even without the `lsp` extra)."""
+    parser = argparse.ArgumentParser(
+        prog="numlint lsp",
+        description="The numlint language server on stdio "
+        "(needs the `lsp` extra: pip install 'numlint[lsp]').",
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
+    parser.add_argument(
+        "--debounce",
+        type=float,
+        default=LSP_DEBOUNCE_MS,
+        metavar="MS",
+        help=f"wait this long after the last change before linting (default: {LSP_DEBOUNCE_MS})",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=LSP_MAX_CHARS,
+        metavar="N",
+        help=f"leave buffers larger than this to `numlint check` (default: {LSP_MAX_CHARS})",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -153,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _delegate(command: str, rest: list[str]) -> int:
     """Subcommands whose implementation lives with its optional dependencies."""
+    if command == "lsp":  # options first: `--help` and a bad flag need no optional dependency
+        try:
+            lsp_parser().parse_args(rest)
+        except SystemExit as exc:
+            return EXIT_ERROR if exc.code else EXIT_CLEAN
     try:
         if command == "probe":
             from numlint.probe.cli import main as run
@@ -232,32 +270,42 @@ def _base_config(args: argparse.Namespace) -> Config | None:
 def cmd_check(args: argparse.Namespace) -> int:
     config = _base_config(args)
     overrides = _overrides(args)
-    from numlint.config import unknown_selectors
-
-    for key in ("select", "extend_select", "ignore"):
-        for warning in unknown_selectors(overrides[key] or []):
-            print(f"warning: {warning} (--{key.replace('_', '-')})", file=sys.stderr)
+    Config().with_overrides(**overrides)  # a selector matching no rule: exit 2 before linting
+    if args.probe and not _has_torch():
+        raise UsageError("--probe needs torch: pip install 'numlint[probe]'")
     env = RenderEnv(unsafe_fixes=args.unsafe_fixes)
     diagnostics: list[Diagnostic] = []
     diffs: list[str] = []
     warnings: set[str] = set()
-    if args.paths == ["-"]:
+    stdin = args.paths == ["-"]
+    paths = [p for p in args.paths if p == "-" or os.path.lexists(p)]
+    missing = [p for p in args.paths if p not in paths]
+    diagnostics.extend(parse_error(p, "could not read: no such file or directory") for p in missing)
+    env.files.extend(missing)
+    if stdin:
         name = args.stdin_filename or "-"
         source = sys.stdin.read()
         cfg = api.resolve_config(config, name, overrides)
         warnings.update(cfg.warnings)
+        if args.force_exclude and args.stdin_filename and api.excluded(Path(name), cfg):
+            if args.fix and not args.diff:  # as a formatter would: the text back, unchanged
+                sys.stdout.write(source)
+            return EXIT_CLEAN
         result = _check_text(source, name, cfg, args, env, diffs)
         diagnostics.extend(result)
         if args.fix and not args.diff:
             sys.stdout.write(env.sources[name])
+    elif not paths:
+        pass
     elif args.fix or args.diff:
-        for f in _files(args, config, overrides):
+        for f in _files(paths, args, config, overrides):
             name = str(f)
             cfg = api.resolve_config(config, name, overrides)
             warnings.update(cfg.warnings)
             try:
                 source, encoding, _ = api.read_source(f)
             except api.SourceError as exc:
+                env.files.append(name)
                 diagnostics.append(api.parse_error(name, f"could not read: {exc}"))
                 continue
             found = _check_text(source, name, cfg, args, env, diffs)
@@ -268,14 +316,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             results = list(
                 api.lint_paths(
-                    args.paths,
+                    paths,
                     config,
                     overrides,
                     cache=not args.no_cache,
                     force_exclude=args.force_exclude,
                 )
             )
-        except FileNotFoundError as exc:
+        except FileNotFoundError as exc:  # removed while numlint ran
             raise UsageError(f"{exc}: no such file or directory") from None
         config_of = api.config_per_directory(config, overrides)
         for f, found in results:
@@ -288,11 +336,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 except api.SourceError:
                     pass
             diagnostics.extend(found)
+    if not stdin and paths and len(env.files) == len(missing):
+        warnings.add("No Python files found under the given path(s)")
     for w in sorted(warnings):
         print(f"warning: {w}", file=sys.stderr)
     if args.probe:
         diagnostics = _probe(diagnostics, env, args.probe_device)
-    out = sys.stderr if args.paths == ["-"] and args.fix else sys.stdout
+    out = sys.stderr if stdin and args.fix else sys.stdout
     if args.diff:
         text = "".join(diffs)
         if text:
@@ -305,7 +355,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         return EXIT_CLEAN if args.exit_zero or not text else EXIT_FINDINGS
     if args.statistics:
-        _print_statistics(diagnostics, args.unsafe_fixes, out)
+        _print_statistics(diagnostics, args, out)
     else:
         text = formats()[args.output_format](diagnostics, env)
         if args.quiet and args.output_format in ("full", "concise"):
@@ -315,11 +365,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN if args.exit_zero or not diagnostics else EXIT_FINDINGS
 
 
+def _has_torch() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _files(
-    args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]
+    paths: list[str], args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]
 ) -> list[Path]:
     try:
-        return list(api.iter_files(args.paths, config, overrides, args.force_exclude))
+        return list(api.iter_files(paths, config, overrides, args.force_exclude))
     except FileNotFoundError as exc:
         raise UsageError(f"{exc}: no such file or directory") from None
 
@@ -365,11 +422,21 @@ def _check_text(
     return api.check_source(source, name, cfg)
 
 
-def _print_statistics(diagnostics: list[Diagnostic], unsafe: bool, out: Any) -> None:
+def _print_statistics(diagnostics: list[Diagnostic], args: argparse.Namespace, out: Any) -> None:
+    """Findings per rule, most frequent first: a table, or with `--output-format json` a
+    JSON array of {code, name, count, fixable} (as ruff)."""
     counts = Counter((d.code, d.name) for d in diagnostics)
-    fixes = {d.code for d in diagnostics if fixable(d, unsafe)}
-    for (code, name), n in counts.most_common():
-        print(f"{n:>5}\t{code}\t{'[*] ' if code in fixes else ''}{name}", file=out)
+    fixes = {d.code for d in diagnostics if fixable(d, args.unsafe_fixes)}
+    rows = [
+        {"code": code, "name": name, "count": n, "fixable": code in fixes}
+        for (code, name), n in counts.most_common()
+    ]
+    if args.output_format == "json":
+        print(json.dumps(rows, indent=2), file=out)
+        return
+    for row in rows:
+        mark = "[*] " if row["fixable"] else ""
+        print(f"{row['count']:>5}\t{row['code']}\t{mark}{row['name']}", file=out)
 
 
 def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[Diagnostic]:
@@ -379,4 +446,9 @@ def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[D
         raise UsageError(
             f"--probe needs torch ({exc.name or exc}): pip install 'numlint[probe]'"
         ) from None
-    return annotate(diagnostics, env.sources, device=device)
+    try:
+        return annotate(diagnostics, env.sources, device=device)
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"--probe needs torch ({exc.name or exc}): pip install 'numlint[probe]'"
+        ) from None

@@ -20,7 +20,9 @@ from numlint.diagnostic import (
 if TYPE_CHECKING:  # the rules import libcst: a run whose results are all cached needs neither
     from numlint.rule import Rule
 
-#: What decides a file's rules: (select, extend-select, ignore, options); see Config.selection.
+#: One level of rule selection: (select or None, extend-select, ignore).
+Layer = tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]
+#: What decides a file's rules: (layers, per-file ignores, options); see Config.selection.
 Selection = tuple[Any, ...]
 
 if sys.version_info >= (3, 11):
@@ -57,6 +59,9 @@ class Config:
     warnings: tuple[str, ...] = field(default=(), compare=False)
     #: Findings below this confidence are not shown (numlint.diagnostic.CONFIDENCES).
     min_confidence: str = DEFAULT_MIN_CONFIDENCE
+    #: The command line's (select, extend-select, ignore), applied after the file's: as in
+    #: ruff, `--select` starts again, `--extend-select` re-enables what the file ignores.
+    cli: Layer | None = None
 
     def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """The findings at or above `min_confidence`."""
@@ -78,22 +83,25 @@ class Config:
         lists: dict[str, tuple[str, ...]] = {}
         for key in _LIST_KEYS:
             value = table.get(key, [])
-            if isinstance(value, str):
-                value = [value]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"`{key}` in [tool.numlint]{where} must be a list of strings")
+                raise ConfigError(
+                    f"`{key}` in [tool.numlint]{where} must be a list of strings, "
+                    f"not {_toml_type(value)}"
+                )
             lists[key] = tuple(value)
         for key in ("select", "extend-select", "ignore", "extend-ignore"):
-            warnings.extend(f"{w}{where}" for w in unknown_selectors(lists[key]))
+            _check_selectors(lists[key], f"`{key}` in [tool.numlint]{where}")
         pfi = table.get("per-file-ignores", {})
         if not isinstance(pfi, dict):
             raise ConfigError(f"`per-file-ignores`{where} must be a table of glob = [codes]")
         per_file = []
         for glob, codes in pfi.items():
-            codes = [codes] if isinstance(codes, str) else codes
-            if not isinstance(codes, list):
-                raise ConfigError(f"`per-file-ignores.{glob}`{where} must be a list of codes")
-            warnings.extend(f"{w}{where}" for w in unknown_selectors(codes))
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(
+                    f'`per-file-ignores."{glob}"`{where} must be a list of strings, '
+                    f"not {_toml_type(codes)}"
+                )
+            _check_selectors(codes, f'`per-file-ignores."{glob}"`{where}')
             per_file.append((glob, tuple(codes)))
         options = []
         raw_options = table.get("options", {})
@@ -102,8 +110,10 @@ class Config:
         for code, opts in raw_options.items():
             rule = _rule(code)
             if rule is None:
-                warnings.append(f"unknown rule `{code}` in [tool.numlint.options]{where}")
-                continue
+                raise ConfigError(
+                    f"unknown rule `{code}` in [tool.numlint.options]{where} "
+                    "(a rule's code or name; see `numlint rules`)"
+                )
             if not isinstance(opts, dict):
                 raise ConfigError(f"[tool.numlint.options.{code}]{where} must be a table")
             for key in opts:
@@ -115,7 +125,7 @@ class Config:
             options.append((rule.CODE, tuple((k, v) for k, v in opts.items() if k in rule.OPTIONS)))
         select = table.get("select")
         least = table.get("min-confidence", DEFAULT_MIN_CONFIDENCE)
-        if least not in CONFIDENCES:
+        if not isinstance(least, str) or least not in CONFIDENCES:
             raise ConfigError(
                 f"`min-confidence`{where} must be one of {', '.join(map(repr, CONFIDENCES))}"
             )
@@ -140,14 +150,25 @@ class Config:
         exclude: list[str] | None = None,
         min_confidence: str | None = None,
     ) -> Config:
-        """Command-line flags on top: `select` and `min_confidence` replace, the others
-        extend."""
+        """Command-line flags on top (as in ruff): the rule selection is a second level
+        applied after the file's (`select` starts again, `extend_select` and `ignore` change
+        the file's choice, even what it ignores); `min_confidence` replaces, `exclude`
+        extends. Raises ConfigError for a selector that matches no rule."""
+        _check_selectors(select or (), "`--select`")
+        _check_selectors(extend_select or (), "`--extend-select`")
+        _check_selectors(ignore or (), "`--ignore`")
+        cli = self.cli
+        if select is not None or extend_select or ignore:
+            old_select, old_extend, old_ignore = cli or (None, (), ())
+            cli = (
+                tuple(select) if select is not None else old_select,
+                old_extend + tuple(extend_select or ()),
+                old_ignore + tuple(ignore or ()),
+            )
         return replace(
             self,
             min_confidence=min_confidence or self.min_confidence,
-            select=tuple(select) if select is not None else self.select,
-            extend_select=self.extend_select + tuple(extend_select or ()),
-            ignore=self.ignore + tuple(ignore or ()),
+            cli=cli,
             exclude=self.exclude + tuple(exclude or ()),
         )
 
@@ -158,13 +179,16 @@ class Config:
     def selection(self, path: str | None = None) -> Selection:
         """What decides the rules for a file, without loading them: equal selections give
         equal rules (a key for the results cache)."""
-        ignore = self.ignore
+        per_file: tuple[str, ...] = ()
         if path is not None and self.per_file_ignores:
             rel = self._relative(path)
             for glob, codes in self.per_file_ignores:
                 if _glob_match(rel, glob):
-                    ignore = ignore + codes
-        return (self.select, self.extend_select, ignore, self.options)
+                    per_file = per_file + codes
+        layers: tuple[Layer, ...] = ((self.select, self.extend_select, self.ignore),)
+        if self.cli is not None:
+            layers = layers + (self.cli,)
+        return (layers, per_file, self.options)
 
     def is_excluded(self, path: Path) -> bool:
         """Whether directory walking should skip `path`."""
@@ -201,9 +225,9 @@ def _glob_match(rel: str, glob: str) -> bool:
 
 def rules_of(selection: Selection) -> list[tuple[type[Rule], dict[str, Any]]]:
     """The rules (with their options) a selection enables."""
-    select, extend, ignore, options = selection
+    layers, per_file, options = selection
     opts = {code: dict(values) for code, values in options}
-    return [(r, opts.get(r.CODE, {})) for r in _select(select, extend, ignore)]
+    return [(r, opts.get(r.CODE, {})) for r in _select(layers, per_file)]
 
 
 def _rule(selector: str) -> type[Rule] | None:
@@ -216,35 +240,73 @@ def _matches(selector: str, rule: type[Rule]) -> bool:
     return selector == "ALL" or rule.CODE.startswith(selector) or selector == rule.NAME
 
 
+def _specificity(selector: str) -> int:
+    """How specific a selector is (ruff's order): ALL, then longer code prefixes; a full
+    code or a rule name is the most specific."""
+    if selector == "ALL":
+        return 0
+    if not selector.startswith("NUM") or len(selector) >= 6:
+        return 99  # a name or a full code
+    return len(selector)
+
+
 def unknown_selectors(selectors: tuple[str, ...] | list[str]) -> list[str]:
-    """Warnings for selectors that match no rule."""
+    """The selectors that match no rule (NUM000 and ALL are always known)."""
     if not selectors:
         return []
     from numlint.rule import all_rules
 
+    rules = all_rules()
     return [
-        f"unknown rule selector `{s}`"
+        s
         for s in selectors
-        if s != "ALL" and s != "NUM000" and not any(_matches(s, r) for r in all_rules())
+        if s != "ALL" and s != "NUM000" and not any(_matches(s, r) for r in rules)
     ]
 
 
+def _check_selectors(selectors: Any, where: str) -> None:
+    """ConfigError naming the first selector that matches no rule (a typo would otherwise
+    turn linting off)."""
+    unknown = unknown_selectors(list(selectors))
+    if unknown:
+        raise ConfigError(
+            f"unknown rule selector `{unknown[0]}` in {where} "
+            "(a code such as NUM101, a prefix such as NUM1, a rule name, or ALL; "
+            "see `numlint rules`)"
+        )
+
+
+def _toml_type(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    names.update({dict: "a table", list: "a list holding other values than strings"})
+    return names.get(type(value), type(value).__name__)
+
+
 @lru_cache(maxsize=256)
-def _select(
-    select: tuple[str, ...] | None, extend: tuple[str, ...], ignore: tuple[str, ...]
-) -> tuple[type[Rule], ...]:
+def _select(layers: tuple[Layer, ...], per_file: tuple[str, ...]) -> tuple[type[Rule], ...]:
+    """Ruff's selection: start from the rules on by default; each level in turn either
+    starts again (it has `select`) or changes the current set (`extend-select` adds,
+    `ignore` removes); within a level more specific selectors win, an ignore over a select
+    of the same specificity. Per-file ignores remove last."""
     from numlint.rule import all_rules
 
-    chosen: list[type[Rule]] = []
-    for rule in all_rules():
-        if select is None:
-            on = rule.DEFAULT_ENABLED
+    rules = all_rules()
+    on = {r for r in rules if r.DEFAULT_ENABLED}
+    for select, extend, ignore in layers:
+        choices = [(_specificity(s), 0, s, True) for s in (*(select or ()), *extend)]
+        choices += [(_specificity(s), 1, s, False) for s in ignore]
+        updates: dict[type[Rule], bool] = {}
+        for _, _, selector, enable in sorted(choices, key=lambda c: (c[0], c[1])):
+            for rule in rules:
+                if _matches(selector, rule):
+                    updates[rule] = enable
+        if select is not None:
+            on = {r for r, enable in updates.items() if enable}
         else:
-            on = any(_matches(s, rule) for s in select)
-        on = on or any(_matches(s, rule) for s in extend)
-        if on and not any(_matches(s, rule) for s in ignore):
-            chosen.append(rule)
-    return tuple(chosen)
+            on |= {r for r, enable in updates.items() if enable}
+            on -= {r for r, enable in updates.items() if not enable}
+    on -= {r for r in rules if any(_matches(s, r) for s in per_file)}
+    return tuple(r for r in rules if r in on)
 
 
 def load(pyproject: Path) -> Config | None:

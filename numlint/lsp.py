@@ -14,7 +14,6 @@ numlint's 1-based character columns and the negotiated LSP position encoding.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -41,6 +40,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 
 from numlint import __version__, api
 from numlint import config as config_mod
+from numlint.cli import LSP_DEBOUNCE_MS, LSP_MAX_CHARS, lsp_parser
 from numlint.config import Config, ConfigError
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit
 from numlint.incremental import Incremental
@@ -48,10 +48,10 @@ from numlint.output.lsp import to_lsp
 
 logger = logging.getLogger("numlint.lsp")
 
-DEBOUNCE_S = 0.05
+DEBOUNCE_S = LSP_DEBOUNCE_MS / 1000
 #: Idle time after publishing before the garbage collector runs (see NumlintServer.lint).
 COLLECT_AFTER_S = 0.1
-MAX_CHARS = 1_000_000  # larger buffers are left to `numlint check`: linting them would stall
+MAX_CHARS = LSP_MAX_CHARS  # larger buffers are left to `numlint check`: linting them would stall
 FIX_ALL_KIND = f"{lsp.CodeActionKind.SourceFixAll.value}.numlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
 _CONVERTER = default_converter()
@@ -741,27 +741,7 @@ class _NoTorch(importlib.abc.MetaPathFinder):
 
 def main(argv: list[str]) -> int:
     """`numlint lsp [--stdio] [--debounce MS] [--log-level LEVEL]`: serve on stdio."""
-    parser = argparse.ArgumentParser(
-        prog="numlint lsp", description="The numlint language server (stdio)."
-    )
-    parser.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
-    parser.add_argument(
-        "--debounce",
-        type=float,
-        default=DEBOUNCE_S * 1000,
-        metavar="MS",
-        help="wait this long after the last change before linting (default: 50)",
-    )
-    parser.add_argument(
-        "--max-chars",
-        type=int,
-        default=MAX_CHARS,
-        metavar="N",
-        help="leave buffers larger than this to `numlint check` (default: 1000000)",
-    )
-    parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
-    )
+    parser = lsp_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -26,10 +26,16 @@ def test_clean_exit_0(project: Path):
     assert "All checks passed!" in r.stdout
 
 
-def test_missing_path_exits_2(project: Path):
+def test_missing_path_is_a_finding_and_the_rest_is_linted(project: Path):
+    r = run_cli("check", "--output-format", "concise", "nope/", "pkg/bad.py", cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert "nope/:1:1: NUM000 could not read: no such file or directory" in r.stdout
+    assert "pkg/bad.py:5:12: NUM101" in r.stdout
+    assert "Found 2 errors." in r.stdout and "Traceback" not in r.stderr
     r = run_cli("check", "nope.py", cwd=project)
-    assert r.returncode == 2
-    assert "nope.py" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 1 and "nope.py:1:1: NUM000" in r.stdout
+    r = run_cli("check", "--fix", "nope.py", "pkg/good.py", cwd=project)
+    assert r.returncode == 1 and "nope.py:1:1: NUM000" in r.stdout
 
 
 def test_bad_flag_exits_2(project: Path):
@@ -85,9 +91,13 @@ def test_select_ignore_by_code_prefix_name(project: Path):
     assert r.returncode == 1
 
 
-def test_unknown_selector_warns(project: Path):
-    r = run_cli("check", "--select", "NUM999", "pkg", cwd=project)
-    assert "unknown rule selector `NUM999`" in r.stderr
+def test_unknown_selector_is_an_error(project: Path):
+    for flag in ("--select", "--extend-select", "--ignore"):
+        r = run_cli("check", flag, "NUM999", "pkg", cwd=project)
+        assert r.returncode == 2, (flag, r.stdout)
+        assert f"unknown rule selector `NUM999` in `{flag}`" in r.stderr
+        assert "All checks passed" not in r.stdout
+    assert run_cli("check", "--select", "NUM000,ALL", "pkg", cwd=project).returncode == 1
 
 
 def test_statistics(project: Path):
@@ -103,7 +113,7 @@ def test_fix_needs_unsafe_for_unsafe_fixes(project: Path):
     r = run_cli("check", "--fix", "--unsafe-fixes", "pkg", cwd=project)
     assert r.returncode == 0, r.stdout
     assert "return F.log_softmax(x, dim=-1)" in bad.read_text()
-    assert "Fixed 1 error." in r.stdout
+    assert "Found 1 error (1 fixed, 0 remaining)." in r.stdout
 
 
 def test_fix_preserves_mode_and_crlf(project: Path):
@@ -171,7 +181,8 @@ def test_walk_skips_default_excludes(project: Path):
 
 def test_python_api_main_returns_codes(project: Path, capsys):
     assert main(["check", str(project / "pkg" / "good.py")]) == 0
-    assert main(["check", str(project / "missing")]) == 2
+    assert main(["check", str(project / "missing")]) == 1
+    assert main(["check", "--select", "NUM999", str(project)]) == 2
     assert main(["rule", "NUM101"]) == 0
     assert "log-of-softmax" in capsys.readouterr().out
     assert main(["rule", "NUM999"]) == 2

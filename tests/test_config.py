@@ -35,9 +35,11 @@ def test_found_from_checked_path_upward(project: Path, tmp_path: Path):
 
 def test_cli_flags_override_config(project: Path):
     _pyproject(project, '[tool.numlint]\nignore = ["NUM101"]\n')
-    assert (
-        run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 0
-    )  # ignore still applies
+    # the command line wins over the file's ignore (as in ruff)
+    assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 1
+    assert run_cli("check", "--extend-select", "NUM101", "pkg", cwd=project).returncode == 1
+    assert run_cli("check", "--select", "NUM1", "pkg", cwd=project).returncode == 1
+    assert run_cli("check", "--extend-select", "NUM2", "pkg", cwd=project).returncode == 0
     _pyproject(project, '[tool.numlint]\nselect = ["NUM102"]\n')
     assert run_cli("check", "pkg", cwd=project).returncode == 0
     assert run_cli("check", "--select", "NUM101", "pkg", cwd=project).returncode == 1
@@ -61,16 +63,33 @@ def test_exclude(project: Path):
     assert run_cli("check", "--exclude", "pkg", ".", cwd=project.parent).returncode in (0, 1)
 
 
-def test_unknown_key_and_code_warn(project: Path):
+def test_unknown_key_and_option_warn(project: Path):
     _pyproject(
-        project,
-        '[tool.numlint]\nselct = ["NUM1"]\nignore = ["NUM777"]\n[tool.numlint.options.NUM101]\nfoo = 1\n',
+        project, '[tool.numlint]\nselct = ["NUM1"]\n[tool.numlint.options.NUM101]\nfoo = 1\n'
     )
     r = run_cli("check", "pkg", cwd=project)
     assert "unknown key `selct`" in r.stderr
-    assert "unknown rule selector `NUM777`" in r.stderr
     assert "unknown option `foo` for NUM101" in r.stderr
     assert r.returncode == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'select = ["NUM777"]',
+        'extend-select = ["NUM777"]',
+        'ignore = ["NUM777"]',
+        '[tool.numlint.per-file-ignores]\n"pkg/*" = ["NUM777"]',
+        "[tool.numlint.options.NUM777]\nlimit = 1",
+    ],
+)
+def test_unknown_rule_in_config_is_an_error(project: Path, body: str):
+    _pyproject(project, f"[tool.numlint]\n{body}\n")
+    r = run_cli("check", "pkg", cwd=project)
+    assert r.returncode == 2, r.stdout
+    assert "NUM777" in r.stderr and "All checks passed" not in r.stdout
+    with pytest.raises(ConfigError, match="NUM777"):
+        load(project / "pyproject.toml")
 
 
 def test_invalid_toml_is_a_clear_error(project: Path):
@@ -81,10 +100,46 @@ def test_invalid_toml_is_a_clear_error(project: Path):
         load(project / "pyproject.toml")
 
 
-def test_wrong_type_is_a_clear_error(project: Path):
-    _pyproject(project, '[tool.numlint]\nselect = "NUM1"\nignore = 3\n')
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ('select = "NUM1"', "`select`"),
+        ('exclude = "m.py"', "`exclude`"),
+        ("ignore = 5", "`ignore`"),
+        ('extend-select = ["NUM1", 2]', "`extend-select`"),
+        ('[tool.numlint.per-file-ignores]\n"pkg/*" = "NUM1"', "per-file-ignores"),
+        ("min-confidence = 3", "`min-confidence`"),
+    ],
+)
+def test_wrong_type_is_a_clear_error(project: Path, body: str, key: str):
+    _pyproject(project, f"[tool.numlint]\n{body}\n")
     r = run_cli("check", "pkg", cwd=project)
-    assert r.returncode == 2 and "`ignore`" in r.stderr
+    assert r.returncode == 2 and key in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_selection_levels_and_specificity():
+    """ruff's order: the file's level, then the command line's; within a level the more
+    specific selector wins; per-file ignores remove last."""
+
+    def codes(cfg: Config, path: str | None = None) -> set[str]:
+        return {r.CODE for r, _ in cfg.rules_for(path)}
+
+    base = Config.from_table({"select": ["NUM101"], "ignore": ["NUM1"]})
+    assert codes(base) == {"NUM101"}  # the full code is more specific than the prefix
+    base = Config.from_table({"select": ["NUM1"], "ignore": ["NUM101"]})
+    assert "NUM101" not in codes(base) and "NUM102" in codes(base)
+    assert "NUM101" in codes(base.with_overrides(extend_select=["NUM101"]))
+    assert codes(base.with_overrides(select=["NUM101"])) == {"NUM101"}
+    cli = base.with_overrides(select=["NUM2"], ignore=["NUM201"])
+    assert "NUM201" not in codes(cli) and "NUM202" in codes(cli)
+    assert not codes(cli, "x.py") - codes(cli)
+    pfi = Config.from_table({"per-file-ignores": {"x.py": ["NUM1"]}}).with_overrides(
+        extend_select=["NUM101"]
+    )
+    assert "NUM101" in codes(pfi, "y.py") and "NUM101" not in codes(pfi, "x.py")
+    with pytest.raises(ConfigError, match="NUM999"):
+        Config().with_overrides(ignore=["NUM999"])
 
 
 class _Threshold(Rule):

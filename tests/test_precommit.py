@@ -128,3 +128,50 @@ def test_hooks_with_try_repo(tmp_path: Path):
     assert (project / "safe.py").read_text() == api.fix_source(SAFE, "safe.py", {}).source
     assert (project / "safe.py").read_text() != SAFE
     assert (project / "bad.py").read_text() == HAZARD
+
+
+def _local_hooks() -> dict[str, dict]:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    return {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
+
+
+def test_own_code_passes_the_own_hook():
+    """The repository's own `numlint` hook (and `make test`) pass on a clean checkout: the
+    hazards numlint demonstrates on purpose are ignored per file, with the reason."""
+    hook = _local_hooks()["numlint"]
+    files = subprocess.run(
+        ["git", "ls-files", "numlint", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    files = [f for f in files if re.search(hook["files"], f) and f.endswith((".py", ".pyi"))]
+    assert files
+    entry = hook["entry"].split()
+    assert entry[:2] == [".venv/bin/numlint", "check"]
+    r = subprocess.run(
+        [sys.executable, "-m", "numlint", *entry[1:], "--no-cache", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "numlint", "check", "--no-cache", "numlint", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "numlint check --no-cache numlint tests benchmarks" in (ROOT / "Makefile").read_text()
+
+
+def test_license_is_an_spdx_expression():
+    """`project.license` as a table is deprecated by setuptools (a warning on every build)."""
+    from numlint.config import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"

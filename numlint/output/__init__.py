@@ -61,11 +61,13 @@ def fixable(d: Diagnostic, unsafe: bool) -> bool:
 def summary(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
     """ruff-style closing lines: counts, and how many --fix would repair."""
     lines = []
-    if env.fixed:
-        lines.append(f"Fixed {env.fixed} error{'s' * (env.fixed != 1)}.")
     n = len(diagnostics)
-    if n:
+    if env.fixed:
+        total = n + env.fixed
+        lines.append(f"Found {total} error{'s' * (total != 1)} ({env.fixed} fixed, {n} remaining).")
+    elif n:
         lines.append(f"Found {n} error{'s' * (n != 1)}.")
+    if n:
         safe = sum(fixable(d, False) for d in diagnostics)
         unsafe = sum(fixable(d, True) for d in diagnostics) - safe
         if safe:
