@@ -24,22 +24,33 @@ WORKER = textwrap.dedent(
     from torch.nn.parallel import DistributedDataParallel as DDP
     import numlint
 
-    rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    rank, port, out, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=2)
     torch.manual_seed(0)
-    model = DDP(nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)))
+
+    class SqrtAbs(nn.Module):  # the gradient of sqrt(|h|) at h == 0 is NaN
+        def forward(self, h):
+            return torch.sqrt(h.abs()) if mode == "backward" else torch.tanh(h)
+
+    model = DDP(nn.Sequential(nn.Linear(4, 8, bias=False), SqrtAbs(), nn.Linear(8, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     result = {"rank": rank, "raised": False, "steps": 0}
     try:
         with numlint.watch(model, opt, log=f"{out}/events.jsonl", static=False):
             for step in range(6):
                 x = torch.randn(4, 4)
-                if rank == 1 and step == 3:
+                bad = rank == 1 and step == 3
+                if bad and mode == "input":
                     x[0, 0] = float("nan")  # bad data on rank 1 only
+                if bad and mode == "backward":
+                    x = torch.zeros(4, 4)
                 opt.zero_grad()
-                model(x).pow(2).mean().backward()
+                loss = model(x).pow(2).mean()
+                if bad and mode == "loss":
+                    loss = loss * float("inf")  # an Inf born in rank 1's loss
+                loss.backward()
                 opt.step()
                 result["steps"] += 1
     except numlint.NonFiniteError as exc:
@@ -57,13 +68,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> None:
+def run_ranks(tmp_path: Path, mode: str) -> tuple[dict, dict]:
+    """Run the worker on two ranks; their results."""
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     port = str(free_port())
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(rank), port, str(tmp_path)],
+            [sys.executable, str(script), str(rank), port, str(tmp_path), mode],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -83,6 +95,11 @@ def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> No
         assert p.returncode == 0, out
     r0 = json.loads((tmp_path / "result0.json").read_text())
     r1 = json.loads((tmp_path / "result1.json").read_text())
+    return r0, r1
+
+
+def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> None:
+    r0, r1 = run_ranks(tmp_path, "input")
     assert r0["raised"] and r1["raised"]
     assert r0["steps"] == r1["steps"] == 3  # both stopped in step 3's forward
     assert r1["event"]["event"] == "nonfinite" and r1["event"]["rank"] == 1
@@ -94,3 +111,18 @@ def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> No
     assert any(json.loads(line)["rank"] == 1 for line in lines1)
     lines0 = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [e["step"] for e in lines0 if e["event"] == "step"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("mode", "phase", "module"), [("loss", "loss", "<loss>"), ("backward", "backward", "module.1")]
+)
+def test_every_rank_names_the_rank_where_the_gradient_went_bad(
+    tmp_path: Path, mode: str, phase: str, module: str
+) -> None:
+    # The all-reduce spreads rank 1's non-finite gradient to rank 0 before optimizer.step.
+    r0, r1 = run_ranks(tmp_path, mode)
+    assert r0["raised"] and r1["raised"] and r0["steps"] == r1["steps"] == 3
+    assert r1["event"]["event"] == "nonfinite" and r1["event"]["rank"] == 1
+    assert r1["event"]["phase"] == phase and r1["event"]["module"] == module
+    assert r1["event"]["origin"] is True and r1["event"]["step"] == 3
+    assert r0["event"]["event"] == "nonfinite_remote" and r0["event"]["source_rank"] == 1

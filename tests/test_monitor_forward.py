@@ -176,7 +176,9 @@ def test_warn_and_record_actions_do_not_raise() -> None:
             model(torch.randn(4, 4))
             model(torch.randn(4, 4))
     origins = [e for e in monitor.events if e["event"] == "nonfinite" and e["origin"]]
-    assert len(origins) == 2  # one per failing forward
+    assert len(origins) == 1  # the same incident twice: logged once, then counted
+    (repeat,) = [e for e in monitor.events if e["event"] == "nonfinite_repeated"]
+    assert repeat["count"] == 1 and repeat["module"] == "2.inner"
     assert isinstance(monitor.snapshot, dict)  # no log file: the snapshot stays in memory
 
 

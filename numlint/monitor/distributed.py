@@ -27,17 +27,24 @@ def _reduce_device() -> torch.device:
     return torch.device("cpu")
 
 
-def agree(local_bad: bool) -> int | None:
-    """All-reduce (MAX) the local non-finite flag. Returns None when no rank is bad, else the
-    lowest bad rank. Without torch.distributed it only returns the local answer.
+def agree(local_bad: bool, spread_bad: bool = False) -> int | None:
+    """The rank where a non-finite value began, agreed by every rank with one all-reduce (MAX):
+    the lowest rank whose own data made one (`local_bad`: its loss, activations or gradients
+    before DDP's all-reduce), else the lowest rank that sees one only after the all-reduce
+    spread it (`spread_bad`), else None. Without torch.distributed only the local answer.
 
     Every rank must call this at the same check points, which it does: checks run at the end of
     the top-level forward, the end of backward and around optimizer.step on every rank."""
     if not _dist_ready() or world_size() == 1:
-        return 0 if local_bad else None
+        return 0 if local_bad or spread_bad else None
     n, me = world_size(), rank()
-    # Encode "bad on rank r" as n - r so MAX picks the lowest bad rank; 0 means all finite.
-    value = torch.tensor([float(n - me) if local_bad else 0.0], device=_reduce_device())
+    # "bad on rank r" is n - r so MAX picks the lowest bad rank; 0 means all finite.
+    mark = float(n - me)
+    value = torch.tensor(
+        [mark if local_bad else 0.0, mark if local_bad or spread_bad else 0.0],
+        device=_reduce_device(),
+    )
     torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
-    got = int(value.item())
+    local, spread = (int(v) for v in value.tolist())
+    got = local or spread
     return None if got == 0 else n - got

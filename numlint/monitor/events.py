@@ -42,6 +42,7 @@ EXPLOSION = "grad_explosion"
 VANISHING = "grad_vanishing"
 AMP_SKIP = "amp_overflow_skip"
 AMP_DIVERGENCE = "amp_divergence"
+REPEATED = "nonfinite_repeated"  # a run of identical incidents after the first, with a count
 ERROR_EVENTS = frozenset({NONFINITE, NONFINITE_REMOTE, AMP_DIVERGENCE})
 
 Event = dict[str, Any]
@@ -90,13 +91,25 @@ def describe(event: Event) -> str:
             f"numlint: non-finite value on rank {event.get('source_rank')} during "
             f"{event.get('phase')} at step {event.get('step')}; stopping rank {event.get('rank')}"
         )
-    counts = f"{event.get('nan_count')} NaN, {event.get('inf_count')} Inf"
-    tensor = f"{event.get('dtype')}{list(event.get('shape') or [])}"
-    origin = " (origin: inputs finite, output not)" if event.get("origin") else ""
-    text = (
-        f"numlint: first {event.get('kind')} at step {event.get('step')}, {where}{origin}: "
-        f"{counts} in {event.get('tensor') or 'tensor'} {tensor}"
-    )
+    kind = {"nan": "NaN", "inf": "Inf"}.get(event.get("kind") or "", "non-finite value")
+    module = event.get("module")
+    if module in ("<input>", "<target>"):
+        what = "input" if module == "<input>" else "target"
+        where = f"the {what} data ({event.get('tensor')}), before the model ran"
+        origin = ""
+    elif event.get("phase") == "loss" and event.get("origin"):
+        origin = " (origin: its inputs finite, the loss not)"
+    else:
+        origin = " (origin: inputs finite, output not)" if event.get("origin") else ""
+    micro = event.get("micro_batch")
+    step = f"step {event.get('step')}" + (f", micro-batch {micro}" if micro else "")
+    text = f"numlint: first {kind} at {step}, {where}{origin}"
+    if event.get("nan_count") is not None:
+        text += (
+            f": {event.get('nan_count')} NaN, {event.get('inf_count')} Inf in "
+            f"{event.get('tensor') or 'tensor'} {event.get('dtype')}"
+            f"{list(event.get('shape') or [])}"
+        )
     static = event.get("static") or []
     if static:
         text += "; static findings: " + ", ".join(f"{s['code']} {s['location']}" for s in static)
@@ -123,12 +136,21 @@ class EventLog:
     file, one event per line, written at once for error events and at most a second late for
     the others. Lines are encoded when written, a second's worth at a time, so a training step
     only appends its events to a list. The first open() truncates the file; later ones (a
-    monitor restarted) append. Events still unwritten at interpreter exit are written then."""
+    monitor restarted) append. Events still unwritten at interpreter exit are written then.
+    Past `max_bytes` the file is renamed to `<name>.1` (replacing an older one) and a new file
+    begins, so a long run keeps at most about twice that on disk."""
 
     FLUSH_EVERY_S = 1.0
 
-    def __init__(self, path: str | os.PathLike[str] | None, maxlen: int = 10_000) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        maxlen: int = 10_000,
+        max_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else None
+        self.max_bytes = max_bytes
+        self._bytes = 0
         self.events: deque[Event] = deque(maxlen=maxlen)
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -144,14 +166,29 @@ class EventLog:
             if self.path is None or self._file is not None:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            mode = "a" if self._opened_before else "w"
-            self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115
-            self._opened_before = True
-            self._flushed = time.monotonic()
-            # A monitor never stopped still gets its last events written at exit.
-            self._at_exit = weakref.finalize(
-                self, _write_lines, self._file, self._unwritten, self._lock, True
-            )
+            self._open("a" if self._opened_before else "w")
+
+    def _open(self, mode: str) -> None:
+        assert self.path is not None
+        self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115
+        self._bytes = self._file.tell()
+        self._opened_before = True
+        self._flushed = time.monotonic()
+        # A monitor never stopped still gets its last events written at exit.
+        self._at_exit = weakref.finalize(
+            self, _write_lines, self._file, self._unwritten, self._lock, True
+        )
+
+    def _write(self) -> None:
+        """Write the pending lines (lock held); rotate the file past `max_bytes`."""
+        self._bytes += _write_lines(self._file, self._unwritten)
+        self._flushed = time.monotonic()
+        if self.max_bytes is not None and self._bytes > self.max_bytes and self.path:
+            if self._at_exit is not None:
+                self._at_exit.detach()
+            self._file.close()
+            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+            self._open("w")
 
     def emit(self, event: Event) -> Event:
         """Record one event (ring buffer, counters, file)."""
@@ -163,16 +200,14 @@ class EventLog:
                 self._unwritten.append(event)
                 now = time.monotonic()
                 if name in ERROR_EVENTS or now - self._flushed > self.FLUSH_EVERY_S:
-                    _write_lines(self._file, self._unwritten)
-                    self._flushed = now
+                    self._write()
         return event
 
     def flush(self) -> None:
         """Write the events not yet in the file."""
         with self._lock:
             if self._file is not None:
-                _write_lines(self._file, self._unwritten)
-                self._flushed = time.monotonic()
+                self._write()
 
     def close(self) -> None:
         """Write what is left and close the file; the ring buffer stays readable."""
@@ -185,16 +220,18 @@ class EventLog:
                 self._file = None
 
 
-def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool = False) -> None:
+def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool = False) -> int:
     """Encode `events` as JSON lines, write and flush them, empty the list; `lock` when the
-    caller does not hold it already (the exit hook)."""
+    caller does not hold it already (the exit hook). Returns the characters written."""
     with lock if lock is not None else contextlib.nullcontext():
         if file.closed:
-            return
+            return 0
+        written = 0
         if events:
-            file.write("".join([to_json_line(e) + "\n" for e in events]))
+            written = file.write("".join([to_json_line(e) + "\n" for e in events]))
             events.clear()
         if close:
             file.close()
         else:
             file.flush()
+        return written

@@ -68,7 +68,14 @@ def param_findings(names: list[str], params: list[Tensor], phase: str, limit: in
 
 
 def to_event(
-    f: Finding, phase: str, *, step: int, iteration: int, rank: int, static: bool
+    f: Finding,
+    phase: str,
+    *,
+    step: int,
+    iteration: int,
+    rank: int,
+    static: bool,
+    micro_batch: int = 0,
 ) -> ev.Event:
     """The JSONL event for one finding; the origin's event lists the static findings of the
     file that defines its module's class."""
@@ -91,6 +98,7 @@ def to_event(
         rank=rank,
         origin=bool(f.origin),
         tensor=f.tensor,
+        micro_batch=micro_batch,
     )
     event.update(f.extra)
     if f.origin and static and isinstance(f.obj, nn.Module):

@@ -146,14 +146,20 @@ def step_events(
     names: list[str],
     explosion: ExplosionDetector,
     when: float | None = None,
+    clip: tuple[float, float] | None = None,
 ) -> list[Event]:
-    """The events of one completed step: the global norm (always), an explosion, a vanishing
-    group (every parameter with a gradient in the group has an all-zero gradient), and the
+    """The events of one completed step: the global norm (always), an explosion, vanishing
+    gradients (per group, the parameters whose gradient is all zeros), and the
     per-parameter statistics when they were computed. `values[k]` is the gradient norm of
-    parameter `present[k]`; `when` the step's wall-clock time (default: now)."""
+    parameter `present[k]`; `when` the step's wall-clock time (default: now). When the loop
+    clipped the gradients, `total` is the pre-clip norm and `clip` is (post-clip norm,
+    max_norm)."""
     now = time.time() if when is None else when
     common = {"step": step, "iteration": iteration, "rank": rank}
-    out = [make_event(STEP, grad_norm=total, loss=loss, scale=scale, time=now, **common)]
+    step_ev = make_event(STEP, grad_norm=total, loss=loss, scale=scale, time=now, **common)
+    if clip is not None:
+        step_ev.update(grad_norm_clipped=clip[0], max_norm=clip[1])
+    out = [step_ev]
     median = explosion.update(total)
     if median is not None:
         out.append(
@@ -168,18 +174,21 @@ def step_events(
                 **common,
             )
         )
-    if 0.0 in values:  # some gradient is all zeros: is a whole group without signal?
+    if 0.0 in values:  # some gradient is all zeros: which parameters get no signal?
         per_param = dict(zip(present, values, strict=True))
         for group in groups:
             with_grad = [i for i in group.indices if i in per_param]
-            if with_grad and all(per_param[i] == 0.0 for i in with_grad):
+            zero = [names[i] for i in with_grad if per_param[i] == 0.0]
+            if zero:
                 out.append(
                     make_event(
                         VANISHING,
                         phase="grad",
                         group=group.name,
-                        module=group.name,
-                        params=[names[i] for i in with_grad][:50],
+                        module=_common_module(zero) or group.name,
+                        params=zero[:50],
+                        zero_count=len(zero),
+                        param_count=len(with_grad),
                         time=now,
                         **common,
                     )
@@ -187,3 +196,14 @@ def step_events(
     if rows is not None:
         out.append(make_event(GRAD_STATS, phase="grad", params=rows, time=now, **common))
     return out
+
+
+def _common_module(params: list[str]) -> str:
+    """The innermost module holding every one of these parameters ("" for the model)."""
+    parts = [p.split(".")[:-1] for p in params]
+    common: list[str] = []
+    for level in zip(*parts, strict=False):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    return ".".join(common)

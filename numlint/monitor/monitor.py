@@ -38,6 +38,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from numlint.monitor import capture
 from numlint.monitor import distributed as dist
 from numlint.monitor import events as ev
 from numlint.monitor import snapshot as snap_mod
@@ -54,7 +55,15 @@ from numlint.monitor.grads import (
 )
 from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.locate import ForwardState, locate_backward, locate_forward
-from numlint.monitor.stats import all_finite, flag, flat_tensors, read_floats, tensor_stats
+from numlint.monitor.stats import (
+    all_finite,
+    first_nonfinite,
+    flag,
+    flat_tensors,
+    is_checked,
+    read_floats,
+    tensor_stats,
+)
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
@@ -64,6 +73,35 @@ LOSS = "<loss>"
 
 class NumlintWarning(RuntimeWarning):
     """Issued for error events when action="warn"."""
+
+
+def _nonfinite_data_in_graph(loss: Tensor, limit: int = 64) -> tuple[str, Tensor] | None:
+    """A non-finite tensor saved by the loss's autograd graph that is data (a leaf needing no
+    gradient: a target), as ("MseLossBackward0.target", tensor); None if there is none."""
+    queue, seen = [loss.grad_fn], set()
+    while queue and len(seen) < limit:
+        node = queue.pop(0)
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if not attr.startswith("_saved_"):
+                continue
+            try:
+                t = getattr(node, attr)
+            except Exception:
+                continue
+            if (
+                isinstance(t, Tensor)
+                and t.dim() > 0  # (a 0-dim one is a constant of the code, `* inf`)
+                and t.grad_fn is None
+                and not t.requires_grad
+                and is_checked(t)
+                and not bool(torch.isfinite(t).all())
+            ):
+                return f"{node.name()}.{attr[len('_saved_'):]}", t
+        queue.extend(n for n, _ in node.next_functions)
+    return None
 
 
 class Monitor:
@@ -94,6 +132,8 @@ class Monitor:
         ignore: Iterable[str] = (),
         max_events: int = 10_000,
         max_findings: int = 20,
+        max_snapshots: int = 5,
+        max_log_bytes: int | None = 64 * 2**20,
     ) -> None:
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
@@ -116,7 +156,8 @@ class Monitor:
         self.log_path = self._log_path(log)
         self.snapshot_path = self._snapshot_path(snapshot, self.log_path)
         self._explosion = ExplosionDetector(explosion_factor, explosion_window, explosion_warmup)
-        self._log = EventLog(self.log_path, max_events)
+        self._log = EventLog(self.log_path, max_events, max_log_bytes)
+        self.max_snapshots = max_snapshots
         self._handles: list[Any] = []
         self._scaler_patch: ScalerPatch | None = None
         self._active = False
@@ -131,7 +172,8 @@ class Monitor:
         self._kwargs: dict[str, Any] | None = None
         self._rng: ForwardState | None = None
         self._grad_enabled = True
-        self._loss: Tensor | None = None
+        self._loss: Tensor | None = None  # the step's loss (logged, checked before the step)
+        self._loss_unread: Tensor | None = None  # a loss backward() saw, not yet checked
         self._loss_finite = True
         self._targets: tuple[Any, ...] | None = None
         self._stepped = False
@@ -139,6 +181,15 @@ class Monitor:
         self._pending: tuple[Any, ...] | None = None
         self._unbuilt: list[tuple[Any, ...]] = []  # steps whose events are not built yet
         self._unbuilt_since = 0.0
+        self._clip: tuple[Tensor, float] | None = None  # clip_grad_norm_'s result this step
+        self._micro = 0  # forwards since the last optimizer step (gradient accumulation)
+        self._comm_flags: list[Tensor] = []  # local DDP buckets, before their all-reduce
+        # incidents: one open per step (later failures of that step are its consequences),
+        # and a run of identical incidents collapsed into one event with a count
+        self.incidents = 0
+        self._incident_open = False
+        self._last_sig: tuple[Any, ...] | None = None
+        self._repeat: Event | None = None
 
     # ------------------------------------------------------------------ set-up
     def _log_path(self, log: str | Path | None) -> Path | None:
@@ -190,6 +241,7 @@ class Monitor:
         named_params = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         self._param_names = [n for n, _ in named_params]
         self._params = [p for _, p in named_params]
+        self._param_ids = {id(p) for p in self._params}
         self._all_present = list(range(len(self._params)))
         self._groups = self._groups_from(self.optimizer)
         self._rec.end_callback = self.optimizer is None
@@ -209,6 +261,8 @@ class Monitor:
                 self._handles.append(
                     self.criterion.register_forward_hook(self._on_criterion, with_kwargs=True)
                 )
+            capture.add(self._on_backward_call, self._on_clip)
+            self._install_comm_hook()
         except BaseException:
             self.stop()
             raise
@@ -225,19 +279,57 @@ class Monitor:
         if self._scaler_patch is not None:
             self._scaler_patch.remove()
             self._scaler_patch = None
+        capture.remove(self._on_backward_call, self._on_clip)
+        box = getattr(self.model, "_numlint_comm_hook", None)
+        if box is not None and box[0] is self:
+            box[0] = None
         atexit.unregister(self._write_at_exit)
         self._build_steps()
+        self._end_repeat()
         self._log.close()
         self._active = False
         self._rec.take_forward()
         self._rec.take_backward()
 
-    def _agree(self, local_bad: bool) -> int | None:
-        """None when no rank saw a non-finite value, else the lowest rank that did (one
-        all-reduce when distributed; nothing to ask otherwise)."""
+    def _agree(self, local_bad: bool, spread_bad: bool = False) -> int | None:
+        """None when no rank saw a non-finite value, else the rank where it began (see
+        `dist.agree`; one all-reduce when distributed, nothing to ask otherwise)."""
         if self._world == 1:
-            return self.rank if local_bad else None
-        return dist.agree(local_bad)
+            return self.rank if local_bad or spread_bad else None
+        return dist.agree(local_bad, spread_bad)
+
+    def _install_comm_hook(self) -> None:
+        """Under DDP, flag each gradient bucket before its all-reduce (one reduction per bucket,
+        read with the step's other flags), so a rank's own non-finite gradient is told from one
+        the all-reduce brought. Skipped when the model has a communication hook already."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = self.model
+        if not isinstance(model, DistributedDataParallel) or self._world == 1:
+            return
+        box = getattr(model, "_numlint_comm_hook", None)
+        if box is not None:
+            box[0] = self
+            return
+        if getattr(model, "_comm_hooks", None):
+            return
+        box = [self]
+        group = getattr(model, "process_group", None)
+        scale = 1.0 / (group.size() if group is not None else self._world)
+
+        def hook(state, bucket):  # (DDP checks the annotations: none, or its own types)
+            buf = bucket.buffer()
+            mon = box[0]
+            if mon is not None and not mon._paused:
+                mon._comm_flags.append(flag(buf))
+            # DDP's own reduction, operation for operation (results stay bit-identical): a
+            # multiplication by 1 / world size, then an all-reduce sum.
+            buf.mul_(scale)
+            work = torch.distributed.all_reduce(buf, group=group, async_op=True)
+            return work.get_future().then(lambda fut: fut.value()[0])
+
+        model.register_comm_hook(None, hook)
+        model._numlint_comm_hook = box  # type: ignore[assignment]
 
     def _ignored(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
@@ -306,10 +398,16 @@ class Monitor:
         rec = self._rec
         if rec.paused:
             return
-        if rec.bflags and not self._scaler_on():
-            # A backward pass with no optimizer step since (gradient accumulation): check it
-            # now, while its forward's inputs are still here to re-run.
-            self._check_backward()
+        out_grads = rec.out_grads
+        backward_seen = out_grads is not None and any(g is not None for g in out_grads)
+        pending = backward_seen and self.optimizer is not None
+        if (rec.bflags or pending) and not self._scaler_on():
+            # A backward pass with no optimizer step since (gradient accumulation): check it,
+            # its loss and the gradients so far now, while its micro-batch is still here to
+            # re-run.
+            self._check_backward(grads=pending)
+        elif not backward_seen:
+            self._incident_open = False  # the last step is over (taken or dropped)
         self._rng = ForwardState.capture()
         self._grad_enabled = torch.is_grad_enabled()
         rec.out_grads = None
@@ -321,6 +419,7 @@ class Monitor:
             return
         rec.root_outputs(output)
         self._args, self._kwargs = args, kwargs
+        self._micro += 1
         if rec.fflags:
             self._drain_forward()
 
@@ -342,12 +441,12 @@ class Monitor:
         if bad_rank != self.rank:
             self._fail_remote("forward", bad_rank)
             return
-        if self.check_params and not all_finite(norms([p.detach() for p in self._params])):
+        if self.check_params and not self._params_finite():
             # Parameters went non-finite (the last optimizer step, or they started that way).
             self._fail("param", self._param_findings("param"))
             return
         findings: list[Finding] = []
-        if not self.failed and self._args is not None:
+        if self._args is not None:
             findings = self._paused_call(
                 locate_forward,
                 self.model,
@@ -387,12 +486,16 @@ class Monitor:
         return self._scaler_patch is not None and self._scaler_patch.enabled()
 
     def _check_backward(self, grads: bool = False) -> None:
-        """Read the backward flags not yet read (and, with `grads`, check the parameter
-        gradients: no optimizer step will); report a non-finite one."""
+        """Read the backward flags not yet read and the loss of that backward (and, with
+        `grads`, the parameter gradients so far) in one read; report a non-finite one."""
         saved, saved_idx = self._rec.take_backward()
-        ok = all_finite(saved)
-        if ok and grads:
-            ok = self._grads_finite()
+        loss = self._take_loss_flag()
+        extra = [loss] if loss is not None else []
+        if grads:
+            extra += self._grad_norms()
+        ok = all_finite(saved + extra)
+        if not ok and grads and all_finite(saved + extra[:1]):
+            ok = self._grads_finite_exact()  # a sum of squares can overflow
         if ok and self._world == 1:
             return  # the output gradients stay until the next forward, for the step's check
         bad_rank = self._agree(not ok)
@@ -400,8 +503,15 @@ class Monitor:
             return
         if bad_rank != self.rank:
             self._fail_remote("backward", bad_rank)
-            return
-        self._backward_failure(saved, saved_idx)
+        elif loss is not None and not math.isfinite(loss.item()):
+            self._loss_failure(self._loss)
+        else:
+            self._backward_failure(saved, saved_idx)
+
+    def _take_loss_flag(self) -> Tensor | None:
+        """The loss seen by backward() since the last check, as a 0-dim tensor (not read)."""
+        loss, self._loss_unread = self._loss_unread, None
+        return loss.reshape(()) if loss is not None else None
 
     def _check_pending(self) -> None:
         """On leaving the `with` block: read flags no check point has read yet (a last
@@ -414,11 +524,14 @@ class Monitor:
         if rec.bflags and not self._scaler_on():
             self._check_backward()
 
-    def _grads_finite(self) -> bool:
-        grads = [p.grad for p in self._params if p.grad is not None]
-        if not grads:
+    def _grad_norms(self) -> list[Tensor]:
+        return norms([p.grad for p in self._params if p.grad is not None])  # type: ignore[misc]
+
+    def _params_finite(self) -> bool:
+        """Every parameter finite: one multi-tensor norm, checked exactly when it overflows."""
+        if all_finite(norms([p.detach() for p in self._params])):
             return True
-        return all_finite(norms(grads))  # type: ignore[arg-type]
+        return all(bool(torch.isfinite(p).all()) for p in self._params)
 
     def _loss_gradient_failure(self) -> bool:
         """When the gradient arriving at the model output is already non-finite (the loss did
@@ -445,7 +558,7 @@ class Monitor:
     def _locate_backward(self) -> list[Finding]:
         """Re-run the last forward and backward with exact checks (empty if it cannot)."""
         grads = self._rec.out_grads or []
-        if self.failed or self._args is None or not any(g is not None for g in grads):
+        if self._args is None or not any(g is not None for g in grads):
             return []
         return self._paused_call(
             locate_backward,
@@ -473,10 +586,39 @@ class Monitor:
             self._fail_remote("loss", bad_rank)
             return
         t = next(t for t in tensors if not bool(torch.isfinite(t).all()))
-        inputs_ok = all(bool(torch.isfinite(x).all()) for x in flat_tensors(inputs))
-        f = Finding(LOSS, "loss", tensor_stats(t), inputs_ok, self.criterion)
-        f.extra["inputs_finite"] = inputs_ok
-        self._fail("loss", [f])
+        self._loss_failure(t, inputs)
+
+    def _loss_failure(self, loss: Tensor | None, inputs: Any = None) -> None:
+        """A non-finite loss: it began in the target data when a target (the criterion's, or a
+        tensor the loss's autograd graph saved that is data, not computed) holds a NaN/Inf,
+        else in the loss computation itself (phase "loss", module "<loss>")."""
+        if loss is None:
+            return
+        data = None
+        if self._targets is not None:
+            data = first_nonfinite(self._targets, "target")
+        if data is None:
+            data = _nonfinite_data_in_graph(loss)
+        outputs_ok = all(bool(torch.isfinite(x).all()) for x in flat_tensors(inputs))
+        findings = []
+        if data is not None:
+            findings.append(Finding("<target>", data[0], tensor_stats(data[1]), True))
+        f = Finding(LOSS, "loss", tensor_stats(loss), data is None and outputs_ok, self.criterion)
+        f.extra["inputs_finite"] = data is None and outputs_ok
+        findings.append(f)
+        self._fail("loss", findings)
+
+    def _on_backward_call(self, t: Tensor) -> None:
+        """`t.backward()` was called: keep a scalar floating `t` as the step's loss (not read;
+        under an enabled GradScaler its `scale()` call gives the unscaled loss instead)."""
+        if self._paused or t.numel() != 1 or not is_checked(t) or self._scaler_on():
+            return
+        self._loss = self._loss_unread = t.detach()
+
+    def _on_clip(self, total: Tensor, max_norm: float, params: list[Tensor]) -> None:
+        """clip_grad_norm_ ran on this model's parameters: keep its pre-clip norm (not read)."""
+        if not self._paused and params and id(params[0]) in self._param_ids:
+            self._clip = (total, max_norm)
 
     def _on_criterion(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         if self._paused:
@@ -491,7 +633,8 @@ class Monitor:
     # ------------------------------------------------------------------ optimizer
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         """Before optimizer.step: every gradient norm in one multi-tensor op, read at once
-        with the backward flags of the step (one host read)."""
+        with the backward flags, the loss, the pre-clip norm and (under DDP) the local gradient
+        buckets of the step (one host read)."""
         rec = self._rec
         if rec.paused:
             return
@@ -501,6 +644,9 @@ class Monitor:
         flags, flag_idx = rec.take_backward() if rec.bflags else ([], [])
         if flags and self._scaler_on():
             flags = []  # GradScaler let this step through: its gradients are finite
+        local, self._comm_flags = self._comm_flags, []
+        clip, self._clip = self._clip, None
+        self._loss_unread = None
         params = self._params
         grads = [p.grad for p in params]
         present = self._all_present
@@ -509,42 +655,53 @@ class Monitor:
                 present = [i for i, g in enumerate(grads) if g is not None]
                 grads = [grads[i] for i in present]
                 break
-        values = flags + norms(grads)  # type: ignore[arg-type]
         loss = self._loss
-        if loss is not None and loss.numel() == 1 and grads:
-            values.append(loss.reshape(()))
-        else:
+        if loss is not None and loss.numel() != 1:
             loss = None
+        head = flags + local
+        if loss is not None:
+            head.append(loss.reshape(()))
+        if clip is not None:
+            head.append(clip[0].reshape(()))
+        values = head + norms(grads)  # type: ignore[arg-type]
         read = read_floats(values) if values else []  # the one host read before the step
-        backward_ok = True
-        for v in read[: len(flags)]:
-            if not math.isfinite(v):
-                backward_ok = False
-        if flags:
-            del read[: len(flags)]
-        loss_value = read.pop() if loss is not None else None
+        nf, nl = len(flags), len(local)
+        backward_ok = all(math.isfinite(v) for v in read[:nf])
+        local_ok = all(math.isfinite(v) for v in read[nf : nf + nl])
+        loss_value = read[nf + nl] if loss is not None else None
+        pre_clip = read[len(head) - 1] if clip is not None else None
+        del read[: len(head)]
         total = math.sqrt(math.fsum([v * v for v in read]))
+        loss_ok = loss_value is None or math.isfinite(loss_value)
+        local_bad = not (backward_ok and local_ok and loss_ok)
         # (a sum of squares can overflow: a non-finite total is checked exactly)
-        ok = backward_ok and (math.isfinite(total) or self._grads_finite_exact())
-        if not ok or self._world > 1:
-            bad_rank = self._agree(not ok)
-            if bad_rank is not None:
-                if bad_rank != self.rank:
-                    self._fail_remote("grad", bad_rank)
-                elif not backward_ok:
-                    self._backward_failure(flags, flag_idx)
-                else:
-                    self._grad_failure()
-        # The gradient at the model output is needed no more: holding it on past the step
-        # would keep a large block (an LM head's) from the allocator through the next step.
-        rec.out_grads = None
+        ok = not local_bad and (math.isfinite(total) or self._grads_finite_exact())
+        try:
+            if not ok or self._world > 1:
+                bad_rank = self._agree(local_bad, not ok)
+                if bad_rank is not None:
+                    if bad_rank != self.rank:
+                        self._fail_remote("grad", bad_rank)
+                    elif not loss_ok:
+                        self._loss_failure(loss)
+                    elif not backward_ok:
+                        self._backward_failure(flags, flag_idx)
+                    else:
+                        self._grad_failure()
+        finally:
+            # The gradient at the model output is needed no more: holding it on past the step
+            # would keep a large block (an LM head's) from the allocator through the next step.
+            rec.out_grads = None
         if not grads:
             self._pending = None
             return
         rows = None
         if self.grad_stats_every and self.iteration % self.grad_stats_every == 0:
             rows = param_stats(params, self._param_names, present)
-        self._pending = (total, present, read, loss_value, rows)
+        clipped = (total, clip[1]) if clip is not None and pre_clip is not None else None
+        if clipped is not None:
+            total = pre_clip  # type: ignore[assignment]
+        self._pending = (total, present, read, loss_value, rows, clipped)
 
     def _grad_failure(self) -> None:
         """Non-finite parameter gradients before the step. When re-running the last backward
@@ -569,6 +726,8 @@ class Monitor:
         if self._rec.paused:
             return
         self.step += 1
+        self._micro = 0
+        self._incident_open = False
         if self.check_params == "step" and self._params:
             ok = all_finite(norms([p.detach() for p in self._params]))
             bad_rank = self._agree(not ok)
@@ -590,6 +749,10 @@ class Monitor:
         skipped = not self._stepped
         self._stepped = False
         self.iteration += 1
+        self._micro = 0
+        self._incident_open = False
+        self._clip = None
+        self._loss_unread = None
         flags, idx = self._rec.take_backward()  # read only for a skipped step
         if not skipped:
             self._skips.stepped()
@@ -664,7 +827,7 @@ class Monitor:
             return
         self._unbuilt = []
         emit = self._log.emit
-        for step, iteration, scale, when, (total, present, values, loss, rows) in steps:
+        for step, iteration, scale, when, (total, present, values, loss, rows, clip) in steps:
             for event in step_events(
                 step=step,
                 iteration=iteration,
@@ -679,6 +842,7 @@ class Monitor:
                 names=self._param_names,
                 explosion=self._explosion,
                 when=when,
+                clip=clip,
             ):
                 emit(event)
 
@@ -709,7 +873,12 @@ class Monitor:
         return param_findings(self._param_names, self._params, phase, self.max_findings)
 
     def _fail(self, phase: str, findings: list[Finding]) -> None:
-        where = {"step": self.step, "iteration": self.iteration, "rank": self.rank}
+        where = {
+            "step": self.step,
+            "iteration": self.iteration,
+            "rank": self.rank,
+            "micro_batch": max(self._micro - 1, 0),
+        }
         self._fail_events([to_event(f, phase, static=self.static, **where) for f in findings])
 
     def _fail_remote(self, phase: str, source_rank: int) -> None:
@@ -725,25 +894,65 @@ class Monitor:
         self._fail_events([event])
 
     def _fail_events(self, events: list[Event]) -> None:
-        log = self._log
+        """Report one incident: snapshot, log, action. A failure later in the step of an
+        incident already reported is its consequence and is dropped; an incident identical to
+        the previous one (a parameter left NaN, fed to every later step) is counted, and the
+        run is logged once it ends as one `nonfinite_repeated` event."""
         origin = next((e for e in events if e.get("origin")), events[0])
-        first = not self.failed
+        if self._incident_open:
+            return
+        self._incident_open = True
         self.failed = True
-        if first:
+        sig = tuple(origin.get(k) for k in ("event", "phase", "module", "kind", "source_rank"))
+        if sig == self._last_sig:
+            self._count_repeat(origin)
+            if self.action == "raise":
+                raise NonFiniteError(origin, events, self.snapshot)
+            return
+        self._build_steps()
+        self._end_repeat()
+        self._last_sig = sig
+        self.incidents += 1
+        if self.incidents <= self.max_snapshots:
             self.snapshot = self._save_snapshot(origin)
             if isinstance(self.snapshot, Path):
                 for e in events:
                     e["snapshot"] = str(self.snapshot)
-        self._build_steps()
         for e in events:
-            log.emit(e)
+            e["incident"] = self.incidents
+            self._log.emit(e)
         if self.action == "raise":
             raise NonFiniteError(origin, events, self.snapshot)
         if self.action == "warn":
             warnings.warn(ev.describe(origin), NumlintWarning, stacklevel=3)
 
+    def _count_repeat(self, origin: Event) -> None:
+        rep = self._repeat
+        if rep is None:
+            keys = ("phase", "module", "kind", "tensor", "source_rank")
+            rep = self._repeat = make_event(
+                ev.REPEATED,
+                of=origin["event"],
+                rank=self.rank,
+                incident=self.incidents,
+                count=0,
+                first_step=self.step,
+                first_iteration=self.iteration,
+                **{k: origin.get(k) for k in keys},
+            )
+        rep.update(count=rep["count"] + 1, step=self.step, iteration=self.iteration)
+
+    def _end_repeat(self) -> None:
+        """Log the run of repeated incidents counted so far, if any."""
+        rep, self._repeat = self._repeat, None
+        if rep is not None:
+            self._log.emit(rep)
+
     def _save_snapshot(self, event: Event) -> Any:
         grads = self._rec.out_grads
+        path = self.snapshot_path
+        if path is not None and self.incidents > 1:
+            path = path.with_name(f"{path.stem}.{self.incidents}{path.suffix}")
         try:
             data = snap_mod.build(
                 event=event,
@@ -757,9 +966,9 @@ class Monitor:
                 output_grads=grads if grads and any(g is not None for g in grads) else None,
                 targets=self._targets,
             )
-            if self.snapshot_path is None:
+            if path is None:
                 return data
-            return snap_mod.save(data, self.snapshot_path)
+            return snap_mod.save(data, path)
         except Exception as exc:  # a failed snapshot must not hide the real error
             warnings.warn(f"numlint: could not save snapshot: {exc}", NumlintWarning, stacklevel=2)
             return None
@@ -786,7 +995,9 @@ def watch(
     ("forward": a parameter made non-finite by a step is caught by the next forward at no
     per-step cost; "step": checked after every step; False), static (list static findings for
     the origin's source file), ignore (glob patterns of module names whose outputs may hold
-    Inf by design, e.g. mask builders), max_events, max_findings."""
+    Inf by design, e.g. mask builders), max_events, max_findings, max_snapshots (one snapshot
+    per incident, up to this many), max_log_bytes (the JSONL file is rotated to `.1` past this
+    size; None: unbounded)."""
     return Monitor(model, optimizer, scaler=scaler, log=log, action=action, **options)
 
 

@@ -26,8 +26,8 @@ from torch.utils._pytree import tree_leaves
 
 from numlint.monitor import snapshot as snap_mod
 from numlint.monitor.locate import ForwardState
-from numlint.monitor.stats import flat_tensors, is_checked, tensor_stats
-from numlint.monitor.tieback import findings_for_file
+from numlint.monitor.stats import first_nonfinite, flat_tensors, is_checked, tensor_stats
+from numlint.monitor.tieback import enclosing_span, findings_for_file
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _MONITOR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -48,10 +48,11 @@ class ReplayResult:
     """What replay found: the first op that produced a NaN/Inf, where, and from what."""
 
     found: bool
-    phase: str | None = None  # "forward", "loss" or "backward"
+    phase: str | None = None  # "data", "forward", "loss" or "backward"
     op: str | None = None  # e.g. "aten::log"
     overload: str | None = None  # e.g. "aten.log.default"
-    module: str | None = None  # innermost module running the op (qualified name)
+    module: str | None = None  # innermost module running the op; "<input>", "<target>" data
+    tensor: str | None = None  # for phase "data": where in the batch, e.g. "input[0]"
     source: str | None = None  # "path/to/file.py:42"
     code: str | None = None  # the text of that source line
     autograd_node: str | None = None  # e.g. "LogBackward0" for a backward op
@@ -64,9 +65,16 @@ class ReplayResult:
     def __str__(self) -> str:
         if not self.found:
             return "numlint replay: the step ran without producing a NaN/Inf (did not reproduce)"
+        out = self.output or {}
+        if self.phase == "data":
+            what = "input" if self.module == "<input>" else "target"
+            return (
+                f"numlint replay: the {what} data already holds {self.kind} before the model runs: "
+                f"{self.tensor} {out.get('dtype')}{out.get('shape')}: {out.get('nan_count')} NaN, "
+                f"{out.get('inf_count')} Inf (a bad batch, not the model)"
+            )
         where = f" in module {self.module!r}" if self.module else ""
         node = f" (backward of {self.autograd_node})" if self.autograd_node else ""
-        out = self.output or {}
         lines = [
             f"numlint replay: first {self.kind} produced by {self.op}{node} during "
             f"{self.phase}{where}",
@@ -223,6 +231,21 @@ def replay(
     kwargs = _to_device(snap.get("kwargs") or {}, device)
     targets = _to_device(snap.get("targets"), device)
     out_grads = _to_device(snap.get("output_grads"), device)
+    bad = first_nonfinite(args, "input") or first_nonfinite(kwargs, "input")
+    where = "<input>"
+    if bad is None and targets is not None:
+        bad, where = first_nonfinite(targets, "target"), "<target>"
+    if bad is not None:  # the batch holds the NaN/Inf: nothing to re-run
+        stats = tensor_stats(bad[1])
+        return ReplayResult(
+            found=True,
+            phase="data",
+            module=where,
+            tensor=bad[0],
+            kind=stats["kind"],
+            output=stats,
+            event=snap.get("event"),
+        )
 
     stack: list[str] = []
 
@@ -291,7 +314,10 @@ def _result(found: dict[str, Any] | None, model: nn.Module, event: Any) -> Repla
         code = linecache.getline(path, line).strip() or None
         if module is None or found["phase"] == "backward":
             module = _module_at(model, path, line) or module
+        span = enclosing_span(path, line) or (line, line)
         for s in findings_for_file(path):
+            if not span[0] <= s.get("row", 0) <= span[1]:
+                continue  # another class's or function's findings
             entry = dict(s)
             entry["at_line"] = s.get("row") == line
             static.append(entry)

@@ -52,6 +52,38 @@ def source_file_of(module: Any) -> str | None:
         return None
 
 
+def lines_of(obj: Any) -> tuple[int, int] | None:
+    """The first and last line of a class's or function's source, or None."""
+    try:
+        lines, start = inspect.getsourcelines(obj)
+    except (TypeError, OSError):
+        return None
+    return start, start + len(lines) - 1
+
+
 def findings_for_module(module: Any) -> list[dict[str, Any]]:
-    """Static findings in the file defining the module's class."""
-    return findings_for_file(source_file_of(module))
+    """Static findings in the source of the module's class (not elsewhere in its file)."""
+    span = lines_of(type(module))
+    if span is None:
+        return []
+    found = findings_for_file(source_file_of(module))
+    return [f for f in found if span[0] <= f["row"] <= span[1]]
+
+
+def enclosing_span(path: str, line: int) -> tuple[int, int] | None:
+    """The lines of the innermost class or function around `path:line`, or None."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            end = node.end_lineno or node.lineno
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first <= line <= end and (best is None or first >= best[0]):
+                best = (first, end)
+    return best

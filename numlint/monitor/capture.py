@@ -1,0 +1,78 @@
+"""What the training loop computes outside the model: the loss it calls `backward()` on and the
+pre-clip gradient norm `clip_grad_norm_` returns.
+
+While at least one monitor is active, `torch.Tensor.backward` and `torch.nn.utils.clip_grad_norm_`
+are wrapped; each call hands the tensor (never read here: no host synchronisation) to the active
+monitors and then runs the original. Both are restored when the last monitor stops. A
+`clip_grad_norm_` imported by name before the monitor started is not seen (the logged norm is
+then the post-clip one)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+LossListener = Callable[[Tensor], None]
+ClipListener = Callable[[Tensor, float, list[Tensor]], None]
+
+_lock = threading.Lock()
+_loss_listeners: list[LossListener] = []
+_clip_listeners: list[ClipListener] = []
+_saved: dict[str, Any] = {}
+
+
+def _backward(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    for fn in tuple(_loss_listeners):
+        fn(self)
+    return _saved["backward"](self, *args, **kwargs)
+
+
+def _clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Tensor:
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    total = _saved["clip"](params, max_norm, *args, **kwargs)
+    for fn in tuple(_clip_listeners):
+        fn(total, float(max_norm), params)
+    return total
+
+
+def _install() -> None:
+    import torch.nn.utils.clip_grad as clip_mod
+
+    _saved["backward"] = torch.Tensor.backward
+    _saved["clip"] = torch.nn.utils.clip_grad_norm_
+    _saved["clip_mod"] = clip_mod.clip_grad_norm_
+    torch.Tensor.backward = _backward  # type: ignore[method-assign]
+    torch.nn.utils.clip_grad_norm_ = _clip_grad_norm_
+    clip_mod.clip_grad_norm_ = _clip_grad_norm_  # type: ignore[assignment]
+
+
+def _uninstall() -> None:
+    import torch.nn.utils.clip_grad as clip_mod
+
+    torch.Tensor.backward = _saved.pop("backward")  # type: ignore[method-assign]
+    torch.nn.utils.clip_grad_norm_ = _saved.pop("clip")
+    clip_mod.clip_grad_norm_ = _saved.pop("clip_mod")
+
+
+def add(on_loss: LossListener, on_clip: ClipListener) -> None:
+    """Start passing losses and clip results to these callbacks."""
+    with _lock:
+        if not _loss_listeners and not _clip_listeners:
+            _install()
+        _loss_listeners.append(on_loss)
+        _clip_listeners.append(on_clip)
+
+
+def remove(on_loss: LossListener, on_clip: ClipListener) -> None:
+    """Stop passing them (the originals come back with the last listener)."""
+    with _lock:
+        if on_loss in _loss_listeners:
+            _loss_listeners.remove(on_loss)
+        if on_clip in _clip_listeners:
+            _clip_listeners.remove(on_clip)
+        if not _loss_listeners and not _clip_listeners and _saved:
+            _uninstall()
