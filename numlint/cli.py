@@ -105,7 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--json", action="store_true")
     docs = sub.add_parser("docs", help="write the rule reference in rules/")
     docs.add_argument("--check", action="store_true", help="exit 1 when rules/ is stale")
-    docs.add_argument("--dir", default="rules", help="output directory (default: rules)")
+    docs.add_argument(
+        "--dir",
+        help="output directory (default: rules/ of the numlint checkout numlint runs from)",
+    )
     sub.add_parser("clean", help="remove .numlint_cache/")
     for name, text in (
         ("probe", "run a rule's runtime probe and print the evidence"),
@@ -167,9 +170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("removed .numlint_cache/" if clean() else "no cache to remove")
             return EXIT_CLEAN
         if args.command == "docs":
-            from numlint.docs import write_docs
+            from numlint.docs import checkout_docs_dir, write_docs
 
-            return write_docs(Path(args.dir), check=args.check)
+            directory = Path(args.dir) if args.dir else checkout_docs_dir()
+            if directory is None:
+                raise UsageError(
+                    "`numlint docs` writes numlint's rule reference into its own source "
+                    "checkout; this numlint is installed, so name a directory: --dir DIR"
+                )
+            return write_docs(directory, check=args.check)
     except (UsageError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from numlint.rule import Rule, all_rules
@@ -42,9 +43,11 @@ def _evidence(rule: type[Rule]) -> str:
     return evidence_section(rule)
 
 
-def rule_page(rule: type[Rule]) -> str:
-    """The Markdown page for one rule."""
-    lines = [HEADER, f"# {rule.CODE} `{rule.NAME}`", ""]
+def rule_page(rule: type[Rule], generated: bool = False) -> str:
+    """The Markdown page for one rule; `generated`: with the comment that marks a file
+    `numlint docs` wrote (not for `numlint rule` or an editor's hover)."""
+    lines = [HEADER] if generated else []
+    lines += [f"# {rule.CODE} `{rule.NAME}`", ""]
     fix = fix_kind(rule)
     default = "on" if rule.DEFAULT_ENABLED else "off (opinionated: enable with `--extend-select`)"
     lines += [f"**Fix:** {fix} · **Default:** {default}", "", f"> {rule.MESSAGE}", ""]
@@ -70,16 +73,26 @@ def rule_page(rule: type[Rule]) -> str:
 
 
 def _shift_headings(doc: str) -> str:
-    """The docstring's first line is the summary; `Section:` lines become `## Section`."""
-    out = []
-    for line in doc.splitlines():
+    """The docstring's first line is the summary; `Section:` lines become `## Section` and
+    each section's text is dedented (indented text would render as a code block)."""
+    first, _, rest = doc.partition("\n")
+    out = [first]
+    body: list[str] = []
+
+    def flush() -> None:
+        out.extend(textwrap.dedent("\n".join(body)).split("\n") if body else [])
+        body.clear()
+
+    for line in textwrap.dedent(rest).splitlines():
         stripped = line.strip()
         if stripped in _SECTIONS or (stripped.endswith(":") and stripped[:-1] in _SECTIONS):
+            flush()
             out.append(f"## {stripped.rstrip(':')}")
         elif set(stripped) <= {"-"} and stripped:
             continue
         else:
-            out.append(line)
+            body.append(line)
+    flush()
     return "\n".join(out)
 
 
@@ -128,9 +141,22 @@ every finding it can be suppressed with `# noqa` on its line.
 def expected_pages() -> dict[str, str]:
     rules = all_rules()
     pages = {"NUM000.md": NUM000_PAGE}
-    pages.update({f"{r.CODE}.md": rule_page(r) for r in rules})
+    pages.update({f"{r.CODE}.md": rule_page(r, generated=True) for r in rules})
     pages[INDEX] = index_page(rules)
     return pages
+
+
+def checkout_docs_dir() -> Path | None:
+    """`rules/` of the numlint source checkout this package runs from (an editable
+    install), or None for an installed package: `numlint docs` never writes into the
+    project it happens to be run in."""
+    root = Path(__file__).resolve().parent.parent
+    pyproject = root / "pyproject.toml"
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root / "rules" if 'name = "numlint"' in text else None
 
 
 def write_docs(directory: Path, check: bool = False) -> int:
