@@ -72,3 +72,19 @@ def test_clean_run_is_still_valid_json(tmp_path: Path, capsys):
     code, data = run(capsys, "--isolated", str(good))
     assert code == 0
     assert data == [{"uri": good.resolve().as_uri(), "diagnostics": []}]
+
+
+def test_confidence_travels_and_low_is_information(tmp_path: Path, capsys):
+    low = tmp_path / "low.py"
+    low.write_text("import torch\n\ndef f(x):\n    return x / x.norm()\n")
+    _, [entry] = run(capsys, "--isolated", str(low))
+    assert entry["diagnostics"] == []  # low confidence is hidden by default
+    _, [entry] = run(capsys, "--isolated", "--min-confidence", "low", str(low))
+    (d,) = entry["diagnostics"]
+    assert d["data"]["confidence"] == "low"
+    assert CONVERTER.structure(d, lsp.Diagnostic).severity == lsp.DiagnosticSeverity.Information
+    bad = tmp_path / "bad.py"
+    bad.write_text(HAZARD)
+    _, [entry] = run(capsys, "--isolated", str(bad))
+    assert entry["diagnostics"][0]["data"]["confidence"] == "high"
+    assert entry["diagnostics"][0]["severity"] == lsp.DiagnosticSeverity.Warning

@@ -12,6 +12,15 @@ from numlint.output import RenderEnv
 
 SEVERITY_ERROR = 1
 SEVERITY_WARNING = 2
+SEVERITY_INFORMATION = 3
+
+
+def severity(d: Diagnostic) -> int:
+    """Error for NUM000 (the file could not be read or parsed), Information for a
+    low-confidence finding (shown only with `min-confidence = "low"`), else Warning."""
+    if d.code == "NUM000":
+        return SEVERITY_ERROR
+    return SEVERITY_INFORMATION if d.confidence == "low" else SEVERITY_WARNING
 
 
 def to_lsp(d: Diagnostic) -> dict[str, Any]:
@@ -21,7 +30,7 @@ def to_lsp(d: Diagnostic) -> dict[str, Any]:
             "start": {"line": d.row - 1, "character": d.column - 1},
             "end": {"line": d.end_row - 1, "character": d.end_column - 1},
         },
-        "severity": SEVERITY_ERROR if d.code == "NUM000" else SEVERITY_WARNING,
+        "severity": severity(d),
         "code": d.code,
         "codeDescription": {"href": d.url},
         "source": "numlint",

@@ -34,6 +34,13 @@ def _rule(code: str, name: str, url: str) -> dict[str, Any]:
     }
 
 
+def _level(d: Diagnostic) -> str:
+    """error for NUM000, note for a low-confidence finding, else warning."""
+    if d.code == "NUM000":
+        return "error"
+    return "note" if d.confidence == "low" else "warning"
+
+
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
     rules: dict[str, dict[str, Any]] = {}
     for d in diagnostics:
@@ -44,7 +51,7 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
         result: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
-            "level": "error" if d.code == "NUM000" else "warning",
+            "level": _level(d),
             "message": {"text": d.message},
             "locations": [
                 {
