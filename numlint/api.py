@@ -202,16 +202,18 @@ def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selecti
     return spec
 
 
-def _check_bytes(job: tuple[str, bytes, Selection]) -> list[Diagnostic]:
-    """Worker: lint one file's bytes with the rules a selection enables."""
+def _check_bytes(job: tuple[str, bytes, Selection]) -> tuple[list[Diagnostic], list[str]]:
+    """Worker: lint one file's bytes with the rules a selection enables; also the other
+    files its findings depend on."""
     from numlint.engine import lint
 
     name, data, spec = job
     try:
         text, _, _ = decode(data)
     except SourceError as exc:
-        return [parse_error(name, f"could not read: {exc}")]
-    return lint(text, name, rules_of(spec))
+        return [parse_error(name, f"could not read: {exc}")], []
+    deps: set[str] = set()
+    return lint(text, name, rules_of(spec), dependencies=deps), sorted(deps)
 
 
 def lint_paths(
@@ -267,10 +269,10 @@ def lint_paths(
             found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
     else:
         found = [_check_bytes(job) for _, _, job in todo]
-    for (i, k, _), diags in zip(todo, found, strict=True):
+    for (i, k, _), (diags, deps) in zip(todo, found, strict=True):
         done[i] = diags
         if results is not None:
-            results.put(k, diags)
+            results.put(k, diags, deps)
     if results is not None:
         results.save()
     for i, f in enumerate(files):

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,18 @@ def _from_json(filename: str, row: list[Any]) -> Diagnostic:
     )  # fmt: skip
 
 
+_DEPS = "|deps"
+
+
+def _signature(path: str) -> list[Any]:
+    """A file's (or directory's) path, size and modification time; missing: zeros."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, 0, 0]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
 class ResultCache:
     """One JSON file per numlint build: {file key: findings}. Load once, save once."""
 
@@ -75,12 +88,23 @@ class ResultCache:
         rows = self.entries.get(k)
         if rows is None:
             return None
+        deps = self.entries.get(k + _DEPS)
+        if deps is not None and any(_signature(p) != [p, *sig] for p, *sig in deps):
+            return None  # another file the findings were read from has changed
         self.used.add(k)
+        if deps is not None:
+            self.used.add(k + _DEPS)
         return [_from_json(filename, r) for r in rows]
 
-    def put(self, k: str, diagnostics: list[Diagnostic]) -> None:
+    def put(self, k: str, diagnostics: list[Diagnostic], dependencies: Sequence[str] = ()) -> None:
+        """Keep a file's findings, and the signatures of the other files they depend on."""
         self.entries[k] = [_to_json(d) for d in diagnostics]
         self.used.add(k)
+        if dependencies:
+            self.entries[k + _DEPS] = [_signature(p) for p in dependencies]
+            self.used.add(k + _DEPS)
+        else:
+            self.entries.pop(k + _DEPS, None)
         self.dirty = True
 
     def save(self) -> None:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from numlint.analysis.summaries import Project
 
 #: Names visible in a scope, each with its current binding. Never mutated once shared.
 Env = Mapping[str, "Binding"]
@@ -69,9 +73,14 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 class Context:
     """Per-file state shared by every rule during one traversal."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+    def __init__(
+        self, module: cst.Module, path: str = "<string>", source: str | None = None
+    ) -> None:
         self.module = module
         self.path = path
+        #: The whole file's text (the module may be a reduced copy), for summaries.
+        self.source = source
+        self._project: Project | None | bool = False
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
         self.stack: list[cst.CSTNode] = []
@@ -142,6 +151,22 @@ class Context:
     def _leave_return(self, node: cst.Return) -> None:
         if node.value is not None:
             self._record_return(node.value)
+
+    @property
+    def project(self) -> Project | None:
+        """Summaries of the functions, methods and models around this file
+        (numlint.analysis.summaries), built on first use."""
+        if self._project is False:
+            from numlint.analysis.summaries import Project
+
+            text = self.source if self.source is not None else self.module.code
+            self._project = Project(self.path, text)
+        return self._project  # type: ignore[return-value]
+
+    @property
+    def used_project(self) -> Project | None:
+        """The summaries, if any rule asked for them."""
+        return self._project or None  # type: ignore[return-value]
 
     # ---- names ----
 

@@ -133,14 +133,16 @@ def lint(
     chunked: bool = True,
     only: frozenset[int] | None = None,
     tree: ast.Module | None = None,
+    dependencies: set[str] | None = None,
 ) -> list[Diagnostic]:
     """Every finding of `rules` in `source`, suppressions applied, sorted by position.
 
     `chunked`: parse only the definitions the active rules can need (numlint.chunks).
     `only`: leave out every top-level definition whose first line is not in it. `tree`:
-    CPython's ast of `source`, when the caller has it."""
+    CPython's ast of `source`, when the caller has it. `dependencies`: filled with the
+    other files (and directories) whose contents the findings depend on."""
     with collections_paused():
-        return _lint(source, path, rules, chunked, only, tree)
+        return _lint(source, path, rules, chunked, only, tree, dependencies)
 
 
 @contextlib.contextmanager
@@ -164,6 +166,7 @@ def _lint(
     chunked: bool,
     only: frozenset[int] | None,
     tree: ast.Module | None,
+    dependencies: set[str] | None = None,
 ) -> list[Diagnostic]:
     active = active_rules(source, rules)
     if not active:
@@ -188,13 +191,15 @@ def _lint(
         return [parse_error(path, "could not parse: the code is nested too deeply")]
     except Exception as exc:  # libcst raises assorted errors on odd input
         return [parse_error(path, f"could not parse: {exc}")]
-    ctx = Context(module, path)
+    ctx = Context(module, path, source)
     instances = [r(ctx, opts) for r, opts in active]
     try:
         walker = _Walker(ctx, instances)
         walker.walk(module)
     except RecursionError:
         return [parse_error(path, "could not analyse: the code is nested too deeply")]
+    if dependencies is not None and ctx.used_project is not None:
+        dependencies.update(ctx.used_project.dependencies)
     reports = [rep for rule in instances for rep in rule.reports] + walker.errors
     if not reports:
         return []

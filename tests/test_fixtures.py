@@ -39,6 +39,9 @@ def _codes(path: Path, expected: dict[tuple[int, str], str]) -> list[str]:
     codes = {code for _, code in expected}
     if re.fullmatch(r"NUM\d{3}", path.stem):
         codes.add(path.stem)
+    if path.parent != FIXTURES:  # a package: the rules any of its files expects
+        for other in path.parent.glob("*.py"):
+            codes.update(c for _, c in expectations(other.read_text(encoding="utf-8")))
     return sorted(codes)
 
 

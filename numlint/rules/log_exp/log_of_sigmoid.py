@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.summaries import origin_of, related
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import (
@@ -51,7 +52,7 @@ class LogOfSigmoid(Rule):
         "log of sigmoid: the probability rounds to 0 or 1, giving -inf and infinite gradients; "
         "use `F.logsigmoid(z)` (and `F.logsigmoid(-z)` for `log(1 - sigmoid(z))`)"
     )
-    TRIGGERS = ("sigmoid", "Sigmoid", "expit")
+    TRIGGERS = ("sigmoid", "Sigmoid", "expit", "log(")
 
     VALID = [
         Valid(
@@ -217,6 +218,14 @@ class LogOfSigmoid(Rule):
             return
         act = activation(ctx, value, ("sigmoid",))
         if act is None:
+            found = None if value.mutations else origin_of(ctx, value.node, ("sigmoid",))
+            if found is not None:
+                message = (
+                    f"log of sigmoid ({found.what}): it underflows to 0 for large negative "
+                    "logits, giving -inf; return the logits from there and use `F.logsigmoid`"
+                    " (or `F.binary_cross_entropy_with_logits`)"
+                )
+                self.report(node, message, related=related(found))
             return
         self.report(node, fix=self._fix(node, act, negated))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.summaries import origin_of, related
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import Activation, activation, format_args, log_argument, same_bindings
 
@@ -52,7 +53,7 @@ class LogOfSoftmax(Rule):
         "log of softmax: probabilities underflow to 0, giving -inf and NaN gradients; "
         "use `log_softmax` (or `F.cross_entropy` on the logits)"
     )
-    TRIGGERS = ("softmax", "Softmax")
+    TRIGGERS = ("softmax", "Softmax", "log(")
 
     VALID = [
         Valid(
@@ -269,6 +270,10 @@ class LogOfSoftmax(Rule):
             return
         act = activation(self.ctx, self.ctx.value(arg), ("softmax",))
         if act is None:
+            found = origin_of(self.ctx, arg, ("softmax",))
+            if found is not None:
+                message = f"log of softmax ({found.what}): {_CROSSED}"
+                self.report(node, message, related=related(found))
             return
         self.report(node, fix=self._fix(node, act))
 
@@ -297,3 +302,9 @@ class LogOfSoftmax(Rule):
                 return None
             code = f"{func}({', '.join(args)})"
         return self.fix("unsafe", "Replace with `log_softmax`", (node, code))
+
+
+_CROSSED = (
+    "probabilities underflow to 0, giving -inf and NaN gradients; return log-probabilities "
+    "(`log_softmax`) from there, or pass the logits to `F.cross_entropy`"
+)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.summaries import Origin, origin_of, related
 from numlint.context import Context, Env, Scope, Value
 from numlint.semantics import (
     SIGMOID_MODULES,
@@ -70,6 +71,13 @@ class Probability:
     indirect: bool = False
     #: True when the value reached the use through a variable.
     through_variable: bool = False
+    #: For origin "project": where another function, method, model or file makes it.
+    source: Origin | None = None
+
+    @property
+    def related(self) -> tuple[tuple[tuple[str, int, int], str], ...]:
+        """The place that makes the probability, when it is in another function or file."""
+        return related(self.source) if self.source is not None else ()
 
 
 def probability(
@@ -103,6 +111,10 @@ def probability(
         kind = _model_output(ctx, node, found.env, depth)
         if kind in kinds:
             return Probability(kind, "model", env=found.env, indirect=True, through_variable=via)
+    if depth == 3 and not found.mutations:
+        source = origin_of(ctx, found.node, kinds)
+        if source is not None:
+            return Probability(source.kind, "project", env=found.env, indirect=True, source=source)
     return None
 
 

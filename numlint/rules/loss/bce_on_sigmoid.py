@@ -207,7 +207,7 @@ class BceOnSigmoid(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input), ("sigmoid",))
         if prob is None:
             return
-        self.report(node, fix=self._fix(loss, prob))
+        self.report(node, fix=self._fix(loss, prob), related=prob.related)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         ctx = self.ctx

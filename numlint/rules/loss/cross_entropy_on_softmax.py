@@ -259,7 +259,7 @@ class CrossEntropyOnSoftmax(Rule):
         if prob is None:
             return
         message = _MODEL_MESSAGE if prob.origin == "model" else None
-        self.report(node, message, self._fix(loss, prob))
+        self.report(node, message, self._fix(loss, prob), related=prob.related)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         logits = movable(self.ctx, prob)

@@ -169,7 +169,7 @@ class KlDivInputNotLog(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input))
         if prob is None:
             return
-        self.report(node, fix=self._fix(loss, prob))
+        self.report(node, fix=self._fix(loss, prob), related=prob.related)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         code = log_space_code(self.ctx, prob)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.summaries import origin_of, related
 from numlint.context import Env, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import needs_parens
@@ -191,6 +192,9 @@ class AcosOfCosine(Rule):
             clamped = True
             value = ctx.deref(Value(c.input, value.env))
         if not _cosine(ctx, value):
+            found = origin_of(ctx, value.node, ("cosine",)) if not clamped else None
+            if found is not None:
+                self.report(node, f"{self.MESSAGE} ({found.what})", related=related(found))
             return
         self.report(node, fix=None if clamped else self._fix(o.input))
 

@@ -7,6 +7,7 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.summaries import origin_of, related
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword, positional, same_bindings
@@ -301,6 +302,10 @@ class SqrtAtZero(Rule):
     def _check(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
         ctx = self.ctx
         reason = zero_reason(ctx, ctx.value(arg), "sqrt")
+        found = None
+        if reason is None:
+            found = origin_of(ctx, ctx.deref(ctx.value(arg)).node, ("sum_of_squares",))
+            reason = f"a sum of squares ({found.what})" if found is not None else None
         if reason is None or selection(ctx, arg) is not None:
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
@@ -318,6 +323,9 @@ class SqrtAtZero(Rule):
                 "`torch.linalg.vector_norm(...)` or put an eps inside the root "
                 "(`torch.sqrt(s + eps)`)"
             )
+        if found is not None:
+            self.report(node, message, None, confidence=found.confidence, related=related(found))
+            return
         fix = self._fix(node, arg) if name == "sqrt" else None
         self.report(node, message, fix, confidence=grade(ctx, reason, ctx.value(arg)))
 

@@ -1,0 +1,733 @@
+"""What functions, methods and model classes return, and what their callers pass them.
+
+A value made in one function and used in another: a helper returning `F.softmax(...)`, a
+model whose `forward` (or whose `nn.Sequential`'s last layer) is a sigmoid, a loss helper
+whose callers pass it probabilities, a function returning a sum of squares. Summaries are
+read from CPython's ast of each module, lazily: a module is parsed only when a question
+leads into it (an import, a call), and kept per file by its size and modification time.
+Imports are resolved to files on disk (relative imports, and absolute ones inside the
+package the file belongs to); callers are looked for in the same file and in the files of
+the same directory that mention the function's name. A parameter nobody in those files
+calls is unknown, never assumed hazardous. Recursion is bounded.
+
+Kinds: "softmax", "sigmoid" (probabilities that underflow to exactly 0 and 1),
+"sum_of_squares" (0 where the vector is 0), "cosine" (reaches ±1).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+_SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
+_SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+_COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
+_MODULE_KINDS = {
+    "torch.nn.Softmax": "softmax",
+    "torch.nn.Sigmoid": "sigmoid",
+    "torch.nn.CosineSimilarity": "cosine",
+    "torch.nn.LogSoftmax": "log_softmax",
+}
+_SEQUENTIAL = "torch.nn.Sequential"
+_TRANSPARENT = frozenset(
+    {"float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
+     "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
+     "gather", "index_select", "expand", "expand_as", "cpu", "cuda", "view_as", "reshape_as"}
+)  # fmt: skip
+_SUMS = frozenset({"sum", "torch.sum"})
+_DEPTH = 12
+#: Files larger than this are not read for summaries (generated code).
+_MAX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value of `kind` is made: a file and 1-based position, and what makes it."""
+
+    kind: str
+    filename: str
+    row: int
+    column: int
+    what: str
+    #: Whether the value reached the question through a call or a caller (a summary).
+    crossed: bool = False
+    #: How sure: a sum of squares of a difference of a tensor with itself is 0 on the
+    #: diagonal ("high"), of two tensors "medium", of one vector "low".
+    confidence: str = "high"
+
+
+@dataclass
+class Function:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    cls: str | None
+    params: list[str]
+    #: Every assignment to a local name, in source order.
+    assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
+    #: Tuple-unpacking assignments: name -> (value, index).
+    unpacked: dict[str, list[tuple[ast.expr, int]]] = field(default_factory=dict)
+    returns: list[ast.expr] = field(default_factory=list)
+    annotations: dict[str, ast.expr] = field(default_factory=dict)
+
+
+@dataclass
+class Module:
+    path: str
+    name: str
+    imports: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)  # "f" or "Class.method"
+    classes: dict[str, list[str]] = field(default_factory=dict)  # name -> base names
+    #: `self.x = ...` in any method and class-level assignments, per class.
+    attrs: dict[str, dict[str, list[ast.expr]]] = field(default_factory=dict)
+    globals: dict[str, list[ast.expr]] = field(default_factory=dict)
+    #: Calls by the last part of the callee's name: (enclosing function key, call).
+    calls: dict[str, list[tuple[str | None, ast.Call]]] = field(default_factory=dict)
+
+
+class _Reader(ast.NodeVisitor):
+    """Collects a Module from an ast."""
+
+    def __init__(self, module: Module) -> None:
+        self.m = module
+        self.cls: list[str] = []
+        self.func: list[Function] = []
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if a.asname:
+                self.m.imports[a.asname] = a.name
+            else:
+                root = a.name.split(".")[0]
+                self.m.imports[root] = root
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            parts = self.m.name.split(".")
+            keep = parts[: len(parts) - node.level] if len(parts) >= node.level else []
+            if self.m.path.endswith("__init__.py"):
+                keep = parts[: len(parts) - node.level + 1]
+            base = ".".join([*keep, base] if base else keep)
+        for a in node.names:
+            if a.name != "*":
+                self.m.imports[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if self.func:
+            return
+        self.m.classes[node.name] = [_dotted(b) or "" for b in node.bases]
+        self.m.attrs.setdefault(node.name, {})
+        self.cls.append(node.name)
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        self.m.attrs[node.name].setdefault(t.id, []).append(stmt.value)
+            else:
+                self.visit(stmt)
+        self.cls.pop()
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if self.func:  # nested functions are part of the enclosing one
+            self.generic_visit(node)
+            return
+        cls = self.cls[-1] if self.cls else None
+        args = node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        f = Function(node, cls, params)
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            if a.annotation is not None:
+                f.annotations[a.arg] = a.annotation
+        key = f"{cls}.{node.name}" if cls else node.name
+        self.m.functions[key] = f
+        self.func.append(f)
+        self.generic_visit(node)
+        self.func.pop()
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._target(t, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._target(node.target, node.value)
+        self.generic_visit(node)
+
+    def _target(self, t: ast.expr, value: ast.expr) -> None:
+        f = self.func[-1] if self.func else None
+        if isinstance(t, ast.Name):
+            table = f.assigned if f else self.m.globals
+            table.setdefault(t.id, []).append(value)
+        elif isinstance(t, ast.Tuple) and f is not None:
+            for i, e in enumerate(t.elts):
+                if isinstance(e, ast.Name):
+                    f.unpacked.setdefault(e.id, []).append((value, i))
+        elif (
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            and self.cls
+        ):
+            self.m.attrs[self.cls[-1]].setdefault(t.attr, []).append(value)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.func and node.value is not None:
+            self.func[-1].returns.append(node.value)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+        if name:
+            f = self.func[-1] if self.func else None
+            key = (f"{f.cls}.{f.node.name}" if f.cls else f.node.name) if f else None
+            self.m.calls.setdefault(name, []).append((key, node))
+        self.generic_visit(node)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def module_name(path: str) -> tuple[str, str]:
+    """(dotted module name, package root directory) of a file, from its `__init__.py` chain."""
+    p = Path(os.path.abspath(path))
+    parts = [] if p.name == "__init__.py" else [p.stem]
+    d = p.parent
+    while (d / "__init__.py").exists() and d.parent != d:
+        parts.insert(0, d.name)
+        d = d.parent
+    return ".".join(parts) or p.stem, str(d)
+
+
+_FILES: dict[tuple[str, int, int], Module | None] = {}
+
+
+def _load(path: str, source: str | None = None) -> Module | None:
+    """The summary of one file (kept by size and modification time)."""
+    name, _ = module_name(path)
+    if source is None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key in _FILES:
+            return _FILES[key]
+        if st.st_size > _MAX_BYTES:
+            _FILES[key] = None
+            return None
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            _FILES[key] = None
+            return None
+        mod = _parse(path, name, text)
+        if len(_FILES) > 4096:
+            _FILES.clear()
+        _FILES[key] = mod
+        return mod
+    return _parse(path, name, source)
+
+
+def _parse(path: str, name: str, text: str) -> Module | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    mod = Module(path, name)
+    try:
+        _Reader(mod).visit(tree)
+    except RecursionError:
+        return None
+    return mod
+
+
+class Project:
+    """Summaries around one file being linted (its source given), read lazily from disk."""
+
+    def __init__(self, path: str, source: str) -> None:
+        self.path = os.path.abspath(path) if not path.startswith("<") else path
+        self.source = source
+        self._main: Module | None | bool = False
+        self._modules: dict[str, Module | None] = {}
+        self._root = module_name(self.path)[1] if not path.startswith("<") else ""
+        #: Other files whose contents a finding depended on.
+        self.dependencies: set[str] = set()
+        self._stack: set[tuple[int, str]] = set()
+
+    # ---- modules ----
+
+    @property
+    def main(self) -> Module | None:
+        if self._main is False:
+            self._main = _load(self.path, self.source)
+        return self._main  # type: ignore[return-value]
+
+    def _module(self, dotted: str) -> Module | None:
+        if dotted in self._modules:
+            return self._modules[dotted]
+        found = None
+        if self._root:
+            base = os.path.join(self._root, *dotted.split("."))
+            for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                if os.path.isfile(candidate):
+                    found = _load(candidate)
+                    self.dependencies.add(candidate)
+                    break
+        self._modules[dotted] = found
+        return found
+
+    def _lookup(self, mod: Module, name: str, depth: int = 0) -> tuple[Module, str] | None:
+        """Where a top-level name of `mod` is defined: (module, name), following imports."""
+        if name in mod.functions or name in mod.classes or name in mod.globals:
+            return mod, name
+        target = mod.imports.get(name)
+        if target is None or depth > 4 or "." not in target:
+            return None
+        modname, _, attr = target.rpartition(".")
+        other = self._module(modname)
+        if other is None:
+            other = self._module(target)  # `from pkg import module`
+            return None if other is None else (other, "")
+        return self._lookup(other, attr, depth + 1)
+
+    def qualname(self, mod: Module, node: ast.expr) -> str | None:
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        root, _, rest = dotted.partition(".")
+        base = mod.imports.get(root)
+        if base is None:
+            return dotted if root == "torch" else None
+        return f"{base}.{rest}" if rest else base
+
+    # ---- questions ----
+
+    def origin(
+        self, expr: ast.expr, func: str | None, kinds: tuple[str, ...], params: bool = True
+    ) -> Origin | None:
+        """Where `expr` (an expression in function `func` of the file being linted: "f" or
+        "Class.method", None at module level) gets a value of one of `kinds`."""
+        mod = self.main
+        if mod is None:
+            return None
+        found = self._kind(mod, expr, func, 0, params)
+        return found if found is not None and found.kind in kinds else None
+
+    def _kind(
+        self, mod: Module, expr: ast.expr, func: str | None, depth: int, params: bool = False
+    ) -> Origin | None:
+        if depth > _DEPTH:
+            return None
+        key = (id(expr), func or "")
+        if key in self._stack:
+            return None
+        self._stack.add(key)
+        try:
+            return self._kind_of(mod, expr, func, depth, params)
+        finally:
+            self._stack.discard(key)
+
+    def _kind_of(
+        self, mod: Module, expr: ast.expr, func: str | None, depth: int, params: bool
+    ) -> Origin | None:
+        f = mod.functions.get(func) if func else None
+        sub = self._kind
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+                return self._element(mod, inner, expr.slice.value, func, depth)
+            return sub(mod, inner, func, depth + 1, params)
+        if isinstance(expr, ast.Name):
+            return self._name(mod, expr.id, f, func, depth, params)
+        if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and f and f.cls:
+                values = self._attr(mod, f.cls, expr.attr)
+                return self._all(mod, values, func, depth)
+            return None
+        if not isinstance(expr, ast.Call):
+            return None
+        fn = expr.func
+        qual = self.qualname(mod, fn)
+        here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
+        if qual in _SOFTMAX or (isinstance(fn, ast.Attribute) and fn.attr == "softmax"):
+            return _at(here, "softmax", f"the softmax in {_where(mod, func)}")
+        if qual in _SIGMOID or (
+            isinstance(fn, ast.Attribute) and fn.attr == "sigmoid" and not expr.args
+        ):
+            return _at(here, "sigmoid", f"the sigmoid in {_where(mod, func)}")
+        if qual in _COSINE:
+            return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
+        if qual in _SUMS or (isinstance(fn, ast.Attribute) and fn.attr == "sum" and qual is None):
+            summed = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
+            if summed is not None and _square(summed):
+                found = _at(here, "sum_of_squares", f"the sum of squares in {_where(mod, func)}")
+                return replace(found, confidence=_difference_grade(summed))
+            return None
+        if isinstance(fn, ast.Attribute) and qual is None:
+            if fn.attr in _TRANSPARENT:
+                return sub(mod, fn.value, func, depth + 1, params)
+            if isinstance(fn.value, ast.Name) and fn.value.id == "self" and f and f.cls:
+                return self._method(mod, f.cls, fn.attr, depth) or self._call_object(
+                    mod, fn, f, func, depth
+                )
+            cls = self._instance(mod, fn.value, f, func, depth)  # `model.forward(x)`
+            return self._method(cls[0], cls[1], fn.attr, depth) if cls else None
+        if isinstance(fn, ast.Name):
+            if fn.id == "self" and f and f.cls:
+                return self._method(mod, f.cls, "forward", depth)
+            if f is not None and (fn.id in f.assigned or fn.id in f.params):
+                return self._call_object(mod, fn, f, func, depth)
+            target = self._lookup(mod, fn.id)
+            if target is not None:
+                tmod, tname = target
+                if tname in tmod.functions:
+                    return self._returns(tmod, tname, depth)
+                if tname in tmod.globals:
+                    return self._call_object(tmod, fn, None, None, depth)
+            return None
+        return self._constructed(mod, fn, func, depth)
+
+    def _name(
+        self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,
+        params: bool,
+    ) -> Origin | None:  # fmt: skip
+        if f is not None:
+            if name in f.assigned:
+                return self._all(mod, f.assigned[name], func, depth)
+            if name in f.unpacked:
+                outs = [self._element(mod, v, i, func, depth) for v, i in f.unpacked[name]]
+                return _same(outs)
+            if name in f.params and params:
+                return self._callers(mod, func, f, name, depth)
+            return None
+        if name in mod.globals:
+            return self._all(mod, mod.globals[name], None, depth)
+        return None
+
+    def _all(
+        self, mod: Module, values: list[ast.expr], func: str | None, depth: int
+    ) -> Origin | None:
+        return _same([self._kind(mod, v, func, depth + 1) for v in values]) if values else None
+
+    def _element(
+        self, mod: Module, expr: ast.expr, index: int, func: str | None, depth: int
+    ) -> Origin | None:
+        """Element `index` of a tuple `expr` returns (`p, _ = model(x)`, `model(x)[0]`)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        returns = self._return_exprs(mod, expr, func, depth)
+        if returns is None:
+            return None
+        rmod, rfunc, values = returns
+        picked = [v.elts[index] for v in values if isinstance(v, ast.Tuple) and index < len(v.elts)]
+        if not picked or len(picked) != len(values):
+            return None
+        return _crossed(self._all(rmod, picked, rfunc, depth))
+
+    def _return_exprs(
+        self, mod: Module, call: ast.Call, func: str | None, depth: int
+    ) -> tuple[Module, str, list[ast.expr]] | None:
+        """The return expressions of what `call` calls, when it is a project function,
+        method or model."""
+        fn = call.func
+        f = mod.functions.get(func) if func else None
+        if isinstance(fn, ast.Name):
+            if fn.id == "self" and f and f.cls:
+                return self._method_returns(mod, f.cls, "forward")
+            if f is not None and fn.id in f.assigned:
+                cls = self._instance(mod, fn, f, func, depth)
+                return self._method_returns(*cls, "forward") if cls else None
+            target = self._lookup(mod, fn.id)
+            if target and target[1] in target[0].functions:
+                tmod, tname = target
+                return tmod, tname, tmod.functions[tname].returns
+            return None
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name):
+            if fn.value.id == "self" and f and f.cls:
+                found = self._method_returns(mod, f.cls, fn.attr)
+                if found:
+                    return found
+                cls = self._instance(mod, fn, f, func, depth)
+                return self._method_returns(*cls, "forward") if cls else None
+        return None
+
+    def _method_returns(
+        self, mod: Module, cls: str, name: str
+    ) -> tuple[Module, str, list[ast.expr]] | None:
+        for cmod, cname in self._mro(mod, cls):
+            key = f"{cname}.{name}"
+            if key in cmod.functions:
+                return cmod, key, cmod.functions[key].returns
+        return None
+
+    def _returns(self, mod: Module, key: str, depth: int) -> Origin | None:
+        return _crossed(self._all(mod, mod.functions[key].returns, key, depth))
+
+    def _method(self, mod: Module, cls: str, name: str, depth: int) -> Origin | None:
+        found = self._method_returns(mod, cls, name)
+        if found is None:
+            return None
+        rmod, key, values = found
+        return _crossed(self._all(rmod, values, key, depth))
+
+    def _mro(self, mod: Module, cls: str, depth: int = 0) -> list[tuple[Module, str]]:
+        out = [(mod, cls)]
+        if depth > 4:
+            return out
+        for base in mod.classes.get(cls, []):
+            target = self._lookup(mod, base.split(".")[0]) if base else None
+            if target and target[1] in target[0].classes:
+                out.extend(self._mro(target[0], target[1], depth + 1))
+        return out
+
+    def _attr(self, mod: Module, cls: str, attr: str) -> list[ast.expr]:
+        for cmod, cname in self._mro(mod, cls):
+            values = cmod.attrs.get(cname, {}).get(attr)
+            if values:
+                return values
+        return []
+
+    def _instance(
+        self, mod: Module, obj: ast.expr, f: Function | None, func: str | None, depth: int
+    ) -> tuple[Module, str] | None:
+        """The project class `obj` is an instance of: assigned from `Class(...)` locally, on
+        `self`, at module level, or a parameter annotated with the class."""
+        values: list[ast.expr] = []
+        if isinstance(obj, ast.Name):
+            if f is not None and obj.id in f.assigned:
+                values = f.assigned[obj.id]
+            elif f is not None and obj.id in f.annotations:
+                return self._class(mod, f.annotations[obj.id])
+            elif obj.id in mod.globals:
+                values = mod.globals[obj.id]
+        elif isinstance(obj, ast.Attribute) and isinstance(obj.value, ast.Name):
+            if obj.value.id == "self" and f and f.cls:
+                values = self._attr(mod, f.cls, obj.attr)
+        classes = [self._class(mod, v.func) for v in values if isinstance(v, ast.Call)]
+        if classes and all(c is not None and c == classes[0] for c in classes):
+            return classes[0]
+        return None
+
+    def _class(self, mod: Module, node: ast.expr) -> tuple[Module, str] | None:
+        dotted = _dotted(node)
+        if dotted is None or "." in dotted:
+            return None
+        target = self._lookup(mod, dotted)
+        if target and target[1] in target[0].classes:
+            return target
+        return None
+
+    def _call_object(
+        self, mod: Module, fn: ast.expr, f: Function | None, func: str | None, depth: int
+    ) -> Origin | None:
+        """A call of an object: a project model (its forward), an `nn.Softmax()` /
+        `nn.Sequential(..., nn.Sigmoid())` module."""
+        cls = self._instance(mod, fn, f, func, depth)
+        if cls is not None:
+            return self._method(cls[0], cls[1], "forward", depth)
+        values: list[ast.expr] = []
+        if isinstance(fn, ast.Name):
+            values = (f.assigned.get(fn.id, []) if f else []) or mod.globals.get(fn.id, [])
+        elif isinstance(fn, ast.Attribute) and f and f.cls:
+            values = self._attr(mod, f.cls, fn.attr)
+        outs = [
+            self._constructed(mod, v.func, func, depth, v)
+            for v in values
+            if isinstance(v, ast.Call)
+        ]
+        return _same(outs) if outs else None
+
+    def _constructed(
+        self, mod: Module, fn: ast.expr, func: str | None, depth: int, call: ast.Call | None = None
+    ) -> Origin | None:
+        """The output kind of a module built by `fn(...)` (`nn.Sigmoid()`, a Sequential)."""
+        qual = self.qualname(mod, fn)
+        if qual is None or call is None:
+            return None
+        kind = _MODULE_KINDS.get(qual)
+        if kind is not None:
+            return Origin(
+                kind,
+                mod.path,
+                call.lineno,
+                call.col_offset + 1,
+                f"the `{qual.rsplit('.', 1)[-1]}` module built in {_where(mod, func)}",
+            )
+        if qual == _SEQUENTIAL and call.args:
+            last = call.args[-1]
+            if isinstance(last, ast.Call):
+                return self._constructed(mod, last.func, func, depth, last)
+        return None
+
+    def _callers(
+        self, mod: Module, func: str | None, f: Function, param: str, depth: int
+    ) -> Origin | None:
+        """What the callers of `func` pass as `param`: the first hazardous kind found."""
+        if func is None or depth > 4:
+            return None
+        name = f.node.name
+        index = f.params.index(param)
+        method = f.cls is not None
+        if method:
+            index -= 1  # `self`
+        for cmod in self._neighbours(name):
+            for caller, call in cmod.calls.get(name, []):
+                if not self._calls_this(cmod, call, f):
+                    continue
+                arg = _argument(call, index, param)
+                if arg is None:
+                    continue
+                found = self._kind(cmod, arg, caller, depth + 1)
+                if found is not None and found.kind:
+                    return _crossed(found)
+        return None
+
+    def _calls_this(self, mod: Module, call: ast.Call, f: Function) -> bool:
+        fn = call.func
+        if f.cls is None:
+            return isinstance(fn, ast.Name)
+        return isinstance(fn, ast.Attribute)
+
+    def _neighbours(self, name: str) -> list[Module]:
+        """The file being linted, then the files of its directory that mention `name`."""
+        out = [self.main] if self.main is not None else []
+        if self.path.startswith("<"):
+            return out
+        directory = os.path.dirname(self.path)
+        try:
+            entries = sorted(os.listdir(directory))
+        except OSError:
+            return out
+        self.dependencies.add(directory)  # a file added or removed changes the callers
+        for entry in entries[:200]:
+            p = os.path.join(directory, entry)
+            if not entry.endswith(".py") or p == self.path:
+                continue
+            mod = _load(p)
+            self.dependencies.add(p)
+            if mod is not None and name in mod.calls:
+                out.append(mod)
+        return out
+
+
+def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if 0 <= index < len(call.args) and not any(
+        isinstance(a, ast.Starred) for a in call.args[: index + 1]
+    ):
+        return call.args[index]
+    return None
+
+
+def _square(node: ast.expr) -> bool:
+    """`x ** 2`, `x * x`, `x.pow(2)`, `torch.square(x)`, `x.square()`."""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow):
+            return isinstance(node.right, ast.Constant) and node.right.value == 2
+        if isinstance(node.op, ast.Mult):
+            return ast.dump(node.left) == ast.dump(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "pow":
+            return (
+                bool(node.args)
+                and isinstance(node.args[-1], ast.Constant)
+                and node.args[-1].value == 2
+            )
+        if node.func.attr == "square":
+            return True
+    return False
+
+
+def _same(outs: list[Origin | None]) -> Origin | None:
+    """The origin when every path gives one of the same kind."""
+    if not outs or any(o is None for o in outs):
+        return None
+    kinds = {o.kind for o in outs if o is not None}
+    return outs[0] if len(kinds) == 1 else None
+
+
+def _crossed(found: Origin | None) -> Origin | None:
+    if found is None or found.crossed:
+        return found
+    return replace(found, crossed=True)
+
+
+def _difference_grade(square: ast.expr) -> str:
+    """What the squared value is: a difference of a tensor with itself, of two, or neither."""
+    base = square.left if isinstance(square, ast.BinOp) else getattr(square.func, "value", square)
+    while isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
+        base = base.func.value
+    if not (isinstance(base, ast.BinOp) and isinstance(base.op, ast.Sub)):
+        return "low"
+    return (
+        "high"
+        if _root(base.left) is not None and _root(base.left) == _root(base.right)
+        else "medium"
+    )
+
+
+def _root(node: ast.expr) -> str | None:
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return _dotted(node)
+
+
+def _at(here: Origin, kind: str, what: str) -> Origin:
+    return Origin(kind, here.filename, here.row, here.column, what)
+
+
+def _where(mod: Module, func: str | None) -> str:
+    name = f"`{func}`" if func else "module code"
+    return f"{name} ({os.path.basename(mod.path)})"
+
+
+def related(found: Origin) -> tuple[tuple[tuple[str, int, int], str], ...]:
+    """The origin as a related location of a finding."""
+    return (((found.filename, found.row, found.column), f"{found.what} is computed here"),)
+
+
+def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | None:
+    """Where the value of a libcst expression in the code being linted gets one of `kinds`
+    from another function, method, model class or file (None: not known to, or made in
+    the same function, where the rules' own data flow answers)."""
+    import libcst as cst
+
+    project = ctx.project  # type: ignore[attr-defined]
+    if project is None:
+        return None
+    func = None
+    cls = None
+    for node in ctx.stack:  # type: ignore[attr-defined]
+        if isinstance(node, cst.ClassDef) and cls is None and func is None:
+            cls = node.name.value
+        elif isinstance(node, cst.FunctionDef):
+            func = f"{cls}.{node.name.value}" if cls else node.name.value
+            break
+    try:
+        code = ctx.code(expr).strip()  # type: ignore[attr-defined]
+        tree = ast.parse(f"({code})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    found = project.origin(tree, func, kinds)
+    return found if found is not None and found.crossed else None

@@ -1,0 +1,78 @@
+"""Hazards that cross functions, methods, model classes and files (numlint.analysis.summaries)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+from numlint import check_source
+from numlint.api import lint_paths
+from numlint.output import RenderEnv
+from numlint.output import sarif as sarif_output
+
+FIXTURE = Path(__file__).parent / "fixtures" / "crossfile"
+
+
+def _package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    shutil.copytree(FIXTURE, pkg)
+    return pkg
+
+
+def _found(paths, **kw) -> list:
+    return [d for _, ds in lint_paths(paths, {"min-confidence": "low"}, **kw) for d in ds]
+
+
+def test_finding_names_where_the_value_is_made(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    found = [d for d in _found([pkg]) if d.filename.endswith("losses.py")]
+    assert [(d.code, d.row) for d in found] == [("NUM101", 7)]
+    (related,) = found[0].related
+    filename, row, _, note = related
+    assert Path(filename).name == "train.py" and "softmax" in note
+    assert "torch.softmax" in (pkg / "train.py").read_text().splitlines()[row - 1]
+    data = found[0].to_json()
+    assert data["related"][0]["location"]["row"] == row
+    sarif = json.loads(sarif_output.render(found, RenderEnv()))
+    locs = sarif["runs"][0]["results"][0]["relatedLocations"]
+    assert locs[0]["physicalLocation"]["region"]["startLine"] == row
+
+
+def test_caller_change_invalidates_the_cached_helper(tmp_path: Path, monkeypatch) -> None:
+    pkg = _package(tmp_path)
+    monkeypatch.setenv("NUMLINT_CACHE_DIR", str(tmp_path / "cache"))
+    losses = pkg / "losses.py"
+    assert any(d.filename == str(losses) for d in _found([pkg], cache=True))
+    train = pkg / "train.py"
+    train.write_text(train.read_text().replace("nll_of(torch.softmax(x, -1), t)", "nll_of(x, t)"))
+    assert not any(d.filename == str(losses) for d in _found([pkg], cache=True))
+
+
+def test_helper_in_the_same_file() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def probs(z):
+            return F.softmax(z, dim=-1)
+
+        def score(z, t):
+            p = probs(z)
+            return torch.log(p).gather(1, t)
+
+        def safe(z, t):
+            p = probs(z).clamp_min(1e-12)
+            return torch.log(p).gather(1, t)
+        """
+    )
+    found = check_source(source, "m.py", {"select": ["NUM101"]})
+    assert [(d.code, d.row) for d in found] == [("NUM101", 10)]
+    assert found[0].related[0][1] == 6
+
+
+def test_unknown_callers_are_not_assumed_hazardous() -> None:
+    source = "import torch\n\ndef nll(p):\n    return -torch.log(p).mean()\n"
+    assert check_source(source, "m.py", {"select": ["NUM101", "NUM102", "NUM103"]}) == []
