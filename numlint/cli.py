@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--fix", action="store_true", help="apply safe fixes")
     check.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="suppress every current finding with a `# noqa: CODE` comment on its line",
+    )
+    check.add_argument(
         "--unsafe-fixes", action="store_true", help="also apply (and show) unsafe fixes"
     )
     check.add_argument(
@@ -287,6 +292,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     diffs: list[str] = []
     warnings: set[str] = set()
     stdin = args.paths == ["-"]
+    if args.add_noqa:
+        if stdin or args.fix or args.diff:
+            raise UsageError("--add-noqa works on files, without --fix or --diff")
+        return _add_noqa(args, config, overrides)
     paths = [p for p in args.paths if p == "-" or os.path.lexists(p)]
     missing = [p for p in args.paths if p not in paths]
     diagnostics.extend(parse_error(p, "could not read: no such file or directory") for p in missing)
@@ -372,6 +381,42 @@ def cmd_check(args: argparse.Namespace) -> int:
         if text:
             print(text, file=out)
     return EXIT_CLEAN if args.exit_zero or not diagnostics else EXIT_FINDINGS
+
+
+def _add_noqa(args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]) -> int:
+    """`--add-noqa`: write `# noqa: CODE` for every finding, report how many lines changed."""
+    from numlint.suppress import add_noqa
+
+    paths = [p for p in args.paths if os.path.lexists(p)]
+    for p in args.paths:
+        if p not in paths:
+            print(f"warning: {p}: no such file or directory", file=sys.stderr)
+    added = 0
+    for f in _files(paths, args, config, overrides) if paths else []:
+        name = str(f)
+        cfg = api.resolve_config(config, name, overrides)
+        try:
+            source, encoding, _ = api.read_source(f)
+        except api.SourceError as exc:
+            print(f"warning: {name}: {exc}", file=sys.stderr)
+            continue
+        found = api.check_source(source, name, cfg)
+        result = add_noqa(source, found)
+        for d in result.skipped:
+            print(
+                f"warning: {name}:{d.row}:{d.column}: {d.code} not suppressed: "
+                "no line of it can hold a comment",
+                file=sys.stderr,
+            )
+        for d in found:
+            if d.code == "NUM000":
+                print(f"warning: {name}:{d.row}:{d.column}: NUM000 {d.message}", file=sys.stderr)
+        if result.source != source:
+            api.write_atomic(f, result.source, encoding)
+            added += result.added
+    if not args.quiet:
+        print(f"Added {added} noqa directive{'s' * (added != 1)}.", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def _has_torch() -> bool:
