@@ -24,6 +24,8 @@ $(DEV_STAMP): $(STAMP)
 
 demo: $(STAMP)
 	-$(VENV)/bin/numlint check examples/
+	$(PY) examples/monitor_demo.py --out build/demo
+	$(VENV)/bin/numlint report build/demo/events.jsonl -o build/demo/report.png
 
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check numlint tests benchmarks

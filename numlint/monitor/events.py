@@ -180,15 +180,35 @@ class EventLog:
         )
 
     def _write(self) -> None:
-        """Write the pending lines (lock held); rotate the file past `max_bytes`."""
-        self._bytes += _write_lines(self._file, self._unwritten)
+        """Write the pending lines (lock held), starting a new file whenever the next line would
+        take this one past `max_bytes`."""
+        lines = [to_json_line(e) + "\n" for e in self._unwritten]
+        self._unwritten.clear()
+        limit = self.max_bytes
+        chunk: list[str] = []
+        size = self._bytes
+        for line in lines:
+            if limit is not None and size + len(line) > limit and size > 0:
+                self._file.write("".join(chunk))
+                chunk = []
+                self._rotate()
+                size = 0
+            chunk.append(line)
+            size += len(line)
+        if chunk:
+            self._file.write("".join(chunk))
+        self._file.flush()
+        self._bytes = size
         self._flushed = time.monotonic()
-        if self.max_bytes is not None and self._bytes > self.max_bytes and self.path:
-            if self._at_exit is not None:
-                self._at_exit.detach()
-            self._file.close()
-            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-            self._open("w")
+
+    def _rotate(self) -> None:
+        """The file becomes `<name>.1` (replacing an older one); a new one begins."""
+        assert self.path is not None
+        if self._at_exit is not None:
+            self._at_exit.detach()
+        self._file.close()
+        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+        self._open("w")
 
     def emit(self, event: Event) -> Event:
         """Record one event (ring buffer, counters, file)."""
@@ -216,22 +236,21 @@ class EventLog:
                 self._at_exit.detach()
                 self._at_exit = None
             if self._file is not None:
-                _write_lines(self._file, self._unwritten, close=True)
+                self._write()
+                self._file.close()
                 self._file = None
 
 
-def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool = False) -> int:
+def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool = False) -> None:
     """Encode `events` as JSON lines, write and flush them, empty the list; `lock` when the
-    caller does not hold it already (the exit hook). Returns the characters written."""
+    caller does not hold it already (the exit hook)."""
     with lock if lock is not None else contextlib.nullcontext():
         if file.closed:
-            return 0
-        written = 0
+            return
         if events:
-            written = file.write("".join([to_json_line(e) + "\n" for e in events]))
+            file.write("".join([to_json_line(e) + "\n" for e in events]))
             events.clear()
         if close:
             file.close()
         else:
             file.flush()
-        return written
