@@ -89,3 +89,26 @@ def test_bad_input_is_a_message_and_exit_2(
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "r.png").exists()
+
+
+def test_report_lists_every_incident_clipping_and_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    events = [
+        base("step", step=i, iteration=i, grad_norm=5.0, grad_norm_clipped=1.0, max_norm=1.0)
+        for i in range(1, 4)
+    ]
+    events[0]["loss"] = 2.0
+    incident = {"phase": "forward", "kind": "nan", "origin": True, "nan_count": 1}
+    events.append(base("nonfinite", step=1, iteration=1, module="<input>", incident=1, **incident))
+    events.append(base("nonfinite", step=2, iteration=2, module="blk", incident=2, **incident))
+    events.append(base("nonfinite_repeated", step=3, first_step=3, count=7, module="blk"))
+    log = tmp_path / "events.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    png = tmp_path / "report.png"
+    assert main([str(log), "-o", str(png)]) == 0
+    text = capsys.readouterr().out
+    assert "first non-finite value: step 1, forward of '<input>'" in text
+    assert "then: step 2, forward of 'blk'" in text
+    assert "repeated 7 more time(s)" in text
+    assert "clipping: max_norm 1; 3 of 3 steps clipped" in text

@@ -1,5 +1,6 @@
 """`numlint report EVENTS.jsonl [-o report.png]`: a text summary of a monitor log and a plot of
-the global gradient norm per step with skipped AMP steps and the first NaN/Inf marked.
+the global gradient norm (pre-clip, with the clipped norm and the clip threshold) and the loss
+per step, with skipped AMP steps, explosions and every incident marked.
 
 Reads the JSONL file only; imports neither torch nor the monitor (matplotlib only for -o)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ class Summary:
     explosions: list[dict[str, Any]] = field(default_factory=list)
     vanishing: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    repeats: list[dict[str, Any]] = field(default_factory=list)
     ranks: set[int] = field(default_factory=set)
 
 
@@ -80,6 +83,8 @@ def load(path: Path) -> Summary:
             summary.vanishing.append(event)
         elif kind in ERROR_EVENTS:
             summary.errors.append(event)
+        elif kind == "nonfinite_repeated":
+            summary.repeats.append(event)
     return summary
 
 
@@ -95,17 +100,33 @@ def _x(event: dict[str, Any]) -> float:
     return value
 
 
+def incidents(summary: Summary) -> list[dict[str, Any]]:
+    """The origin event of each failing check (or its first event), in order."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for e in summary.errors:
+        key = e.get("incident") or (e.get("iteration"), e.get("phase"), e.get("event"))
+        groups.setdefault(key, []).append(e)
+    return [next((e for e in g if e.get("origin")), g[0]) for g in groups.values()]
+
+
 def first_error(summary: Summary) -> dict[str, Any] | None:
     """The origin event of the first failing check (or its first event)."""
-    if not summary.errors:
-        return None
-    first = summary.errors[0]
-    same = [
-        e
-        for e in summary.errors
-        if e.get("iteration") == first.get("iteration") and e.get("phase") == first.get("phase")
-    ]
-    return next((e for e in same if e.get("origin")), first)
+    found = incidents(summary)
+    return found[0] if found else None
+
+
+def _describe(err: dict[str, Any]) -> str:
+    if err["event"] == "amp_divergence":
+        return f"AMP divergence at step {err.get('step')}: {err.get('reason')}"
+    if err["event"] == "nonfinite_remote":
+        return f"step {err.get('step')}: non-finite value on rank {err.get('source_rank')}"
+    origin = " (origin)" if err.get("origin") else ""
+    tensor = f"{err.get('dtype')}{err.get('shape')}" if err.get("dtype") else ""
+    micro = f", micro-batch {err['micro_batch']}" if err.get("micro_batch") else ""
+    return (
+        f"step {err.get('step')}{micro}, {err.get('phase')} of {err.get('module')!r}{origin}: "
+        f"{err.get('kind')} ({err.get('nan_count')} NaN, {err.get('inf_count')} Inf) {tensor}"
+    ).rstrip()
 
 
 def text_summary(summary: Summary) -> str:
@@ -147,25 +168,34 @@ def text_summary(summary: Summary) -> str:
         f"vanishing gradients: {len(summary.vanishing)}"
         + (f" (groups: {', '.join(groups)})" if groups else "")
     )
-    err = first_error(summary)
-    if err is None:
-        lines.append("first non-finite value: none")
-    elif err["event"] == "amp_divergence":
-        lines.append(f"AMP divergence at step {err.get('step')}: {err.get('reason')}")
-    else:
-        origin = " (origin)" if err.get("origin") else ""
-        tensor = f"{err.get('dtype')}{err.get('shape')}" if err.get("dtype") else ""
-        lines.append(
-            f"first non-finite value: step {err.get('step')}, {err.get('phase')} of "
-            f"{err.get('module')!r}{origin}: {err.get('kind')} ({err.get('nan_count')} NaN, "
-            f"{err.get('inf_count')} Inf) {tensor}".rstrip()
+    clipped = [e for e in summary.steps if _number(e.get("max_norm")) is not None]
+    if clipped:
+        over = sum(
+            1 for e in clipped if (_number(e.get("grad_norm")) or 0) > _number(e["max_norm"])
         )
+        lines.append(
+            f"clipping: max_norm {clipped[-1]['max_norm']:g}; {over} of {len(clipped)} steps "
+            f"clipped (the logged norm is the pre-clip one)"
+        )
+    found = incidents(summary)
+    if not found:
+        lines.append("first non-finite value: none")
+    for k, err in enumerate(found):
+        if k == 0 and err["event"] == "amp_divergence":
+            lines.append(_describe(err))
+        else:
+            lines.append(("first non-finite value: " if k == 0 else "then: ") + _describe(err))
         for s in err.get("static") or []:
             lines.append(f"  static: {s.get('code')} {s.get('location')} {s.get('message', '')}")
         if err.get("snapshot"):
             lines.append(
                 f"  snapshot: {err['snapshot']} (numlint.replay(snapshot, model, loss_fn))"
             )
+    for r in summary.repeats:
+        lines.append(
+            f"  repeated {r.get('count')} more time(s), steps {r.get('first_step')}-"
+            f"{r.get('step')}: {r.get('phase')} of {r.get('module')!r} ({r.get('kind')})"
+        )
     return "\n".join(lines)
 
 
@@ -179,12 +209,24 @@ def plot(summary: Summary, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100)
-    xs = [_x(s) for s in summary.steps]
-    ys = [_number(s.get("grad_norm")) for s in summary.steps]
-    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and 0 < y < float("inf")]
+    steps = summary.steps
+    xs = [_x(s) for s in steps]
+
+    def curve(key: str) -> list[tuple[float, float]]:
+        ys = [_number(s.get(key)) for s in steps]
+        return [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and 0 < y < math.inf]
+
+    pts = curve("grad_norm")
+    clip = curve("grad_norm_clipped")
     if pts:
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, label="global grad norm")
+        label = "global grad norm" + (" (pre-clip)" if clip else "")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, label=label)
         ax.set_yscale("log")
+    if clip:
+        ax.plot([p[0] for p in clip], [p[1] for p in clip], lw=1, ls=":", label="after clipping")
+        max_norm = _number(steps[-1].get("max_norm"))
+        if max_norm:
+            ax.axhline(max_norm, color="grey", ls="--", lw=1, label=f"max_norm {max_norm:g}")
     for k, e in enumerate(summary.skips):
         ax.axvline(
             _x(e), color="tab:orange", alpha=0.5, lw=1, label="AMP skipped step" if k == 0 else None
@@ -197,12 +239,20 @@ def plot(summary: Summary, out: Path) -> None:
             zorder=3,
             label="explosion",
         )
-    err = first_error(summary)
-    if err is not None:
-        x = _x(err)
-        label = f"first {err.get('kind') or 'error'}: {err.get('phase')} {err.get('module')!r}"
-        ax.axvline(x, color="tab:red", ls="--", lw=1.5, label=label)
-    if not pts and not summary.skips and err is None:
+    found = incidents(summary)
+    for k, err in enumerate(found):
+        label = None
+        if k < 6:
+            label = f"{err.get('kind') or 'error'} at step {err.get('step')}: "
+            label += f"{err.get('phase')} {err.get('module')!r}"
+        ax.axvline(_x(err), color="tab:red", ls="--", lw=1.5 if k == 0 else 1, label=label)
+    losses = curve("loss")
+    if losses:
+        ax2 = ax.twinx()
+        ax2.plot([p[0] for p in losses], [p[1] for p in losses], color="tab:green", lw=1)
+        ax2.set_ylabel("loss", color="tab:green")
+        ax.plot([], [], color="tab:green", lw=1, label="loss (right axis)")
+    if not pts and not summary.skips and not found:
         ax.text(0.5, 0.5, "no steps logged", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("iteration (optimizer steps attempted)")
     ax.set_ylabel("gradient norm")
