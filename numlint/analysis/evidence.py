@@ -33,7 +33,7 @@ REASONS: dict[str, Confidence] = {
     "a softmax output": "medium",
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",
-    "a square": "medium",
+    "a square": "low",
     "a variance": "medium",
     "a standard deviation": "medium",
     "a sum of squares": "low",
@@ -49,12 +49,21 @@ _CASTS = frozenset({"float", "long", "int", "bool", "half", "double", "to", "typ
 #: Under a log, a probability that underflows is the everyday failure (float32 softmax
 #: outputs reach exactly 0 at a logit gap of 104, float16 at 17).
 _LOG_HIGH = frozenset({"a softmax output", "a sigmoid output"})
+#: Under a root, a probability reaches exactly 0 only at extreme logits, and a ratio only
+#: where its numerator is 0: rare next to the squares and clamps that are everyday zeros.
+_ROOT_LOW = frozenset({"a softmax output", "a sigmoid output", "a normalised ratio"})
+#: The log of an indicator is usually a deliberate log-density (-inf off the support).
+_LOG_LOW = frozenset({"a 0/1 mask"})
 
 
 def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = False) -> Confidence:
     """The confidence for a finding whose value can be 0 for `reason`; `value` (the
     operand) lets what it is computed from raise the grade; `log`: the value is taken the
     log of."""
+    if log and reason in _LOG_LOW:
+        return "low"
+    if not log and reason in _ROOT_LOW:
+        return "low"
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
     if value is None or base == "high":
         return base
@@ -86,7 +95,7 @@ def _source_grade(ctx: Context, value: Value) -> Confidence:
         a, b = _roots(left), _roots(right)
         if a and a == b:
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
-        return "medium"
+        return "low"  # two tensors that are rarely exactly equal
     reason = zero_reason(ctx, inner, "log")
     if reason is not None and _table(reason) == "high":
         return "high"

@@ -30,9 +30,38 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if ctx.in_no_grad() or no_gradient(ctx, ctx.value(operand)):
         return False
     func = ctx.function
-    if func is not None and func.name.value in _NO_GRAD_HOOKS and ctx.class_scope is not None:
+    cls = ctx.class_scope
+    if func is not None and cls is not None:
+        if func.name.value in _NO_GRAD_HOOKS:
+            return False
+        if func.name.value in ("forward", "backward", "jvp", "vjp") and _autograd_function(
+            ctx, cls.node
+        ):
+            return False  # a custom autograd.Function: its bodies run without autograd
+    return not _consumed_without_gradient(ctx) and not _through_data(operand)
+
+
+def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
+    """A subclass of `torch.autograd.Function`."""
+    if not isinstance(node, cst.ClassDef):
         return False
-    return not _consumed_without_gradient(ctx)
+    for base in node.bases:
+        qual = ctx.qualname(base.value) or ""
+        if qual.endswith(("autograd.Function", "autograd.function.Function")):
+            return True
+    return False
+
+
+def _through_data(node: cst.CSTNode) -> bool:
+    """The operand reads `.data` of a tensor (outside autograd) and nothing else tracked."""
+    names = [n for n in _walk(node) if isinstance(n, cst.Attribute) and n.attr.value == "data"]
+    return bool(names)
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
 
 
 def _consumed_without_gradient(ctx: Context) -> bool:

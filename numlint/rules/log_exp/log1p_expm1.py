@@ -39,6 +39,8 @@ class Log1pExpm1Precision(Rule):
     """
 
     CODE = "NUM108"
+    #: A loss of precision, rarely a failure: shown with `--min-confidence low`.
+    CONFIDENCE = "low"
     NAME = "log1p-expm1-precision"
     MESSAGE = (
         "`log(1 + x)` / `exp(x) - 1` round to 0 for small x in floating point; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.gradients import gradient_flows
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
 from numlint.semantics import positional
@@ -212,7 +213,7 @@ class WhereBranchNan(Rule):
         if _guarded(ctx, operand):
             return
         sel = selection(ctx, operand)
-        if sel is None or gradient_free(ctx, operand):
+        if sel is None or gradient_free(ctx, operand) or not gradient_flows(ctx, operand):
             return  # the NaN is in the gradient only: nothing to report where none flows
         self.report(node, fix=self._fix(operand, sel))
 

@@ -176,7 +176,7 @@ class SqrtAtZero(Rule):
             import torch
             d = torch.sqrt(((a - b) ** 2).sum(-1))
             """,
-            confidence="medium",
+            confidence="low",
             line=2,
             column=5,
             fixed="""
@@ -207,7 +207,7 @@ class SqrtAtZero(Rule):
             import torch
             r = (x.real ** 2 + x.imag.pow(2)) ** 0.5
             """,
-            confidence="medium",
+            confidence="low",
             line=2,
             column=5,
         ),
