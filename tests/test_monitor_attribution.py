@@ -250,3 +250,27 @@ def test_static_findings_come_from_the_origin_class_only(tmp_path: Path) -> None
     ev = info.value.event
     assert ev["module"] == "0" and ev["source_file"].endswith("two_classes.py")
     assert not [s for s in ev["static"] if "NUM201" in s["code"]]  # Distance's sqrt
+
+
+class HalfScale(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x).half() * 60000.0  # overflows float16 (max 65504)
+        return h.float()
+
+
+def test_reported_dtype_is_the_ops_not_the_module_outputs() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), HalfScale(), nn.Linear(4, 1))
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None, static=False):
+            model(torch.randn(8, 4) * 10)
+    ev = info.value.event
+    assert ev["module"] == "1" and ev["kind"] == "inf" and ev["origin"] is True
+    assert ev["dtype"] == "float16" and ev["output_dtype"] == "float32"
+    assert ev["op"] == "aten::mul" and ev["source"].endswith(
+        f":{HalfScale.forward.__code__.co_firstlineno + 1}"
+    )

@@ -108,13 +108,14 @@ def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Te
     return [(n, t) for n, t in found if is_checked(t)]
 
 
-def _call(
+def call_model(
     model: nn.Module,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     grad: bool,
     state: ForwardState | None,
 ) -> Any:
+    """Call the model with the grad mode and the autocast modes of the recorded forward."""
     with torch.set_grad_enabled(grad), state.autocast_context() if state else _nothing():
         return model(*args, **kwargs)
 
@@ -175,7 +176,7 @@ def locate_forward(
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
         with preserved_state(model, rng):
-            _call(model, args, kwargs, grad_enabled, rng)
+            call_model(model, args, kwargs, grad_enabled, rng)
     except Exception:
         pass  # whatever was recorded before the failure is still valid
     finally:
@@ -245,7 +246,7 @@ def locate_backward(
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
         with preserved_state(model, rng):
-            out = _call(model, args, kwargs, True, rng)
+            out = call_model(model, args, kwargs, True, rng)
             outs = flat_tensors(out)
             pairs = [
                 (o, g)

@@ -99,7 +99,7 @@ def _nonfinite_data_in_graph(loss: Tensor, limit: int = 64) -> tuple[str, Tensor
                 and is_checked(t)
                 and not bool(torch.isfinite(t).all())
             ):
-                return f"{node.name()}.{attr[len('_saved_'):]}", t
+                return f"{node.name()}.{attr[len('_saved_') :]}", t
         queue.extend(n for n, _ in node.next_functions)
     return None
 
@@ -466,7 +466,36 @@ class Monitor:
         first = next((f for f in findings if f.origin), findings[0])
         if first.module == "" and first.tensor.endswith(".loss"):
             phase = "loss"  # a model that computes its own loss (Hugging Face style)
+        if first.origin and isinstance(first.obj, nn.Module) and not self._incident_open:
+            self._add_op(first)
         self._fail(phase, findings)
+
+    def _add_op(self, f: Finding) -> None:
+        """Name the op inside the origin module that made the NaN/Inf, its source line, and
+        its dtype (the event's `dtype`; the module output's is `output_dtype`)."""
+        from numlint.monitor.opcheck import locate_op
+
+        was = self._paused
+        self._paused = True
+        try:
+            info = locate_op(
+                self.model,
+                f.obj,
+                self._args or (),
+                self._kwargs or {},
+                self._rng,
+                self._grad_enabled,
+            )
+        except Exception:
+            info = None
+        finally:
+            self._paused = was
+        if info is None:
+            return
+        f.extra.update(op=info["op"], source=info["source"], code=info["code"])
+        if f.stats.get("dtype") is not None:
+            f.extra["output_dtype"] = f.stats["dtype"]
+            f.stats["dtype"] = info["dtype"]
 
     # ------------------------------------------------------------------ backward
     def _end_backward(self) -> None:

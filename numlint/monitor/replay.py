@@ -11,36 +11,19 @@ anomaly-mode tracebacks."""
 from __future__ import annotations
 
 import linecache
-import math
 import os
-import re
-import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from numlint.monitor import snapshot as snap_mod
 from numlint.monitor.locate import ForwardState
-from numlint.monitor.stats import first_nonfinite, flat_tensors, is_checked, tensor_stats
+from numlint.monitor.opcheck import OpChecker
+from numlint.monitor.stats import first_nonfinite, flat_tensors, tensor_stats
 from numlint.monitor.tieback import enclosing_span, findings_for_file
-
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-_MONITOR_DIR = os.path.dirname(os.path.abspath(__file__))
-_UNINITIALISED = {
-    "aten::empty",
-    "aten::empty_like",
-    "aten::empty_strided",
-    "aten::new_empty",
-    "aten::new_empty_strided",
-    "aten::resize_",
-    "aten::set_",
-}
-_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
 
 
 @dataclass
@@ -87,91 +70,6 @@ class ReplayResult:
             mark = "  <- this line" if s.get("at_line") else ""
             lines.append(f"  static: {s['code']} {s['location']} {s['message']}{mark}")
         return "\n".join(lines)
-
-
-def _user_frame_from_stack() -> tuple[str, int] | None:
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (
-            path.startswith(_TORCH_DIR + os.sep)
-            or path.startswith(_MONITOR_DIR + os.sep)
-            or path.startswith("<")
-            or os.path.basename(os.path.dirname(path)) == "contextlib"
-            or path.endswith(os.sep + "contextlib.py")
-        ):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
-
-
-def _user_frame_from_trace(trace: Any) -> tuple[str, int] | None:
-    text = "".join(trace) if isinstance(trace, (list, tuple)) else str(trace)
-    found = None
-    for m in _FRAME_RE.finditer(text):
-        path = os.path.abspath(m["file"])
-        if path.startswith(_TORCH_DIR + os.sep) or path.startswith(_MONITOR_DIR + os.sep):
-            continue
-        found = (m["file"], int(m["line"]))  # the innermost user frame wins
-    return found
-
-
-def _has(t: Tensor, what: str) -> bool:
-    t = torch.view_as_real(t) if t.is_complex() else t
-    return bool((torch.isnan(t) if what == "nan" else torch.isinf(t)).any())
-
-
-class _OpChecker(TorchDispatchMode):
-    """Checks each aten op; records the first that creates a NaN or Inf."""
-
-    def __init__(self, module_stack: list[str]) -> None:
-        super().__init__()
-        self.phase = "forward"
-        self.module_stack = module_stack
-        self.found: dict[str, Any] | None = None
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        if self.found is not None:
-            return func(*args, **kwargs)
-        name = func._schema.name
-        leaves = tree_leaves((args, kwargs))
-        ins = [t for t in leaves if isinstance(t, Tensor) and is_checked(t)]
-        deliberate = any(isinstance(v, float) and not math.isfinite(v) for v in leaves)
-        in_nan = any(_has(t, "nan") for t in ins)
-        in_inf = any(_has(t, "inf") for t in ins)
-        in_stats = [tensor_stats(t) for t in ins[:4]] if not (in_nan and in_inf) else []
-        out = func(*args, **kwargs)
-        if name in _UNINITIALISED or deliberate or (in_nan and in_inf):
-            return out
-        for t in tree_leaves(out):
-            if not isinstance(t, Tensor) or not is_checked(t):
-                continue
-            new_nan = not in_nan and _has(t, "nan")
-            new_inf = not in_inf and _has(t, "inf")
-            if new_nan or new_inf:
-                self._record(func, name, "nan" if new_nan else "inf", in_stats, t)
-                break
-        return out
-
-    def _record(self, func: Any, name: str, kind: str, ins: list[Any], t: Tensor) -> None:
-        node = torch._C._current_autograd_node() if self.phase == "backward" else None
-        where = None
-        if node is not None:
-            where = _user_frame_from_trace(node.metadata.get("traceback_", ""))
-        if where is None and node is None:
-            where = _user_frame_from_stack()
-        self.found = {
-            "phase": self.phase,
-            "op": name,
-            "overload": str(func),
-            "kind": kind,
-            "module": self.module_stack[-1] if self.module_stack else None,
-            "node": node.name() if node is not None else None,
-            "where": where,
-            "inputs": ins,
-            "output": tensor_stats(t),
-        }
 
 
 def _to_device(obj: Any, device: torch.device) -> Any:
@@ -263,7 +161,7 @@ def replay(
     for name, m in model.named_modules():
         handles.append(m.register_forward_pre_hook(enter(name)))
         handles.append(m.register_forward_hook(leave))
-    checker = _OpChecker(stack)
+    checker = OpChecker(stack)
     caller_rng = ForwardState.capture()
     state = ForwardState(snap.get("rng_cpu"), snap.get("rng_cuda"), snap.get("autocast") or [])
     if state.cpu is not None:
