@@ -1,9 +1,10 @@
 """numlint's runtime monitor on a small CPU training run where a NaN begins in a known layer at a
 known step.
 
-`ScaleNorm` below divides its input by its standard deviation with no eps. At step 40 the data
-holds a padding row of zeros: the embedding (no bias) maps it to zeros and the norm computes
-0 / 0 = NaN. The static check flags that line before training (`numlint check examples/`);
+`Entropy` below takes the log of a softmax. At step 40 the data holds one outlier row (a
+unit error: a thousand times too large): the softmax of that row underflows to exact zeros and
+p * log(p) is 0 * -inf = NaN. The static check flags the line before training
+(`numlint check examples/`);
 the monitor names the layer, step and phase when it happens, replay names the aten op and the
 line, and `numlint report` plots the run.
 
@@ -25,20 +26,23 @@ import numlint
 BAD_STEP = 40
 
 
-class ScaleNorm(nn.Module):
+class Entropy(nn.Module):
+    """Per-feature entropy terms of the softmax over features."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x / x.std(-1, keepdim=True)
+        p = F.softmax(x, dim=-1)
+        return -(p * torch.log(p))
 
 
 class Classifier(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.embed = nn.Linear(16, 32, bias=False)
-        self.norm = ScaleNorm()
+        self.embed = nn.Linear(16, 32)
+        self.entropy = Entropy()
         self.head = nn.Linear(32, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.norm(self.embed(x))))
+        return self.head(self.entropy(self.embed(x)))
 
 
 def batches(steps: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -46,7 +50,7 @@ def batches(steps: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     for step in range(steps):
         x = torch.randn(32, 16, generator=g)
         if step == BAD_STEP:
-            x[7] = 0.0  # a padding row
+            x[7] *= 1000.0  # an outlier row
         yield x, torch.randint(0, 4, (32,), generator=g)
 
 

@@ -110,6 +110,8 @@ def describe(event: Event) -> str:
             f"{event.get('tensor') or 'tensor'} {event.get('dtype')}"
             f"{list(event.get('shape') or [])}"
         )
+    if event.get("op"):
+        text += f"; made by {event['op']} at {event.get('source')}"
     static = event.get("static") or []
     if static:
         text += "; static findings: " + ", ".join(f"{s['code']} {s['location']}" for s in static)
