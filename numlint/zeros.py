@@ -347,8 +347,9 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         return None
     if isinstance(operator, cst.Subtract):
         if const(ctx, node.left, env) == 1.0:
-            if mode == "sqrt" and square_of(ctx, node.right, env) is not None:
-                return "`1 - x**2`"
+            base = square_of(ctx, node.right, env)
+            if mode == "sqrt" and base is not None:
+                return None if clamped_inside_one(ctx, Value(base, env)) else "`1 - x**2`"
             if sub(node.right, "one"):
                 return f"`1 - p` of {sub(node.right, 'one')}"
         return None
@@ -836,18 +837,8 @@ def exp_bounded(
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
             return _is_max_of(ctx, ctx.deref(Value(node.right, env)))
         return False
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = ctx.deref(Value(node.expression, env))
-        if square_of(ctx, inner.node, inner.env) is not None:
-            return True
-        o = op(ctx, inner.node, inner.env)
-        if o is not None and o.name in ("abs", "relu", "softplus", "norm", "square", "exp"):
-            return True
-        if isinstance(inner.node, cst.BinaryOperation) and isinstance(
-            inner.node.operator, cst.Power
-        ):
-            return True
-        return False
+    if _non_positive(ctx, value):
+        return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         right = ctx.deref(Value(node.right, env))
         return _is_max_of(ctx, right)
@@ -860,6 +851,88 @@ def exp_bounded(
             return True
         if qual == "torch.nn.functional.log_softmax":
             return True
+    return False
+
+
+def clamped_inside_one(ctx: Context, value: Value) -> bool:
+    """`c.clamp(-1 + eps, 1 - eps)`: both bounds strictly inside (-1, 1) in float32."""
+    value = ctx.deref(value)
+    o = op(ctx, value.node, value.env)
+    if o is None or o.name != "clamp":
+        return False
+    low, high = clamp_bounds(o)
+
+    def strict(bound: cst.BaseExpression | None, edge: float) -> bool:
+        if bound is None:
+            return False
+        v = const(ctx, bound, value.env)
+        return v is None or (abs(edge - v) >= FLOAT32_HALF_ULP_BELOW_ONE and abs(v) < 1)
+
+    return strict(low, -1.0) and strict(high, 1.0)
+
+
+def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """`-(x ** 2)`, `-x.abs()`, `x.abs().neg()`, `-d ** 2 / (2 * s ** 2)`, `-0.5 * r.pow(2)`:
+    minus a non-negative value, scaled by non-negative factors (a Gaussian's exponent)."""
+    if depth > 6:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return _non_negative(ctx, Value(node.expression, env), depth + 1)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.method == "neg" and callee.receiver is not None and not node.args:
+            return _non_negative(ctx, Value(callee.receiver, env), depth + 1)
+        if callee.qualname in ("torch.neg", "torch.negative") and node.args:
+            return _non_negative(ctx, Value(node.args[0].value, env), depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.Divide)
+    ):
+        left, right = Value(node.left, env), Value(node.right, env)
+        if _non_positive(ctx, left, depth + 1) and _non_negative(ctx, right, depth + 1):
+            return True
+        if isinstance(node.operator, cst.Multiply):
+            return _non_negative(ctx, left, depth + 1) and _non_positive(ctx, right, depth + 1)
+        low = const(ctx, node.left, env)
+        return low is not None and low <= 0 and _non_negative(ctx, right, depth + 1)
+    low = const(ctx, node, env)
+    return low is not None and low <= 0
+
+
+def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A square, absolute value, norm, ReLU, exp or softplus output, a non-negative constant,
+    or products, quotients and sums of them."""
+    if depth > 6:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    c = const(ctx, node, env)
+    if c is not None:
+        return c >= 0
+    if square_of(ctx, node, env) is not None:
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Power):
+            e = const(ctx, node.right, env)
+            return e is not None and e % 2 == 0
+        if isinstance(node.operator, (cst.Multiply, cst.Divide, cst.Add)):
+            return _non_negative(ctx, Value(node.left, env), depth + 1) and _non_negative(
+                ctx, Value(node.right, env), depth + 1
+            )
+        return False
+    if isinstance(node, cst.Subscript):
+        return _non_negative(ctx, Value(node.value, env), depth + 1)
+    o = op(ctx, node, env)
+    if o is None or o.input is None:
+        return False
+    if o.name in ("abs", "relu", "softplus", "norm", "square", "exp", "sqrt", "softmax", "sigmoid"):
+        return True
+    if o.name in ("sum", "mean", "pow"):
+        if o.name == "pow":
+            e = o.arg(0, "exponent")
+            return e is not None and (const(ctx, e, env) or 1) % 2 == 0
+        return _non_negative(ctx, Value(o.input, env), depth + 1)
     return False
 
 

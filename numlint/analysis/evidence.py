@@ -34,15 +34,15 @@ REASONS: dict[str, Confidence] = {
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",
     "a square": "low",
-    "a variance": "medium",
-    "a standard deviation": "medium",
+    "a variance": "low",
+    "a standard deviation": "low",
     "a sum of squares": "low",
     "a norm": "low",
     "a sum": "low",
 }
 #: Reductions and roots whose zero comes from what they reduce.
 _THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})
-_MASK_NAME = re.compile(r"(^|_)(mask|masks|valid|keep|pad|padding|attention_mask)($|_|\d)", re.I)
+_MASK_NAME = re.compile(r"(^|_)(mask|masks|valid|keep|selected|positive|positives)($|_|\d)", re.I)
 _CASTS = frozenset({"float", "long", "int", "bool", "half", "double", "to", "type_as", "type"})
 
 
@@ -93,13 +93,41 @@ def _source_grade(ctx: Context, value: Value) -> Confidence:
     if diff is not None:
         left, right = diff
         a, b = _roots(left), _roots(right)
-        if a and a == b:
+        if a and a == b and (_broadcast(left) or _broadcast(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
-        return "low"  # two tensors that are rarely exactly equal
+        return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
     reason = zero_reason(ctx, inner, "log")
-    if reason is not None and _table(reason) == "high":
+    if reason in _EVERYDAY_ZEROS:
         return "high"
     return "low"
+
+
+#: Values that are exactly 0 in ordinary use (a sum of them is 0 when all are).
+_EVERYDAY_ZEROS = frozenset(
+    {"a ReLU output", "a 0/1 mask", "a value clamped at 0", "a tensor filled with 0",
+     "a `torch.where` with a 0 branch"}
+)  # fmt: skip
+_BROADCASTING = frozenset({"unsqueeze", "view", "reshape", "expand", "expand_as", "repeat"})
+
+
+def _broadcast(node: cst.CSTNode) -> bool:
+    """A copy given a new axis: `x[:, None]`, `x.unsqueeze(1)`, `x.view(n, 1, d)`."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            if any(
+                isinstance(e.slice, cst.Index)
+                and isinstance(e.slice.value, cst.Name)
+                and e.slice.value.value == "None"
+                for e in node.slice
+            ):
+                return True
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in _BROADCASTING:
+                return True
+            node = node.func.value
+        else:
+            return False
 
 
 def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
@@ -124,6 +152,29 @@ def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
     if depth == 0:
         return None
     return v
+
+
+_PADDING = re.compile(r"(attention|attn|pad|padding|len|lens|length|lengths)", re.I)
+
+
+def padding_mask(ctx: Context, value: Value) -> bool:
+    """An attention, padding or length mask: every row keeps at least one token (a BOS or
+    CLS token, an utterance of one frame), so its sum is not 0 in practice."""
+    inner = reduced(ctx, value)
+    node = ctx.deref(inner).node if inner is not None else None
+    for _ in range(6):
+        if node is None:
+            return False
+        ident = _identifier(node)
+        if ident is not None:
+            return bool(_PADDING.search(ident))
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return False
+    return False
 
 
 def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:

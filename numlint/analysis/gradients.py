@@ -9,6 +9,8 @@ a detached value, in code that PyTorch Lightning runs without gradients
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from numlint.context import Context
@@ -31,6 +33,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     func = ctx.function
     cls = ctx.class_scope
+    if evaluation_code(ctx.path, func.name.value if func is not None else ""):
+        return False
     if func is not None and cls is not None:
         if func.name.value in _NO_GRAD_HOOKS:
             return False
@@ -39,6 +43,19 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
         ):
             return False  # a custom autograd.Function: its bodies run without autograd
     return not _consumed_without_gradient(ctx) and not _through_data(operand)
+
+
+_EVAL_DIRS = re.compile(
+    r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
+)
+_EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
+
+
+def evaluation_code(path: str, function: str) -> bool:
+    """Code that measures rather than trains: a `metrics` / `evaluation` package or module
+    (`utils/metrics.py`, `torchmetrics/`), or a function named for a metric, an
+    evaluation or post-processing. Its results are not differentiated."""
+    return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
 
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:

@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp, wrap
 from numlint.semantics import keyword, positional
-from numlint.zeros import same_code
+from numlint.zeros import exp_bounded, same_code
 
 
 class HandWrittenSoftmax(Rule):
@@ -159,7 +159,10 @@ class HandWrittenSoftmax(Rule):
         same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
         if not same:
             return
-        self.report(node, fix=self._fix(node, num, red))
+        # An exponent bounded above (a Gaussian kernel's -d**2 / (2 s**2)) cannot overflow;
+        # only every term underflowing at once gives 0/0.
+        bounded = exp_bounded(ctx, num.op.input, num.op.env)
+        self.report(node, fix=self._fix(node, num, red), confidence="low" if bounded else None)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
         ctx = self.ctx

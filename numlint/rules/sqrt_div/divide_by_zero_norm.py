@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.evidence import grade, weights_sum
+from numlint.analysis.evidence import grade, padding_mask, weights_sum
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword
@@ -270,7 +270,7 @@ class DivideByZeroNorm(Rule):
                 std = x.std(0)
                 return (x - mean) / std
             """,
-            confidence="medium",
+            confidence="low",
             line=5,
             column=12,
         ),
@@ -292,8 +292,22 @@ class DivideByZeroNorm(Rule):
                 v = ((x - x.mean()) ** 2).mean()
                 return torch.div(x, torch.sqrt(v))
             """,
+            confidence="low",
             line=4,
             column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def positives_mean(sim, labels):
+                pos = (labels[:, None] == labels[None]).float()
+                pos.fill_diagonal_(0)
+                return (sim * pos).sum(1) / pos.sum(1)
+            """,
+            line=5,
+            column=12,
+            confidence="high",
+            note="mean over the positives of each row: a label seen once in the batch has none",
         ),
         Invalid(
             """
@@ -304,8 +318,8 @@ class DivideByZeroNorm(Rule):
             """,
             line=4,
             column=12,
-            confidence="high",
-            note="mean over a padding mask: an all-padding row sums to 0",
+            confidence="low",
+            note="an attention mask keeps at least one token per row",
         ),
     ]
     PROBE = Probe(
@@ -353,6 +367,8 @@ class DivideByZeroNorm(Rule):
         confidence = grade(ctx, reason, ctx.value(den))
         if weights_sum(ctx, ctx.value(num), ctx.value(den)):
             confidence = "high"
+        if padding_mask(ctx, ctx.value(den)):
+            confidence = "low"
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(

@@ -228,7 +228,7 @@ class SqrtAtZero(Rule):
                 v = x.var(-1, keepdim=True)
                 return (x - x.mean(-1, keepdim=True)) * torch.rsqrt(v)
             """,
-            confidence="medium",
+            confidence="low",
             line=4,
             column=45,
             note="rsqrt of a variance: inf for a constant row",
@@ -310,6 +310,8 @@ class SqrtAtZero(Rule):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
             return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
+        if name == "sqrt" and reason == "a ReLU output":
+            return  # ReLU's backward selects 0 where its output is 0: no inf * 0
         if not_a_tensor(ctx, ctx.value(arg)):
             return
         if name == "rsqrt":

@@ -88,6 +88,16 @@ class DeprecatedAmpApi(Rule):
         Valid(
             """
             import torch
+            try:
+                scaler = torch.amp.GradScaler("cuda")
+            except AttributeError:
+                scaler = torch.cuda.amp.GradScaler()
+            """,
+            "the fallback for an old torch without torch.amp",
+        ),
+        Valid(
+            """
+            import torch
             with torch.amp.autocast("cuda", dtype=torch.bfloat16):
                 y = model(x)
             scaler = torch.amp.GradScaler("cuda")
@@ -261,8 +271,11 @@ class DeprecatedAmpApi(Rule):
         self.report(expr, self._message(qual or "", api), fix)
 
     def _version_gated(self) -> bool:
-        """Inside an `if` / conditional expression that tests the torch version or API."""
+        """Inside an `if` / conditional expression that tests the torch version or API, or
+        in the `except` fallback of a `try` that uses the new API (old torch only)."""
         for node in self.ctx.ancestors():
+            if isinstance(node, cst.ExceptHandler):
+                return True
             if isinstance(node, (cst.If, cst.IfExp)):
                 test = self.ctx.code(node.test)
                 if _VERSION_TEST.search(test):
