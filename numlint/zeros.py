@@ -547,6 +547,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         if _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env):
             return True
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            c = const(ctx, a, env)
+            if c is not None and c > 0 and _non_negative(ctx, Value(b, env)):
+                return True  # `0.99 * torch.sigmoid(x) + 0.005`
         return _convex_mix(ctx, node, env, sub)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         return sub(node.left) and sub(node.right)

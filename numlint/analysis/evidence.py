@@ -161,17 +161,36 @@ def padding_mask(ctx: Context, value: Value) -> bool:
     """An attention, padding or length mask: every row keeps at least one token (a BOS or
     CLS token, an utterance of one frame), so its sum is not 0 in practice."""
     inner = reduced(ctx, value)
-    node = ctx.deref(inner).node if inner is not None else None
-    for _ in range(6):
-        if node is None:
+    if inner is None:
+        return False
+    current: Value | None = inner
+    for _ in range(8):
+        if current is None:
             return False
+        node, env = current.node, current.env
         ident = _identifier(node)
-        if ident is not None:
-            return bool(_PADDING.search(ident))
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            node = node.func.value
+        if ident is not None and _PADDING.search(ident):
+            return True
+        if isinstance(node, cst.Name):
+            follow = ctx.deref(current)
+            current = follow if follow.node is not node else None
+        elif isinstance(node, cst.Call):
+            name = _identifier(node.func) or ""
+            if _PADDING.search(name):
+                return True  # `length_to_mask(lengths)`, `make_pad_mask(...)`
+            if isinstance(node.func, cst.Attribute):
+                current = Value(node.func.value, env)
+            elif node.args:
+                current = Value(node.args[0].value, env)
+            else:
+                return False
         elif isinstance(node, cst.Subscript):
-            node = node.value
+            current = Value(node.value, env)
+        elif isinstance(node, cst.Comparison):
+            current = Value(node.left, env)  # `arange(T) < lengths[:, None]`
+            ident = _identifier(node.comparisons[0].comparator)
+            if ident is not None and _PADDING.search(ident):
+                return True
         else:
             return False
     return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.summaries import origin_of, related
 from numlint.context import Env, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
@@ -190,6 +191,8 @@ class AcosOfCosine(Rule):
             if _strict(ctx, low, value.env, -1.0) and _strict(ctx, high, value.env, 1.0):
                 return
             clamped = True
+            if not gradient_flows(ctx, o.input):
+                return  # clamped to [-1, 1]: finite; only the gradient at +-1 is infinite
             value = ctx.deref(Value(c.input, value.env))
         if not _cosine(ctx, value):
             found = origin_of(ctx, value.node, ("cosine",)) if not clamped else None
