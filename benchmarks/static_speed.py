@@ -113,11 +113,47 @@ print(time.perf_counter() - t)
 """
 
 
+def side_by_side(
+    numlint: list[str], env: dict, corpus: Path, baseline: Path, cache_dir: Path, runs: int = 3
+) -> dict[str, tuple[float, int]]:
+    """Cold and warm times of this numlint and of the one in `baseline`, runs interleaved;
+    medians."""
+    other = {**env, "PYTHONPATH": str(baseline), "NUMLINT_CACHE_DIR": str(cache_dir) + "-base"}
+    subprocess.run(
+        [*numlint, "--no-cache", "-"], input=b"", cwd=baseline, env=other, capture_output=True
+    )
+    cold: dict[str, list[tuple[float, int]]] = {"numlint": [], "baseline": []}
+    for _ in range(runs):
+        cold["numlint"].append(timed([*numlint, "--no-cache", str(corpus)], env=env))
+        cold["baseline"].append(
+            timed([*numlint, "--no-cache", str(corpus)], cwd=baseline, env=other)
+        )
+    timed([*numlint, str(corpus)], env=env)
+    timed([*numlint, str(corpus)], cwd=baseline, env=other)
+    warm: dict[str, list[tuple[float, int]]] = {"numlint": [], "baseline": []}
+    for _ in range(5):
+        warm["numlint"].append(timed([*numlint, str(corpus)], env=env))
+        warm["baseline"].append(timed([*numlint, str(corpus)], cwd=baseline, env=other))
+    mid = runs // 2
+    return {
+        "numlint cold (2 processes, no cache)": sorted(cold["numlint"])[mid],
+        "baseline cold": sorted(cold["baseline"])[mid],
+        "numlint warm (cache, median of 5)": sorted(warm["numlint"])[2],
+        "baseline warm": sorted(warm["baseline"])[2],
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-files", type=int, default=0, help="a random sample of this many files")
     ap.add_argument("--skip-peers", action="store_true", help="do not run TorchFix and Fixit")
     ap.add_argument("--only-fixit", action="store_true", help="of the peers, run Fixit only")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another numlint checkout (e.g. a `git worktree` of an older commit) timed side "
+        "by side, cold and warm, runs interleaved",
+    )
     args = ap.parse_args()
     corpus = build_corpus(args.max_files or None)
     files = list(corpus.rglob("*.py"))
@@ -132,6 +168,7 @@ def main() -> int:
         "-q",
         "--output-format",
         "concise",
+        "--isolated",  # the corpus sits inside this repository, whose configuration excludes it
     ]
     cache_dir = CORPUS / "cache"
     # As installed on a user's machine: with bytecode caches (a first run writes them).
@@ -140,12 +177,15 @@ def main() -> int:
     subprocess.run([*numlint, "--no-cache", "-"], input=b"", env=env, capture_output=True)
     rows: dict[str, tuple[float, int]] = {}
     shutil.rmtree(cache_dir, ignore_errors=True)
-    rows["numlint cold (2 processes, no cache)"] = timed(
-        [*numlint, "--no-cache", str(corpus)], env=env
-    )
-    timed([*numlint, str(corpus)], env=env)  # fill the cache
-    warm = [timed([*numlint, str(corpus)], env=env) for _ in range(5)]
-    rows["numlint warm (cache, median of 5)"] = sorted(warm)[2]
+    if args.baseline is not None:
+        rows.update(side_by_side(numlint, env, corpus, args.baseline.resolve(), cache_dir))
+    else:
+        rows["numlint cold (2 processes, no cache)"] = timed(
+            [*numlint, "--no-cache", str(corpus)], env=env
+        )
+        timed([*numlint, str(corpus)], env=env)  # fill the cache
+        warm = [timed([*numlint, str(corpus)], env=env) for _ in range(5)]
+        rows["numlint warm (cache, median of 5)"] = sorted(warm)[2]
     parse_out = subprocess.run(
         [sys.executable, "-c", PARSE_ONLY, str(corpus)], capture_output=True, text=True, check=True
     )
@@ -171,6 +211,9 @@ def main() -> int:
         ("warm at most 1 s", rows["numlint warm (cache, median of 5)"][0] <= 1.0),
         ("peak memory under 1 GB", max(m for _, m in rows.values()) < 1024),
     ]
+    if "baseline cold" in rows:
+        ratio = cold / rows["baseline cold"][0]
+        verdicts.append((f"cold at most 1.2x the baseline's (now {ratio:.2f}x)", ratio <= 1.2))
     for what, ok in verdicts:
         if what.startswith("cold at least") and not peers:
             continue

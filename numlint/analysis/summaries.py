@@ -731,3 +731,113 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
         return None
     found = project.origin(tree, func, kinds)
     return found if found is not None and found.crossed else None
+
+
+# ---- the training protocol of helpers in other files ----
+
+_CLIPS = frozenset(
+    f"torch.nn.utils.{mod}{name}"
+    for mod in ("", "clip_grad.")
+    for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_")
+)
+#: A `.step()` receiver named like one of these is not an optimizer.
+NOT_OPTIMIZERS = (
+    "sched", "warmup", "ckpt", "checkpoint", "manager", "ema", "swa", "profiler", "prof",
+    "pbar", "progress", "timer", "meter", "env", "writer", "logger", "tracker", "monitor",
+    "stopper", "early", "callback", "sampler",
+)  # fmt: skip
+#: (kind, receiver, argument) as numlint.rules.training._steps names them.
+Effect = tuple[str, "str | None", "str | None"]
+
+
+def effects(ctx: object, callee: str, call: object) -> list[Effect]:
+    """The training-step events (backward, scaled-backward, unscale, clip, step,
+    scaler-step, update, zero-grad) a call of a function imported from another file runs, in
+    statement order, with its parameters replaced by the caller's arguments."""
+    project = ctx.project  # type: ignore[attr-defined]
+    if project is None or project.main is None:
+        return []
+    target = project._lookup(project.main, callee)
+    if target is None or target[0] is project.main or target[1] not in target[0].functions:
+        return []
+    mod, name = target
+    f = mod.functions[name]
+    args = [ctx.code(a.value) for a in call.args if a.keyword is None]  # type: ignore[attr-defined]
+    binding = dict(zip(f.params, args, strict=False))
+    binding.update(
+        {a.keyword.value: ctx.code(a.value) for a in call.args if a.keyword is not None}  # type: ignore[attr-defined]
+    )
+    return [
+        (kind, _rename(recv, binding), _rename(arg, binding))
+        for kind, recv, arg in _events(project, mod, f, 0)
+    ]
+
+
+def _rename(text: str | None, binding: dict[str, str]) -> str | None:
+    if text is None:
+        return None
+    root, dot, rest = text.partition(".")
+    return binding.get(root, root) + dot + rest if root in binding else text
+
+
+def _events(project: Project, mod: Module, f: Function, depth: int) -> list[Effect]:
+    out: list[Effect] = []
+    scalers = {
+        _dotted(n.func.value)
+        for n in ast.walk(f.node)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("scale", "unscale_")
+    }
+    for node in _calls_in_order(f.node):
+        fn = node.func
+        qual = project.qualname(mod, fn)
+        if qual in _CLIPS:
+            out.append(("clip", None, None))
+        elif isinstance(fn, ast.Attribute):
+            recv = _dotted(fn.value)
+            if fn.attr == "backward":
+                inner = fn.value
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr == "scale"
+                ):
+                    out.append(("scaled-backward", _dotted(inner.func.value), None))
+                else:
+                    out.append(("backward", None, None))
+            elif fn.attr == "unscale_" and len(node.args) == 1:
+                out.append(("unscale", recv, _dotted(node.args[0])))
+            elif fn.attr == "step" and recv is not None:
+                if recv in scalers and len(node.args) == 1:
+                    out.append(("scaler-step", recv, _dotted(node.args[0])))
+                elif not node.args and not any(w in recv.lower() for w in NOT_OPTIMIZERS):
+                    out.append(("step", recv, None))
+            elif fn.attr == "update" and recv in scalers:
+                out.append(("update", recv, None))
+            elif fn.attr == "zero_grad":
+                out.append(("zero-grad", recv, None))
+        elif isinstance(fn, ast.Name) and depth < 2:
+            target = project._lookup(mod, fn.id)
+            if target is not None and target[1] in target[0].functions:
+                inner_f = target[0].functions[target[1]]
+                if inner_f is not f:
+                    out.extend(_events(project, target[0], inner_f, depth + 1))
+    return out
+
+
+def _calls_in_order(func: ast.AST) -> list[ast.Call]:
+    """Calls in evaluation order (arguments first), nested definitions left out."""
+    out: list[ast.Call] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            visit(child)
+        if isinstance(node, ast.Call):
+            out.append(node)
+
+    for stmt in func.body:  # type: ignore[attr-defined]
+        visit(stmt)
+    return out

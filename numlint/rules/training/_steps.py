@@ -11,12 +11,14 @@ after an `if` whose body returns) never count as following each other.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
 from numlint.context import Context
 from numlint.semantics import keyword, positional
 from numlint.tree import walk
@@ -52,6 +54,11 @@ BACKWARDS = (BACKWARD, SCALED_BACKWARD)
 STEPS = (STEP, SCALER_STEP)
 
 _MAX_DEPTH = 2  # how deep calls of helpers are spliced in
+#: Optimizer classes outside torch.optim (apex, bitsandbytes, timm, transformers...).
+_OPTIMIZER_NAME = re.compile(
+    r"(Adam|SGD|LAMB|Lamb|Lion|Adafactor|RMSprop|Adagrad|Adadelta|LBFGS|Sophia|Shampoo|"
+    r"Muon|Novograd|LARS|Lars|Ranger|Prodigy|Adan|Optimizer|ZeroRedundancy)"
+)
 _MAX_EVENTS = 4000  # per sequence: beyond this a function is not analysed further
 
 Path = tuple[tuple[int, int], ...]
@@ -68,6 +75,8 @@ class _Raw:
     #: "disabled": the scaler was built with `enabled=False`; "local": the scaler is a
     #: GradScaler constructed in the same function.
     flags: frozenset[str] = frozenset()
+    #: For a call of a function imported from another file: the events it runs.
+    effects: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,9 +143,15 @@ class StepTracker:
                 return _Raw(BACKWARD)
             if qual in _STEP_FUNCTIONS and (opt := positional(call, 0, "optimizer")):
                 return _Raw(STEP, receiver=ctx.code(opt))
+            if isinstance(func, cst.Name) and not qual.startswith(("torch.", "numpy.")):
+                # a helper imported from another file of the project: what it runs
+                return _Raw(
+                    "call", callee=func.value, effects=tuple(effects(ctx, func.value, call))
+                )
             return None
         if isinstance(func, cst.Name):
-            return _Raw("call", callee=func.value)
+            found = () if ctx.lookup(func.value) else tuple(effects(ctx, func.value, call))
+            return _Raw("call", callee=func.value, effects=found)
         if not isinstance(func, cst.Attribute):
             return None
         name, recv = func.attr.value, func.value
@@ -187,13 +202,23 @@ class StepTracker:
         return False
 
     def _is_scheduler(self, recv: cst.BaseExpression, text: str) -> bool:
-        lowered = text.lower()
-        if "sched" in lowered or "warmup" in lowered:
+        """Not an optimizer: a learning-rate scheduler, a checkpoint manager, an EMA, a
+        progress bar... (by name), or an object built by a class that is not an optimizer
+        (`CheckpointManager(...)`; `torch.optim.*`, `*Adam*`, `*Optimizer*` are)."""
+        lowered = text.rsplit(".", 1)[-1].lower()
+        if any(word in lowered for word in NOT_OPTIMIZERS) and "optim" not in lowered:
             return True
         target = self.ctx.deref(self.ctx.value(recv))
         if isinstance(target.node, cst.Call):
             ctor = self.ctx.qualname(target.node.func, target.env) or ""
-            return "sched" in ctor.lower()
+            if ctor in GRAD_SCALERS:
+                return False
+            if "sched" in ctor.lower():
+                return True
+            name = (ctor or self.ctx.code(target.node.func)).rsplit(".", 1)[-1]
+            if not name[:1].isupper():
+                return False  # a factory function: whatever it returns may be an optimizer
+            return "optim" not in name.lower() and not _OPTIMIZER_NAME.search(name)
         return False
 
     def _scaler(self, recv: cst.BaseExpression, text: str) -> frozenset[str]:
@@ -415,6 +440,13 @@ class _Builder:
                 if target is not None and depth < _MAX_DEPTH:
                     for ev in self._function_events(target, depth + 1):
                         out.append(replace(ev, path=path + ev.path, loops=loops + ev.loops))
+                elif target is None and raw.callee and not raw.callee.startswith("self."):
+                    for kind, receiver, arg in raw.effects:
+                        if kind in (SCALED_BACKWARD, UNSCALE) and receiver:
+                            self.t.scalers.add(receiver)
+                        out.append(
+                            Event(kind, call, receiver, arg, path, loops, function, stmt, indent)
+                        )
                 continue
             resolved = self.t.resolve(raw)
             if resolved is None:
