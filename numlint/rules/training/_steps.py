@@ -15,11 +15,13 @@ import re
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import libcst as cst
 
 from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
 from numlint.context import Context
+from numlint.rule import Rule
 from numlint.semantics import keyword, positional
 from numlint.tree import walk
 
@@ -262,6 +264,33 @@ class StepTracker:
         if raw.kind == "update?":
             return (UPDATE, raw.receiver, None) if raw.receiver in self.scalers else None
         return raw.kind, raw.receiver, raw.arg
+
+
+class StepRule(Rule):
+    """Base of the rules about the order of a training step: calls are noted during the
+    traversal, and `check` reads each event sequence once the file is done. A rule defines
+    `check(tracker, seq)` yielding (event, detail) and, to say more than its MESSAGE,
+    `found(event, detail)`; an event is reported once however many sequences hold it."""
+
+    CHUNK = "module"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        tracker(self.ctx).note(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        t = tracker(self.ctx)
+        seen: set[int] = set()
+        for seq in t.sequences():
+            for event, detail in self.check(t, seq):
+                if id(event.call) not in seen:
+                    seen.add(id(event.call))
+                    self.found(event, detail)
+
+    def check(self, t: StepTracker, seq: list[Event]) -> Iterator[tuple[Event, Any]]:
+        raise NotImplementedError
+
+    def found(self, event: Event, detail: Any) -> None:
+        self.report(event.call)
 
 
 _TRACKERS: weakref.WeakKeyDictionary[Context, StepTracker] = weakref.WeakKeyDictionary()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Iterator
 
-from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rule import Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
 _WHERE = {
@@ -14,7 +14,7 @@ _WHERE = {
 }
 
 
-class ClipOutsideBackwardStep(Rule):
+class ClipOutsideBackwardStep(_steps.StepRule):
     """Gradient clipping placed where it has no effect: clip between `backward()` and `step()`.
 
     What it does:
@@ -54,7 +54,6 @@ class ClipOutsideBackwardStep(Rule):
         "call it after `loss.backward()` (and `scaler.unscale_(optimizer)`) "
         "and before `optimizer.step()`"
     )
-    CHUNK = "module"
     TRIGGERS = ("clip_grad",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
@@ -249,19 +248,13 @@ class ClipOutsideBackwardStep(Rule):
         ),
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        _steps.tracker(self.ctx).note(node)
+    def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
+        return _steps.misplaced_clips(self.ctx, seq)
 
-    def leave_Module(self, node: cst.Module) -> None:
-        seen: set[int] = set()
-        for seq in _steps.tracker(self.ctx).sequences():
-            for clip, where in _steps.misplaced_clips(self.ctx, seq):
-                if id(clip.call) in seen:
-                    continue
-                seen.add(id(clip.call))
-                message = (
-                    f"gradient clipping {_WHERE[where]}: it has no effect; call it after "
-                    "`loss.backward()` (and `scaler.unscale_(optimizer)`) and before "
-                    "`optimizer.step()`"
-                )
-                self.report(clip.call, message)
+    def found(self, clip: _steps.Event, where: str) -> None:
+        message = (
+            f"gradient clipping {_WHERE[where]}: it has no effect; call it after "
+            "`loss.backward()` (and `scaler.unscale_(optimizer)`) and before "
+            "`optimizer.step()`"
+        )
+        self.report(clip.call, message)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Iterator
 
-from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rule import FixSpec, Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
 
-class ClipWithoutUnscale(Rule):
+class ClipWithoutUnscale(_steps.StepRule):
     """Clipping AMP-scaled gradients: call `scaler.unscale_(optimizer)` before the clip.
 
     What it does:
@@ -49,7 +49,6 @@ class ClipWithoutUnscale(Rule):
         "clipping gradients still multiplied by the GradScaler's loss scale shrinks the update "
         "about 65,536 times; call `scaler.unscale_(optimizer)` right before the clip"
     )
-    CHUNK = "module"
     TRIGGERS = ("clip_grad",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
@@ -253,18 +252,11 @@ class ClipWithoutUnscale(Rule):
         ),
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        _steps.tracker(self.ctx).note(node)
+    def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
+        return ((clip, step) for clip, _, step in _steps.unscaled_clips(t, seq))
 
-    def leave_Module(self, node: cst.Module) -> None:
-        tracker = _steps.tracker(self.ctx)
-        seen: set[int] = set()
-        for seq in tracker.sequences():
-            for clip, _, step in _steps.unscaled_clips(tracker, seq):
-                if id(clip.call) in seen:
-                    continue
-                seen.add(id(clip.call))
-                self.report(clip.call, fix=self._fix(clip, step))
+    def found(self, clip: _steps.Event, step: _steps.Event | None) -> None:
+        self.report(clip.call, fix=self._fix(clip, step))
 
     def _fix(self, clip: _steps.Event, step: _steps.Event | None) -> FixSpec | None:
         if step is None or step.function is not clip.function or step.arg is None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Iterator
 
-from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.rule import FixSpec, Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
 
-class ScalerStepWithoutUpdate(Rule):
+class ScalerStepWithoutUpdate(_steps.StepRule):
     """`scaler.step(optimizer)` without `scaler.update()` in the same iteration.
 
     What it does:
@@ -44,7 +44,6 @@ class ScalerStepWithoutUpdate(Rule):
         "`scaler.step(optimizer)` without `scaler.update()` in the iteration: the next step "
         "raises and the loss scale never adapts; call `scaler.update()` after every step"
     )
-    CHUNK = "module"
     TRIGGERS = ("GradScaler", ".scale(", "unscale_")
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
@@ -173,26 +172,19 @@ class ScalerStepWithoutUpdate(Rule):
         ),
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        _steps.tracker(self.ctx).note(node)
+    def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
+        return _steps.steps_without_update(t, seq)
 
-    def leave_Module(self, node: cst.Module) -> None:
-        tracker = _steps.tracker(self.ctx)
-        seen: set[int] = set()
-        for seq in tracker.sequences():
-            for step, why in _steps.steps_without_update(tracker, seq):
-                if id(step.call) in seen:
-                    continue
-                seen.add(id(step.call))
-                if why == "outside":
-                    message = (
-                        "`scaler.update()` runs outside the loop that calls "
-                        "`scaler.step(optimizer)`: the second step raises and the loss scale "
-                        "never adapts; call `scaler.update()` after every step"
-                    )
-                    self.report(step.call, message)
-                else:
-                    self.report(step.call, fix=self._fix(step))
+    def found(self, step: _steps.Event, why: str) -> None:
+        if why == "outside":
+            message = (
+                "`scaler.update()` runs outside the loop that calls "
+                "`scaler.step(optimizer)`: the second step raises and the loss scale "
+                "never adapts; call `scaler.update()` after every step"
+            )
+            self.report(step.call, message)
+        else:
+            self.report(step.call, fix=self._fix(step))
 
     def _fix(self, step: _steps.Event) -> FixSpec | None:
         line = f"{step.receiver}.update()"

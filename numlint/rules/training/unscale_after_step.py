@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Iterator
 
-from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rule import Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
 
-class UnscaleAfterStep(Rule):
+class UnscaleAfterStep(_steps.StepRule):
     """`scaler.unscale_(optimizer)` after `scaler.step(optimizer)`: unscale between backward and step.
 
     What it does:
@@ -37,7 +37,6 @@ class UnscaleAfterStep(Rule):
         "`scaler.unscale_(optimizer)` after `scaler.step(optimizer)` raises or unscales "
         "gradients already used; call it after `backward()` and before clipping and `step()`"
     )
-    CHUNK = "module"
     TRIGGERS = ("unscale_",)
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
@@ -125,13 +124,5 @@ class UnscaleAfterStep(Rule):
         ),
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        _steps.tracker(self.ctx).note(node)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        seen: set[int] = set()
-        for seq in _steps.tracker(self.ctx).sequences():
-            for unscale, _ in _steps.unscales_after_step(seq):
-                if id(unscale.call) not in seen:
-                    seen.add(id(unscale.call))
-                    self.report(unscale.call)
+    def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
+        return _steps.unscales_after_step(seq)
