@@ -58,21 +58,20 @@ def _uninstall() -> None:
     clip_mod.clip_grad_norm_ = _saved.pop("clip_mod")
 
 
-def add(on_loss: LossListener, on_clip: ClipListener) -> None:
-    """Start passing losses and clip results to these callbacks."""
+def listen(kind: str, fn: Callable[..., None]) -> None:
+    """Start passing `kind` ("loss": the tensor backward() is called on; "clip": the result
+    of clip_grad_norm_, its max_norm and parameters) to `fn`."""
     with _lock:
         if not _loss_listeners and not _clip_listeners:
             _install()
-        _loss_listeners.append(on_loss)
-        _clip_listeners.append(on_clip)
+        (_loss_listeners if kind == "loss" else _clip_listeners).append(fn)
 
 
-def remove(on_loss: LossListener, on_clip: ClipListener) -> None:
-    """Stop passing them (the originals come back with the last listener)."""
+def unlisten(kind: str, fn: Callable[..., None]) -> None:
+    """Stop passing it (the originals come back with the last listener)."""
     with _lock:
-        if on_loss in _loss_listeners:
-            _loss_listeners.remove(on_loss)
-        if on_clip in _clip_listeners:
-            _clip_listeners.remove(on_clip)
+        listeners = _loss_listeners if kind == "loss" else _clip_listeners
+        if fn in listeners:
+            listeners.remove(fn)
         if not _loss_listeners and not _clip_listeners and _saved:
             _uninstall()

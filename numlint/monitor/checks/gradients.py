@@ -1,0 +1,139 @@
+"""Gradient norms: every parameter's gradient norm in one multi-tensor op before each step
+(the global norm logged, before clip_grad_norm_ when the loop clips, with the clipped norm and
+max_norm), explosions, parameters whose gradient is all zeros, per-parameter statistics, and a
+non-finite gradient stopped before it reaches the weights. The step events are built a
+second's worth at a time: a step only appends one tuple."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from torch import Tensor
+
+from numlint.monitor import capture
+from numlint.monitor.checks._base import LOCAL, OK, SPREAD, Check, Point
+from numlint.monitor.checks._failures import backward_failure, grad_failure, grads_finite_exact
+from numlint.monitor.events import EventLog
+from numlint.monitor.grads import ExplosionDetector, norms, param_stats, step_events
+
+
+class GradientCheck(Check):
+    """Phase "grad" (or "backward" when re-running backward names the module)."""
+
+    PRIORITY = 60
+
+    def start(self) -> None:
+        self._explosion = ExplosionDetector(*self.mon.explosion)
+        self._all_present = list(range(len(self.mon.params)))
+        self._clip: tuple[Tensor, float] | None = None  # clip_grad_norm_'s result this step
+        self._step: tuple[list[int], tuple[Tensor, float] | None] | None = None
+        self._pending: tuple[Any, ...] | None = None  # the step's record, until it completes
+        self._unbuilt: list[tuple[Any, ...]] = []  # completed steps whose events are not built
+        self._unbuilt_since = 0.0
+        capture.listen("clip", self._on_clip)
+
+    def stop(self) -> None:
+        capture.unlisten("clip", self._on_clip)
+
+    def _on_clip(self, total: Tensor, max_norm: float, params: list[Tensor]) -> None:
+        """clip_grad_norm_ ran on this model's parameters: keep its pre-clip norm (not read)."""
+        if not self.mon.paused and params and id(params[0]) in self.mon.param_ids:
+            self._clip = (total, max_norm)
+
+    def values(self, point: Point) -> list[Tensor]:
+        params = self.mon.params
+        if point == "backward":  # the gradients accumulated so far
+            return norms([p.grad for p in params if p.grad is not None])  # type: ignore[misc]
+        if point != "step":
+            return []
+        grads = [p.grad for p in params]
+        present = self._all_present
+        if any(g is None for g in grads):  # some parameters got no gradient this step
+            present = [i for i, g in enumerate(grads) if g is not None]
+            grads = [grads[i] for i in present]
+        clip, self._clip = self._clip, None
+        self._step = (present, clip)
+        head = [clip[0].reshape(())] if clip is not None else []
+        return head + norms(grads)  # type: ignore[arg-type]
+
+    def judge(self, values: list[float], point: Point) -> int:
+        if point == "backward":
+            ok = all(math.isfinite(v) for v in values) or grads_finite_exact(self.mon)
+            return OK if ok else LOCAL
+        if point != "step" or self._step is None:
+            return OK
+        mon = self.mon
+        present, clip = self._step
+        self._step = None
+        pre_clip = values[0] if clip is not None else None
+        norms_ = values[1:] if clip is not None else values
+        total = math.sqrt(math.fsum([v * v for v in norms_]))
+        # (a sum of squares can overflow: a non-finite total is checked exactly)
+        ok = math.isfinite(total) or grads_finite_exact(mon)
+        self._pending = None
+        if present:
+            rows = None
+            if mon.grad_stats_every and mon.iteration % mon.grad_stats_every == 0:
+                rows = param_stats(mon.params, mon.param_names, present)
+            clipped = None
+            if clip is not None and pre_clip is not None:
+                clipped, total = (total, clip[1]), pre_clip
+            self._pending = (total, present, norms_, mon.loss_value, rows, clipped)
+        return OK if ok else SPREAD  # (under DDP, the all-reduce may have brought it)
+
+    def report(self, point: Point) -> None:
+        if point == "backward":
+            backward_failure(self.mon, [], [])
+        else:
+            grad_failure(self.mon)
+
+    def step_done(self, scale: float | None) -> None:
+        """Record the completed step; its events are built later, in order."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        mon = self.mon
+        mon.last_grad_norm = pending[0]
+        steps = self._unbuilt
+        steps.append((mon.step, mon.iteration, scale, time.time(), pending))
+        now = time.monotonic()
+        if len(steps) == 1:
+            self._unbuilt_since = now
+        elif now - self._unbuilt_since > EventLog.FLUSH_EVERY_S:
+            self.flush()
+
+    def step_skipped(self, before: float, after: float) -> None:
+        self._pending = None
+        self._clip = None
+
+    def flush(self) -> None:
+        """Turn the recorded steps into events, in order."""
+        steps = self._unbuilt
+        if not steps:
+            return
+        self._unbuilt = []
+        mon = self.mon
+        emit = mon.log.emit
+        for step, iteration, scale, when, (total, present, values, loss, rows, clip) in steps:
+            for event in step_events(
+                step=step,
+                iteration=iteration,
+                rank=mon.rank,
+                total=total,
+                present=present,
+                values=values,
+                loss=loss,
+                scale=scale,
+                rows=rows,
+                groups=mon.groups,
+                names=mon.param_names,
+                explosion=self._explosion,
+                when=when,
+                clip=clip,
+            ):
+                emit(event)
+
+
+CHECK = GradientCheck
