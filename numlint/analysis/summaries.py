@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from numlint.analysis.names import import_one
+
 _SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
 _SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
@@ -94,24 +96,11 @@ class _Reader(ast.NodeVisitor):
         self.func: list[Function] = []
 
     def visit_Import(self, node: ast.Import) -> None:
-        for a in node.names:
-            if a.asname:
-                self.m.imports[a.asname] = a.name
-            else:
-                root = a.name.split(".")[0]
-                self.m.imports[root] = root
+        self.m.imports.update(import_one(node))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        base = node.module or ""
-        if node.level:
-            parts = self.m.name.split(".")
-            keep = parts[: len(parts) - node.level] if len(parts) >= node.level else []
-            if self.m.path.endswith("__init__.py"):
-                keep = parts[: len(parts) - node.level + 1]
-            base = ".".join([*keep, base] if base else keep)
-        for a in node.names:
-            if a.name != "*":
-                self.m.imports[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+        package = self.m.path.endswith("__init__.py")
+        self.m.imports.update(import_one(node, self.m.name, package))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if self.func:

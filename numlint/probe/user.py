@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from numlint.analysis.names import module_imports
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
 from numlint.probe import runner, templates
@@ -27,7 +28,6 @@ from numlint.probe.whitelist import (
     Expression,
     NotProbeable,
     compile_expression,
-    module_imports,
     parse_expression,
 )
 from numlint.rule import Probe

@@ -200,24 +200,6 @@ class Expression:
         return bool(names & RANDOM)
 
 
-def module_imports(tree: ast.AST) -> dict[str, str]:
-    """Local name -> qualified name for every import in a module (any nesting level)."""
-    imports: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    imports[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".")[0]
-                    imports[root] = root
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                if alias.name != "*":
-                    imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return imports
-
-
 def parse_expression(text: str) -> ast.expr:
     """Parse one expression (possibly spanning lines); raises NotProbeable.
 

@@ -1,0 +1,47 @@
+"""What an imported name means, read from CPython's ast: one import table for every reader
+of ast trees (the cross-function summaries and the probe's reading of user expressions).
+The libcst traversal resolves names the same way in numlint.context."""
+
+from __future__ import annotations
+
+import ast
+
+
+def import_one(
+    node: ast.Import | ast.ImportFrom, module: str = "", package: bool = False
+) -> dict[str, str]:
+    """Local name -> qualified name for one import statement. Relative imports are resolved
+    against `module` (the dotted name of the importing module; `package`: it is an
+    `__init__.py`), or left out when it is not known."""
+    out: dict[str, str] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                out[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                out[root] = root
+        return out
+    base = node.module or ""
+    if node.level:
+        if not module:
+            return out
+        parts = module.split(".")
+        drop = node.level - 1 if package else node.level
+        if drop > len(parts):
+            return out
+        keep = parts[: len(parts) - drop] if drop else parts
+        base = ".".join([*keep, base] if base else keep)
+    for alias in node.names:
+        if alias.name != "*":
+            out[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    return out
+
+
+def module_imports(tree: ast.AST, module: str = "", package: bool = False) -> dict[str, str]:
+    """Local name -> qualified name for every import in a module (any nesting level)."""
+    imports: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.update(import_one(node, module, package))
+    return imports
