@@ -11,17 +11,14 @@ failed on the rank where the value began reports it; the core turns that into an
 forward outputs, the loss, backward gradients, DDP gradient buckets, gradient norms (logged
 every step, explosions, vanishing), parameters, AMP skips.
 
-Incidents: a failure later in the step of an incident already reported is its consequence and
-is not reported again; an incident identical to the previous one (a NaN left in the weights,
-fed to every later step) is counted and logged once the run ends as `nonfinite_repeated`.
-Each new incident is localised and gets its own snapshot (up to `max_snapshots`).
+Incidents (what happens once a check has found where a value began: events, snapshot, action,
+consequences and repeats) are handled by `incidents`.
 """
 
 from __future__ import annotations
 
 import atexit
 import fnmatch
-import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +28,6 @@ from torch import Tensor, nn
 
 from numlint.monitor import distributed as dist
 from numlint.monitor import events as ev
-from numlint.monitor import snapshot as snap_mod
 from numlint.monitor.amp import ScalerPatch
 from numlint.monitor.checks import all_checks
 from numlint.monitor.checks._base import LOCAL, OK, PHASE_OF, SPREAD, Check, Point
@@ -39,16 +35,13 @@ from numlint.monitor.events import Event, EventLog, NonFiniteError, make_event
 from numlint.monitor.findings import Finding, param_findings, to_event
 from numlint.monitor.grads import ParamGroup
 from numlint.monitor.hooks import FlagRecorder
+from numlint.monitor.incidents import Incidents, NumlintWarning
 from numlint.monitor.locate import ForwardState
 from numlint.monitor.stats import read_floats
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
 DEFAULT_LOG = "numlint-events.jsonl"
-
-
-class NumlintWarning(RuntimeWarning):
-    """Issued for error events when action="warn"."""
 
 
 class Monitor:
@@ -128,11 +121,7 @@ class Monitor:
         self.loss_finite = True  # the last loss checked at a criterion or scaler call
         self._stepped = False
         self._opt_seen: dict[int, bool] = {}
-        # incidents
-        self.incidents = 0
-        self._incident_open = False
-        self._last_sig: tuple[Any, ...] | None = None
-        self._repeat: Event | None = None
+        self._incidents = Incidents(self)
 
     # ------------------------------------------------------------------ set-up
     def _log_path(self, log: str | Path | None) -> Path | None:
@@ -222,7 +211,7 @@ class Monitor:
             check.stop()
         atexit.unregister(self._write_at_exit)
         self._flush_checks()
-        self._end_repeat()
+        self._incidents.end_repeat()
         self.log.close()
         self._active = False
         self._rec.take_forward()
@@ -344,7 +333,7 @@ class Monitor:
             # now, while its micro-batch is still here to re-run.
             self.check("backward")
         elif not backward_seen:
-            self._incident_open = False  # the last step is over (taken or dropped)
+            self._incidents.open = False  # the last step is over (taken or dropped)
         self.rng = ForwardState.capture()
         self.grad_enabled = torch.is_grad_enabled()
         rec.out_grads = None
@@ -415,7 +404,7 @@ class Monitor:
             return
         self.step += 1
         self.micro = 0
-        self._incident_open = False
+        self._incidents.open = False
         if self.check_params == "step" and self.params and self.check("param"):
             self.iteration += 1
             return
@@ -431,7 +420,7 @@ class Monitor:
         self._stepped = False
         self.iteration += 1
         self.micro = 0
-        self._incident_open = False
+        self._incidents.open = False
         if skipped:
             for c in self.checks:
                 c.step_skipped(before, after)
@@ -448,6 +437,10 @@ class Monitor:
     def _flush_checks(self) -> None:
         for c in self.checks:
             c.flush()
+
+    def emit_pending(self) -> None:
+        """Log the events the checks hold back (the steps recorded so far)."""
+        self._flush_checks()
 
     def _write_at_exit(self) -> None:
         self._flush_checks()
@@ -500,87 +493,16 @@ class Monitor:
     @property
     def incident_open(self) -> bool:
         """An incident was reported in the current step (later failures are consequences)."""
-        return self._incident_open
+        return self._incidents.open
+
+    @property
+    def incidents(self) -> int:
+        """How many distinct incidents were reported."""
+        return self._incidents.count
 
     def fail_events(self, events: list[Event]) -> None:
-        """Report one incident: snapshot, log, action. A failure later in the step of an
-        incident already reported is its consequence and is dropped; an incident identical to
-        the previous one is counted, and the run is logged once it ends as one
-        `nonfinite_repeated` event."""
-        origin = next((e for e in events if e.get("origin")), events[0])
-        if self._incident_open:
-            return
-        self._incident_open = True
-        self.failed = True
-        sig = tuple(origin.get(k) for k in ("event", "phase", "module", "kind", "source_rank"))
-        if sig == self._last_sig:
-            self._count_repeat(origin)
-            if self.action == "raise":
-                raise NonFiniteError(origin, events, self.snapshot)
-            return
-        self._flush_checks()
-        self._end_repeat()
-        self._last_sig = sig
-        self.incidents += 1
-        if self.incidents <= self.max_snapshots:
-            self.snapshot = self._save_snapshot(origin)
-            if isinstance(self.snapshot, Path):
-                for e in events:
-                    e["snapshot"] = str(self.snapshot)
-        for e in events:
-            e["incident"] = self.incidents
-            self.log.emit(e)
-        if self.action == "raise":
-            raise NonFiniteError(origin, events, self.snapshot)
-        if self.action == "warn":
-            warnings.warn(ev.describe(origin), NumlintWarning, stacklevel=3)
-
-    def _count_repeat(self, origin: Event) -> None:
-        rep = self._repeat
-        if rep is None:
-            keys = ("phase", "module", "kind", "tensor", "source_rank")
-            rep = self._repeat = make_event(
-                ev.REPEATED,
-                of=origin["event"],
-                rank=self.rank,
-                incident=self.incidents,
-                count=0,
-                first_step=self.step,
-                first_iteration=self.iteration,
-                **{k: origin.get(k) for k in keys},
-            )
-        rep.update(count=rep["count"] + 1, step=self.step, iteration=self.iteration)
-
-    def _end_repeat(self) -> None:
-        """Log the run of repeated incidents counted so far, if any."""
-        rep, self._repeat = self._repeat, None
-        if rep is not None:
-            self.log.emit(rep)
-
-    def _save_snapshot(self, event: Event) -> Any:
-        grads = self._rec.out_grads
-        path = self.snapshot_path
-        if path is not None and self.incidents > 1:
-            path = path.with_name(f"{path.stem}.{self.incidents}{path.suffix}")
-        try:
-            data = snap_mod.build(
-                event=event,
-                model=self.model,
-                optimizer=self.optimizer,
-                scaler=self.scaler,
-                args=self.args,
-                kwargs=self.kwargs,
-                rng=self.rng,
-                grad_enabled=self.grad_enabled,
-                output_grads=grads if grads and any(g is not None for g in grads) else None,
-                targets=self.targets,
-            )
-            if path is None:
-                return data
-            return snap_mod.save(data, path)
-        except Exception as exc:  # a failed snapshot must not hide the real error
-            warnings.warn(f"numlint: could not save snapshot: {exc}", NumlintWarning, stacklevel=2)
-            return None
+        """Report one incident (see `incidents.Incidents.report`)."""
+        self._incidents.report(events)
 
 
 def watch(
