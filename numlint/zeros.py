@@ -303,6 +303,19 @@ def square_of(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpre
         if o.name == "pow" and (e := o.arg(0, "exponent")) is not None:
             if const(ctx, e, env) == 2.0:
                 return o.input
+        if o.name == "mul" and (other := o.arg(0, "other")) is not None:
+            if same_code(ctx, o.input, other):
+                return o.input  # torch.mul(x, x)
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "pow"
+        and ctx.lookup("pow", env) is None
+        and "pow" not in ctx.imports
+        and len(node.args) == 2
+        and const(ctx, node.args[1].value, env) == 2.0
+    ):
+        return node.args[0].value  # the builtin pow(x, 2)
     return None
 
 

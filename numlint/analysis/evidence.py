@@ -18,7 +18,7 @@ import libcst as cst
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, strip
-from numlint.zeros import op, zero_reason
+from numlint.zeros import op, square_of, zero_reason
 
 #: The grade of each reason numlint.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -136,12 +136,22 @@ def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
         return None
     v = ctx.deref(value)
     node = v.node
+    base = square_of(ctx, node, v.env)
+    if base is not None:
+        return reduced(ctx, Value(base, v.env, v.mutations), depth + 1) or Value(base, v.env)
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Power, cst.Multiply)
     ):
         if isinstance(node.operator, cst.Power) or node.left.deep_equals(node.right):
             return reduced(ctx, Value(node.left, v.env, v.mutations), depth + 1)
         return v
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        # an accumulation `s = s + d ** 2`: what the added terms are squares of
+        for side in (node.right, node.left):
+            found = reduced(ctx, Value(side, v.env, v.mutations), depth + 1)
+            if found is not None and found.node is not side:
+                return found
+        return None
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, v.env)
         if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:

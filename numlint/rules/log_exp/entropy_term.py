@@ -14,6 +14,7 @@ from numlint.zeros import (
     positive_value,
     same_value,
     selection,
+    zero_reason,
 )
 
 
@@ -115,8 +116,21 @@ class EntropyTerm(Rule):
         Invalid(
             """
             import torch
+            def entropy(x):
+                p = torch.relu(x)
+                log_p = p.log()
+                return -(p * log_p).sum(-1)
+            """,
+            line=5,
+            column=14,
+            note="the log on a line of its own: no fix",
+        ),
+        Invalid(
+            """
+            import torch
             h = -(p * torch.log(p)).sum(-1)
             """,
+            confidence="medium",
             line=2,
             column=7,
             fixed="""
@@ -130,6 +144,7 @@ class EntropyTerm(Rule):
             def entropy(probs):
                 return -(probs * probs.log()).sum(dim=1).mean()
             """,
+            confidence="medium",
             line=3,
             column=14,
             fixed="""
@@ -143,6 +158,7 @@ class EntropyTerm(Rule):
             import torch
             h = torch.sum(torch.log(w) * w)
             """,
+            confidence="medium",
             line=2,
             column=15,
             fixed="""
@@ -155,6 +171,7 @@ class EntropyTerm(Rule):
             import torch
             h = (-q * torch.log2(q)).sum()
             """,
+            confidence="medium",
             line=2,
             column=6,
             note="log2: no fix",
@@ -172,16 +189,18 @@ class EntropyTerm(Rule):
             return
         ctx = self.ctx
         for factor, other in ((node.left, node.right), (node.right, node.left)):
-            o = op(ctx, other)
+            kept = ctx.deref(ctx.value(other))  # `log_p = p.log()` on a line of its own
+            o = op(ctx, kept.node, kept.env)  # type: ignore[arg-type]
             if o is None or o.name not in ("log", "log2") or o.input is None:
                 continue
+            separate = kept.node is not other
             if o.spelling == "method" and o.call.args:
                 continue
             negated = isinstance(factor, cst.UnaryOperation) and isinstance(
                 factor.operator, cst.Minus
             )
             base = factor.expression if negated else factor  # type: ignore[attr-defined]
-            if not same_value(ctx, ctx.value(base), ctx.value(o.input)):
+            if not same_value(ctx, ctx.value(base), Value(o.input, kept.env)):
                 continue
             value = ctx.deref(ctx.value(o.input))
             if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
@@ -192,9 +211,10 @@ class EntropyTerm(Rule):
                 return  # inside `torch.where(p > 0, ...)`: NUM110 reports the gradient
             fix = None
             func = ctx.spell("torch.xlogy")
-            if o.name == "log" and func is not None:
+            if o.name == "log" and func is not None and not separate:
                 text = bare(ctx, base)
                 code = f"{'-' if negated else ''}{func}({text}, {text})"
                 fix = self.fix("unsafe", "Replace with `torch.xlogy`", (node, code))
-            self.report(node, fix=fix)
+            known = zero_reason(ctx, value, "log") is not None
+            self.report(node, fix=fix, confidence="high" if known else "medium")
             return

@@ -15,8 +15,10 @@ class HandWrittenLogsumexp(Rule):
 
     What it does:
     Flags `torch.log(torch.sum(torch.exp(x), d))`, `torch.log(torch.exp(x).sum(d))`,
-    `x.exp().sum(d).log()`, the same with `mean`, and `torch.log(torch.exp(a) + torch.exp(b))`,
-    also when the parts come from variables of the same function.
+    `x.exp().sum(d).log()`, the same with `mean`, `torch.log(torch.exp(a) + torch.exp(b))`,
+    and the hand-written InfoNCE / cross-entropy term
+    `torch.log(torch.exp(pos) / torch.exp(sim).sum(d))`, also when the parts come from
+    variables of the same function.
 
     Why is this bad?
     `exp(x)` overflows to inf for x >= 88.7 (float32) / 11.1 (float16), and when every x is
@@ -47,6 +49,14 @@ class HandWrittenLogsumexp(Rule):
     TRIGGERS = ("exp(",)
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def info_nce(pos, sim, t=0.07):
+                return -(pos / t - torch.logsumexp(sim / t, dim=-1)).mean()
+            """,
+            "the stable InfoNCE",
+        ),
         Valid(
             """
             import torch
@@ -81,6 +91,16 @@ class HandWrittenLogsumexp(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def info_nce(pos, sim, t=0.07):
+                return -torch.log(torch.exp(pos / t) / torch.exp(sim / t).sum(dim=-1)).mean()
+            """,
+            line=3,
+            column=13,
+            note="a hand-written InfoNCE loss",
+        ),
         Invalid(
             """
             import torch
@@ -181,6 +201,9 @@ class HandWrittenLogsumexp(Rule):
             if a is not None and b is not None:
                 self.report(node, fix=self._logaddexp(node, a, b, inner.node is o.input))
             return
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+            self._ratio(node, expr, inner.env)
+            return
         red = find(ctx, o.input, ("sum", "mean"))
         if red is None or red.op.input is None:
             return
@@ -188,6 +211,23 @@ class HandWrittenLogsumexp(Rule):
         if e is None:
             return
         self.report(node, fix=self._logsumexp(node, red, e))
+
+    def _ratio(self, node: cst.Call, expr: cst.BinaryOperation, env) -> None:
+        """`log(exp(pos) / exp(sim).sum(d))`: a hand-written InfoNCE / cross-entropy term."""
+        ctx = self.ctx
+        num = unbounded_exp(ctx, expr.left, env, shifted_only=True)
+        red = find(ctx, expr.right, ("sum",), env)
+        if num is None or red is None or red.op.input is None:
+            return
+        den = unbounded_exp(ctx, red.op.input, red.op.env, shifted_only=True)
+        if den is None:
+            return
+        message = (
+            "hand-written log-softmax `log(exp(a) / exp(s).sum(d))` (an InfoNCE or "
+            "cross-entropy term): exp overflows to inf (> 88.7) and the ratio becomes NaN; "
+            "write `a - torch.logsumexp(s, d)`, or `F.cross_entropy(logits, target)`"
+        )
+        self.report(node, message)
 
     def _logsumexp(self, node: cst.Call, red: Found, e: Found) -> FixSpec | None:
         ctx = self.ctx
