@@ -75,3 +75,30 @@ def test_locating_a_failure_does_not_disturb_rng_or_buffers() -> None:
     assert plain == watched
     for a, b in zip(plain_state, watched_state, strict=True):  # BN statistics hold NaN in both
         torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+
+
+def run_accumulating(monitored: bool) -> tuple[list[float], list[torch.Tensor]]:
+    """Two micro-batches per step and gradient clipping: the paths the loss, clip and
+    micro-batch checks watch."""
+    torch.manual_seed(99)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    losses: list[float] = []
+    with numlint.watch(model, opt, log=None, static=False) if monitored else _null():
+        for _ in range(6):
+            for _ in range(2):
+                logits, _ = model(torch.randn(16, 6) * 3)
+                loss = nn.functional.cross_entropy(logits, torch.randint(0, 3, (16,))) / 2
+                loss.backward()
+                losses.append(loss.item())
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            opt.step()
+            opt.zero_grad()
+    return losses, [p.detach().clone() for p in model.state_dict().values()]
+
+
+def test_accumulation_and_clipping_stay_bit_identical() -> None:
+    plain, plain_state = run_accumulating(False)
+    watched, watched_state = run_accumulating(True)
+    assert plain == watched
+    assert all(torch.equal(a, b) for a, b in zip(plain_state, watched_state, strict=True))
