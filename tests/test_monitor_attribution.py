@@ -274,3 +274,35 @@ def test_reported_dtype_is_the_ops_not_the_module_outputs() -> None:
     assert ev["op"] == "aten::mul" and ev["source"].endswith(
         f":{HalfScale.forward.__code__.co_firstlineno + 1}"
     )
+
+
+def test_a_loss_is_attributed_to_the_monitor_of_its_own_thread() -> None:
+    import threading
+
+    monitors = {}
+
+    def train(name: str, nan_loss: bool) -> None:
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        monitor = numlint.watch(model, opt, log=None, action="record", static=False)
+        monitors[name] = monitor
+        with monitor:
+            for _ in range(20):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                if nan_loss:
+                    loss = loss + (torch.zeros(()) * torch.log(torch.zeros(())))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+
+    threads = [
+        threading.Thread(target=train, args=("clean", False)),
+        threading.Thread(target=train, args=("nan", True)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not [e for e in monitors["clean"].events if e["event"].startswith("nonfinite")]
+    bad = [e for e in monitors["nan"].events if e["event"] == "nonfinite" and e["origin"]]
+    assert bad and bad[0]["phase"] == "loss" and bad[0]["module"] == "<loss>"

@@ -68,3 +68,18 @@ def test_exception_inside_the_loop_removes_hooks():
         _train(model, opt, numlint.watch(model, opt, log=None), fail_at=1)
     assert not model.shared._forward_hooks and not model.frozen._forward_hooks
     model(torch.randn(2, 4))  # the model still works without the monitor
+
+
+def test_backward_and_clip_are_restored_after_the_last_monitor() -> None:
+    import numlint.monitor.capture as capture
+
+    original = (torch.Tensor.backward, torch.nn.utils.clip_grad_norm_)
+    model = nn.Linear(3, 1)
+    outer = numlint.watch(model, log=None)
+    inner = numlint.watch(nn.Linear(3, 1), log=None)
+    with outer:
+        assert torch.Tensor.backward is capture._backward
+        with inner:
+            model(torch.randn(2, 3)).sum().backward()
+        assert torch.Tensor.backward is capture._backward  # outer still listens
+    assert (torch.Tensor.backward, torch.nn.utils.clip_grad_norm_) == original

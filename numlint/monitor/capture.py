@@ -42,9 +42,13 @@ def _clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any
 def _install() -> None:
     import torch.nn.utils.clip_grad as clip_mod
 
-    _saved["backward"] = torch.Tensor.backward
-    _saved["clip"] = torch.nn.utils.clip_grad_norm_
-    _saved["clip_mod"] = clip_mod.clip_grad_norm_
+    if torch.Tensor.backward is not _backward:  # (never wrap a wrapper)
+        _saved["backward"] = torch.Tensor.backward
+    if torch.nn.utils.clip_grad_norm_ is not _clip_grad_norm_:
+        _saved["clip"] = torch.nn.utils.clip_grad_norm_
+    if clip_mod.clip_grad_norm_ is not _clip_grad_norm_:
+        _saved["clip_mod"] = clip_mod.clip_grad_norm_
+    _saved["installed"] = True
     torch.Tensor.backward = _backward  # type: ignore[method-assign]
     torch.nn.utils.clip_grad_norm_ = _clip_grad_norm_
     clip_mod.clip_grad_norm_ = _clip_grad_norm_  # type: ignore[assignment]
@@ -53,9 +57,11 @@ def _install() -> None:
 def _uninstall() -> None:
     import torch.nn.utils.clip_grad as clip_mod
 
-    torch.Tensor.backward = _saved.pop("backward")  # type: ignore[method-assign]
-    torch.nn.utils.clip_grad_norm_ = _saved.pop("clip")
-    clip_mod.clip_grad_norm_ = _saved.pop("clip_mod")
+    # (the originals stay in _saved: a call already inside a wrapper still finds them)
+    torch.Tensor.backward = _saved["backward"]  # type: ignore[method-assign]
+    torch.nn.utils.clip_grad_norm_ = _saved["clip"]
+    clip_mod.clip_grad_norm_ = _saved["clip_mod"]
+    _saved["installed"] = False
 
 
 def listen(kind: str, fn: Callable[..., None]) -> None:
@@ -73,5 +79,5 @@ def unlisten(kind: str, fn: Callable[..., None]) -> None:
         listeners = _loss_listeners if kind == "loss" else _clip_listeners
         if fn in listeners:
             listeners.remove(fn)
-        if not _loss_listeners and not _clip_listeners and _saved:
+        if not _loss_listeners and not _clip_listeners and _saved.get("installed"):
             _uninstall()

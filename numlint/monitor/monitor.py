@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import fnmatch
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -115,6 +116,7 @@ class Monitor:
         self.kwargs: dict[str, Any] | None = None
         self.rng: ForwardState | None = None
         self.grad_enabled = True
+        self.thread = threading.get_ident()  # the thread that ran the last forward
         self.targets: tuple[Any, ...] | None = None  # the criterion's, for the snapshot
         self.loss: Tensor | None = None  # the step's loss (logged, checked before the step)
         self.loss_value: float | None = None  # ... as read before the step
@@ -345,6 +347,7 @@ class Monitor:
             return
         rec.root_outputs(output)
         self.args, self.kwargs = args, kwargs
+        self.thread = threading.get_ident()
         self.micro += 1
         if rec.fflags:
             self.check("forward")

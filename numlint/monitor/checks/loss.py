@@ -6,6 +6,7 @@ finite, as the target data's when a target holds the NaN/Inf."""
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import torch
@@ -38,9 +39,12 @@ class LossCheck(Check):
 
     def _on_backward_call(self, t: Tensor) -> None:
         """`t.backward()` was called: keep a scalar floating `t` as the step's loss (not read;
-        under an enabled GradScaler its `scale()` call gives the unscaled loss instead)."""
+        under an enabled GradScaler its `scale()` call gives the unscaled loss instead). Only
+        in the thread that ran the model's forward: another thread trains another model."""
         mon = self.mon
         if mon.paused or t.numel() != 1 or not is_checked(t) or mon.scaler_on():
+            return
+        if threading.get_ident() != mon.thread:
             return
         mon.loss = self._unread = t.detach()
 
