@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.dtypes import HALF_ZERO, constant, is_half, traced_dtype
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.rules.precision._dtype import HALF_ZERO, constant, is_half, traced_dtype
 from numlint.semantics import positional
 
 _GUARDED_FUNCTIONS = frozenset(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.dtypes import dtype_branch, is_half
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.precision._dtype import dtype_branch, is_half
 from numlint.semantics import format_args, keyword, positional
 
 #: Softmax functions and the position of their `dtype` argument.

@@ -6,8 +6,8 @@ import math
 
 import libcst as cst
 
+from numlint.analysis.dtypes import HALF_MAX, constant, is_half
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.precision._dtype import HALF_MAX, constant, is_half
 from numlint.semantics import positional
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import grade, padding_mask, weights_sum
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
@@ -219,6 +220,26 @@ class DivideByZeroNorm(Rule):
     INVALID = [
         Invalid(
             """
+            import torch
+            import torch.nn.functional as F
+            def embed(x):
+                x = x.half()
+                return x / x.norm(dim=-1, keepdim=True)
+            """,
+            line=5,
+            column=12,
+            confidence="low",
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            def embed(x):
+                x = x.half()
+                return F.normalize(x, dim=-1, eps=torch.finfo(x.dtype).tiny)
+            """,
+            note="float16: an eps that survives half precision",
+        ),
+        Invalid(
+            """
             import torch.nn.functional as F
             y = x / x.norm(dim=-1, keepdim=True)
             """,
@@ -391,6 +412,9 @@ class DivideByZeroNorm(Rule):
         if func is None:
             return None
         code = f"{func}({ctx.code(num)}, dim={ctx.code(dim)})"
+        if traced_dtype(ctx, ctx.value(num)) == "float16" and (finfo := ctx.spell("torch.finfo")):
+            # F.normalize's default eps=1e-12 is 0 in float16: a zero row would give NaN
+            code = f"{code[:-1]}, eps={finfo}({ctx.code(num)}.dtype).tiny)"
         return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
 
 

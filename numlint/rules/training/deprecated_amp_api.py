@@ -146,6 +146,31 @@ class DeprecatedAmpApi(Rule):
         Invalid(
             """
             import torch
+            class Trainer:
+                def setup(self, use_amp):
+                    if use_amp:
+                        self.scaler = torch.cuda.amp.GradScaler(
+                            init_scale=2.0**16,
+                            growth_interval=2000,
+                        )
+            """,
+            line=5,
+            column=27,
+            fixed="""
+            import torch
+            class Trainer:
+                def setup(self, use_amp):
+                    if use_amp:
+                        self.scaler = torch.amp.GradScaler(
+                            "cuda", init_scale=2.0**16,
+                            growth_interval=2000,
+                        )
+            """,
+            note="a call over several lines in a nested block keeps its layout",
+        ),
+        Invalid(
+            """
+            import torch
             with torch.cuda.amp.autocast():
                 y = model(x)
             """,
@@ -292,31 +317,45 @@ class DeprecatedAmpApi(Rule):
         return f"`{old}` is deprecated and warns on every use; use `{new}`"
 
     def _fix_call(self, node: cst.Call, api: _Api) -> FixSpec | None:
-        new = self.ctx.spell(api.new)
+        """Edits of the callee's name and of the arguments only: the rest of the call,
+        line breaks and indentation included, stays as written."""
+        ctx = self.ctx
+        new = ctx.spell(api.new)
         if new is None or any(a.star for a in node.args):
             return None
-        func = cst.parse_expression(new)
         args = list(node.args)
-        device = cst.SimpleString(f'"{api.device}"')
+        device = f'"{api.device}"'
+        message = f"Use `{new}` with the device type"
+        if not args:
+            inner = f"device_type={device}" if api.kind == "decorator" else device
+            return self.fix("safe", message, (node, f"{new}({inner})"))
+        edits: list[tuple[cst.CSTNode, str]] = [(node.func, new)]
         if api.kind == "decorator":
             split = sum(1 for a in args if a.keyword is None)
-            extra = cst.Arg(device, keyword=cst.Name("device_type"), equal=_NO_SPACE)
+            extra = f"device_type={device}"
             if split < len(args):
-                extra = extra.with_changes(comma=_COMMA)
-            if split and args[split - 1].comma is cst.MaybeSentinel.DEFAULT:
-                args[split - 1] = args[split - 1].with_changes(comma=_COMMA)
-            args.insert(split, extra)
-        else:
-            if api.kind == "autocast":
-                positional = 0
-                for i, arg in enumerate(args):
-                    if arg.keyword is None:
-                        if positional >= len(_AUTOCAST_POSITIONAL):
-                            return None
-                        name = cst.Name(_AUTOCAST_POSITIONAL[positional])
-                        args[i] = arg.with_changes(keyword=name, equal=_NO_SPACE)
-                        positional += 1
-            first = cst.Arg(device, comma=_COMMA) if args else cst.Arg(device)
-            args.insert(0, first)
-        code = self.ctx.code(node.with_changes(func=func, args=args))
-        return self.fix("safe", f"Use `{new}` with the device type", (node, code))
+                kw = args[split].keyword
+                assert kw is not None
+                edits.append((kw, f"{extra}, {kw.value}"))
+            else:
+                last = args[-1].value
+                edits.append((last, f"{ctx.code(last)}, {extra}"))
+            return self.fix("safe", message, *edits)
+        names: dict[int, str] = {}
+        if api.kind == "autocast":
+            positional = 0
+            for i, arg in enumerate(args):
+                if arg.keyword is None:
+                    if positional >= len(_AUTOCAST_POSITIONAL):
+                        return None
+                    names[i] = _AUTOCAST_POSITIONAL[positional]
+                    positional += 1
+        for i, arg in enumerate(args):
+            lead = f"{device}, " if i == 0 else ""
+            if i in names:
+                edits.append((arg.value, f"{lead}{names[i]}={ctx.code(arg.value)}"))
+            elif i == 0 and arg.keyword is not None:
+                edits.append((arg.keyword, f"{lead}{arg.keyword.value}"))
+            elif i == 0:
+                edits.append((arg.value, f"{lead}{ctx.code(arg.value)}"))
+        return self.fix("safe", message, *edits)
