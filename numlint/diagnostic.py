@@ -18,6 +18,7 @@ def confidence_rank(level: str) -> int:
     """0 for low, 1 for medium, 2 for high (unknown levels count as high)."""
     return CONFIDENCES.index(level) if level in CONFIDENCES else 2
 
+
 DOCS_URL = "https://github.com/numlint/numlint/blob/main/rules/{code}.md"
 
 
