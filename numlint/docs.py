@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -28,7 +29,8 @@ def _fix_kinds(rule: type[Rule]) -> list[str]:
 
     kinds = []
     for ex in rule.INVALID:
-        for d in check_source(ex.source, "<example>", {"select": [rule.CODE]}):
+        config = {"select": [rule.CODE], "min-confidence": "low"}
+        for d in check_source(ex.source, "<example>", config):
             if d.fix is not None:
                 kinds.append(d.fix.applicability)
     return kinds
@@ -50,7 +52,14 @@ def rule_page(rule: type[Rule], generated: bool = False) -> str:
     lines += [f"# {rule.CODE} `{rule.NAME}`", ""]
     fix = fix_kind(rule)
     default = "on" if rule.DEFAULT_ENABLED else "off (opinionated: enable with `--extend-select`)"
-    lines += [f"**Fix:** {fix} · **Default:** {default}", "", f"> {rule.MESSAGE}", ""]
+    graded = re.search(r"^\s*Confidence:", rule.docstring(), re.M) is not None
+    confidence = "graded per finding (see below)" if graded else rule.CONFIDENCE
+    lines += [
+        f"**Fix:** {fix} · **Default:** {default} · **Confidence:** {confidence}",
+        "",
+        f"> {rule.MESSAGE}",
+        "",
+    ]
     lines.append(_shift_headings(rule.docstring()))
     if rule.INVALID:
         first = rule.INVALID[0]
@@ -103,6 +112,7 @@ _SECTIONS = {
     "Known limitations",
     "References",
     "Options",
+    "Confidence",
 }
 
 

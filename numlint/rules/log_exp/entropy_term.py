@@ -41,6 +41,10 @@ class EntropyTerm(Rule):
     gradient of xlogy at p = 0 is still not finite; from logits, compute the entropy as
     `-(z.softmax(-1) * z.log_softmax(-1)).sum(-1)`.
 
+    Confidence:
+    high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0); medium
+    otherwise.
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.xlogy.html
     - https://pytorch.org/docs/stable/special.html#torch.special.entr

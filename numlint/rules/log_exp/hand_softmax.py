@@ -31,6 +31,10 @@ class HandWrittenSoftmax(Rule):
     The max-shifted hand-written form `exp(x - m) / exp(x - m).sum(...)` is stable and not
     reported. Values are followed within one function.
 
+    Confidence:
+    high; low when the exponent is bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`):
+    nothing overflows, and only every term underflowing at once gives 0/0.
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
     - [numlint hazard catalog, row 8](https://github.com/numlint/numlint/blob/main/docs/hazards.md#8)

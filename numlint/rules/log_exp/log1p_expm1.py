@@ -32,6 +32,9 @@ class Log1pExpm1Precision(Rule):
     `log(1 + exp(x))` is NUM104 (softplus). Sums reached through variables are reported
     without a fix.
 
+    Confidence:
+    low: a loss of precision, rarely a failure; shown with `--min-confidence low`.
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.log1p.html
     - https://pytorch.org/docs/stable/generated/torch.expm1.html

@@ -39,6 +39,11 @@ class LogOfZero(Rule):
     only treated as able to reach 0 when its numerator can, or when it is a normalisation by
     a sum or norm.
 
+    Confidence:
+    high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
+    a sigmoid or softmax, and probabilities that underflow; medium for a normalised ratio
+    `x / x.sum()`; low for the log of a 0/1 indicator (usually a deliberate log-density).
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
     - [numlint hazard catalog, row 3, 27](https://github.com/numlint/numlint/blob/main/docs/hazards.md#3)

@@ -54,6 +54,13 @@ class DivideByZeroNorm(Rule):
     Python integers and not reported. Whether `x / (x.norm() + 1e-8)` survives half
     precision is NUM4xx's concern.
 
+    Confidence:
+    high for a count or sum of a mask (`(x * m).sum() / m.sum()`, `(y > 0).sum()`, a name
+    saying mask/valid/keep), of a ReLU output or of a value clamped at 0; low for the norm
+    or sum of some tensor (it would need an all-zero vector), a standard deviation or
+    variance (a constant input), and the count of an attention, padding or length mask
+    (every row keeps a token).
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
     - [numlint hazard catalog, row 14, 15](https://github.com/numlint/numlint/blob/main/docs/hazards.md#14)

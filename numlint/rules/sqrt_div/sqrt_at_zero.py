@@ -48,6 +48,15 @@ class SqrtAtZero(Rule):
     An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
     are not guards, and are reported. Values are followed within one function.
 
+    Confidence:
+    high where the argument is exactly 0 in ordinary use: distances of a set to itself
+    (`x[:, None] - x[None]`: the diagonal), a value clamped at 0, a mask, `1 - cos**2`;
+    low for the root of a sum of squares of one tensor (a hand-written norm), of a
+    difference of two tensors or gathered pairs, of a variance, or of a probability. Not
+    reported where no gradient can flow (under `no_grad`, `.item()`, `.detach()`, `.data`,
+    NumPy, custom `autograd.Function` bodies, metrics and evaluation code) or for a ReLU
+    output (its backward selects 0).
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
     - [numlint hazard catalog, row 6](https://github.com/numlint/numlint/blob/main/docs/hazards.md#6)
