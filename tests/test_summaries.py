@@ -76,3 +76,15 @@ def test_helper_in_the_same_file() -> None:
 def test_unknown_callers_are_not_assumed_hazardous() -> None:
     source = "import torch\n\ndef nll(p):\n    return -torch.log(p).mean()\n"
     assert check_source(source, "m.py", {"select": ["NUM101", "NUM102", "NUM103"]}) == []
+
+
+def test_related_location_reaches_the_editor(tmp_path: Path) -> None:
+    from numlint.output.lsp import to_lsp
+
+    pkg = _package(tmp_path)
+    (finding,) = [d for d in _found([pkg]) if d.filename.endswith("losses.py")]
+    data = to_lsp(finding)
+    (info,) = data["relatedInformation"]
+    assert info["location"]["uri"] == (pkg / "train.py").resolve().as_uri()
+    assert info["location"]["range"]["start"]["line"] == finding.related[0][1] - 1
+    assert "softmax" in info["message"]

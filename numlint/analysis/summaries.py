@@ -502,6 +502,8 @@ class Project:
                 values = f.assigned[obj.id]
             elif f is not None and obj.id in f.annotations:
                 return self._class(mod, f.annotations[obj.id])
+            elif f is not None and obj.id in f.params and func is not None and depth < 4:
+                return self._passed_instance(mod, func, f, obj.id, depth)
             elif obj.id in mod.globals:
                 values = mod.globals[obj.id]
         elif isinstance(obj, ast.Attribute) and isinstance(obj.value, ast.Name):
@@ -510,6 +512,28 @@ class Project:
         classes = [self._class(mod, v.func) for v in values if isinstance(v, ast.Call)]
         if classes and all(c is not None and c == classes[0] for c in classes):
             return classes[0]
+        return None
+
+    def _passed_instance(
+        self, mod: Module, func: str, f: Function, param: str, depth: int
+    ) -> tuple[Module, str] | None:
+        """The project class whose instances every known caller passes as `param`."""
+        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        found: list[tuple[Module, str] | None] = []
+        for cmod in self._neighbours(f.node.name):
+            for caller, call in cmod.calls.get(f.node.name, []):
+                if not self._calls_this(cmod, call, f):
+                    continue
+                arg = _argument(call, index, param)
+                if arg is None:
+                    continue
+                cf = cmod.functions.get(caller) if caller else None
+                if isinstance(arg, ast.Call):
+                    found.append(self._class(cmod, arg.func))
+                else:
+                    found.append(self._instance(cmod, arg, cf, caller, depth + 1))
+        if found and all(c is not None and c == found[0] for c in found):
+            return found[0]
         return None
 
     def _class(self, mod: Module, node: ast.expr) -> tuple[Module, str] | None:
