@@ -8,6 +8,7 @@ environment it was evaluated in, so `p = p.clamp(min=eps)` still refers to the o
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -74,12 +75,18 @@ class Context:
     """Per-file state shared by every rule during one traversal."""
 
     def __init__(
-        self, module: cst.Module, path: str = "<string>", source: str | None = None
+        self,
+        module: cst.Module,
+        path: str = "<string>",
+        source: str | None = None,
+        syntax: ast.Module | None = None,
     ) -> None:
         self.module = module
         self.path = path
-        #: The whole file's text (the module may be a reduced copy), for summaries.
+        #: The whole file's text (the module may be a reduced copy) and its CPython ast,
+        #: for summaries.
         self.source = source
+        self.syntax = syntax
         self._project: Project | None | bool = False
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
@@ -159,8 +166,10 @@ class Context:
         if self._project is False:
             from numlint.analysis.summaries import Project
 
-            text = self.source if self.source is not None else self.module.code
-            self._project = Project(self.path, text)
+            if self.source is not None:
+                self._project = Project(self.path, self.source, self.syntax)
+            else:
+                self._project = Project(self.path, self.module.code)
         return self._project  # type: ignore[return-value]
 
     @property

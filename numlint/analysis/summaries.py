@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from numlint.analysis.names import import_one
@@ -60,124 +60,168 @@ class Origin:
     confidence: str = "high"
 
 
-@dataclass
 class Function:
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-    cls: str | None
-    params: list[str]
-    #: Every assignment to a local name, in source order.
-    assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
-    #: Tuple-unpacking assignments: name -> (value, index).
-    unpacked: dict[str, list[tuple[ast.expr, int]]] = field(default_factory=dict)
-    returns: list[ast.expr] = field(default_factory=list)
-    annotations: dict[str, ast.expr] = field(default_factory=dict)
+    """One function or method; what its body assigns and returns is read on first use."""
 
-
-@dataclass
-class Module:
-    path: str
-    name: str
-    imports: dict[str, str] = field(default_factory=dict)
-    functions: dict[str, Function] = field(default_factory=dict)  # "f" or "Class.method"
-    classes: dict[str, list[str]] = field(default_factory=dict)  # name -> base names
-    #: `self.x = ...` in any method and class-level assignments, per class.
-    attrs: dict[str, dict[str, list[ast.expr]]] = field(default_factory=dict)
-    globals: dict[str, list[ast.expr]] = field(default_factory=dict)
-    #: Calls by the last part of the callee's name: (enclosing function key, call).
-    calls: dict[str, list[tuple[str | None, ast.Call]]] = field(default_factory=dict)
-
-
-class _Reader(ast.NodeVisitor):
-    """Collects a Module from an ast."""
-
-    def __init__(self, module: Module) -> None:
-        self.m = module
-        self.cls: list[str] = []
-        self.func: list[Function] = []
-
-    def visit_Import(self, node: ast.Import) -> None:
-        self.m.imports.update(import_one(node))
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        package = self.m.path.endswith("__init__.py")
-        self.m.imports.update(import_one(node, self.m.name, package))
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        if self.func:
-            return
-        self.m.classes[node.name] = [_dotted(b) or "" for b in node.bases]
-        self.m.attrs.setdefault(node.name, {})
-        self.cls.append(node.name)
-        for stmt in node.body:
-            if isinstance(stmt, ast.Assign):
-                for t in stmt.targets:
-                    if isinstance(t, ast.Name):
-                        self.m.attrs[node.name].setdefault(t.id, []).append(stmt.value)
-            else:
-                self.visit(stmt)
-        self.cls.pop()
-
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if self.func:  # nested functions are part of the enclosing one
-            self.generic_visit(node)
-            return
-        cls = self.cls[-1] if self.cls else None
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None) -> None:
+        self.node = node
+        self.cls = cls
         args = node.args
-        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
-        f = Function(node, cls, params)
-        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-            if a.annotation is not None:
-                f.annotations[a.arg] = a.annotation
-        key = f"{cls}.{node.name}" if cls else node.name
-        self.m.functions[key] = f
-        self.func.append(f)
-        self.generic_visit(node)
-        self.func.pop()
+        every = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        self.params = [a.arg for a in every]
+        self.annotations = {a.arg: a.annotation for a in every if a.annotation is not None}
+        self._read = False
+        self._assigned: dict[str, list[ast.expr]] = {}
+        self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
+        self._returns: list[ast.expr] = []
+        self._self_attrs: dict[str, list[ast.expr]] = {}
 
-    visit_FunctionDef = _function
-    visit_AsyncFunctionDef = _function
+    @property
+    def assigned(self) -> dict[str, list[ast.expr]]:
+        """Every assignment to a local name, in source order."""
+        self._body()
+        return self._assigned
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for t in node.targets:
-            self._target(t, node.value)
-        self.generic_visit(node)
+    @property
+    def unpacked(self) -> dict[str, list[tuple[ast.expr, int]]]:
+        """Tuple-unpacking assignments: name -> (value, index)."""
+        self._body()
+        return self._unpacked
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self._target(node.target, node.value)
-        self.generic_visit(node)
+    @property
+    def returns(self) -> list[ast.expr]:
+        self._body()
+        return self._returns
+
+    @property
+    def self_attrs(self) -> dict[str, list[ast.expr]]:
+        """`self.x = ...` assignments in the body."""
+        self._body()
+        return self._self_attrs
+
+    def _body(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        for node in _walk_body(self.node):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._target(t, node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                self._target(node.target, node.value)
+            elif isinstance(node, ast.Return) and node.value is not None:
+                self._returns.append(node.value)
 
     def _target(self, t: ast.expr, value: ast.expr) -> None:
-        f = self.func[-1] if self.func else None
         if isinstance(t, ast.Name):
-            table = f.assigned if f else self.m.globals
-            table.setdefault(t.id, []).append(value)
-        elif isinstance(t, ast.Tuple) and f is not None:
+            self._assigned.setdefault(t.id, []).append(value)
+        elif isinstance(t, ast.Tuple):
             for i, e in enumerate(t.elts):
                 if isinstance(e, ast.Name):
-                    f.unpacked.setdefault(e.id, []).append((value, i))
+                    self._unpacked.setdefault(e.id, []).append((value, i))
         elif (
-            isinstance(t, ast.Attribute)
-            and isinstance(t.value, ast.Name)
-            and t.value.id == "self"
-            and self.cls
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
         ):
-            self.m.attrs[self.cls[-1]].setdefault(t.attr, []).append(value)
+            self._self_attrs.setdefault(t.attr, []).append(value)
 
-    def visit_Return(self, node: ast.Return) -> None:
-        if self.func and node.value is not None:
-            self.func[-1].returns.append(node.value)
-        self.generic_visit(node)
 
-    def visit_Call(self, node: ast.Call) -> None:
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if isinstance(node.func, ast.Name):
-            name = node.func.id
+def _walk_body(func: ast.AST):
+    """Every node of a function body, nested functions included, nested classes not."""
+    todo = list(getattr(func, "body", []))
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.ClassDef):
+                todo.append(child)
+
+
+class Module:
+    """A file's top-level names, read at once; function bodies and calls on first use."""
+
+    def __init__(self, path: str, name: str, tree: ast.Module, text: str) -> None:
+        self.path = path
+        self.name = name
+        self.text = text
+        self.tree = tree
+        self.imports: dict[str, str] = {}
+        self.functions: dict[str, Function] = {}  # "f" or "Class.method"
+        self.classes: dict[str, list[str]] = {}  # name -> base names
+        self.globals: dict[str, list[ast.expr]] = {}
+        self._class_attrs: dict[str, dict[str, list[ast.expr]]] = {}
+        self._attrs: dict[str, dict[str, list[ast.expr]]] = {}
+        self._calls: dict[str, list[tuple[str | None, ast.Call]]] | None = None
+        self._scan(tree.body, None)
+
+    def _scan(self, stmts: list[ast.stmt], cls: str | None) -> None:
+        package = self.path.endswith("__init__.py")
+        for stmt in stmts:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.imports.update(import_one(stmt, self.name, package))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = f"{cls}.{stmt.name}" if cls else stmt.name
+                self.functions[key] = Function(stmt, cls)
+            elif isinstance(stmt, ast.ClassDef) and cls is None:
+                self.classes[stmt.name] = [_dotted(b) or "" for b in stmt.bases]
+                self._class_attrs[stmt.name] = {}
+                self._scan(stmt.body, stmt.name)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and stmt.value is not None:
+                        table = self._class_attrs[cls] if cls else self.globals
+                        table.setdefault(t.id, []).append(stmt.value)
+            elif isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+                for block in ("body", "orelse", "finalbody"):
+                    self._scan(getattr(stmt, block, []), cls)
+                for handler in getattr(stmt, "handlers", []):
+                    self._scan(handler.body, cls)
+
+    def attrs(self, cls: str) -> dict[str, list[ast.expr]]:
+        """Class-level assignments and `self.x = ...` in any method of `cls`."""
+        found = self._attrs.get(cls)
+        if found is None:
+            found = {k: list(v) for k, v in self._class_attrs.get(cls, {}).items()}
+            for f in self.functions.values():
+                if f.cls == cls:
+                    for attr, values in f.self_attrs.items():
+                        found.setdefault(attr, []).extend(values)
+            self._attrs[cls] = found
+        return found
+
+    @property
+    def calls(self) -> dict[str, list[tuple[str | None, ast.Call]]]:
+        """Calls by the last part of the callee's name: (enclosing function key, call)."""
+        if self._calls is None:
+            self._calls = {}
+            for key, f in self.functions.items():
+                for node in _walk_body(f.node):
+                    if isinstance(node, ast.Call):
+                        self._add_call(key, node)
+            for stmt in self.tree.body:
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    for node in ast.walk(stmt):
+                        if isinstance(node, ast.Call):
+                            self._add_call(None, node)
+        return self._calls
+
+    def calls_of(self, name: str) -> list[tuple[str | None, ast.Call]]:
+        """The calls of `name`; a file whose text never says `name(` has none (no walk)."""
+        if f"{name}(" not in self.text:
+            return []
+        return self.calls.get(name, [])
+
+    def _add_call(self, key: str | None, node: ast.Call) -> None:
+        fn = node.func
+        name = (
+            fn.attr
+            if isinstance(fn, ast.Attribute)
+            else fn.id
+            if isinstance(fn, ast.Name)
+            else None
+        )
         if name:
-            f = self.func[-1] if self.func else None
-            key = (f"{f.cls}.{f.node.name}" if f.cls else f.node.name) if f else None
-            self.m.calls.setdefault(name, []).append((key, node))
-        self.generic_visit(node)
+            self._calls.setdefault(name, []).append((key, node))  # type: ignore[union-attr]
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -204,8 +248,9 @@ def module_name(path: str) -> tuple[str, str]:
 _FILES: dict[tuple[str, int, int], Module | None] = {}
 
 
-def _load(path: str, source: str | None = None) -> Module | None:
-    """The summary of one file (kept by size and modification time)."""
+def _load(path: str, source: str | None = None, tree: ast.Module | None = None) -> Module | None:
+    """The summary of one file (kept by size and modification time); `source` and `tree`:
+    the text being linted and its ast, when the caller has them."""
     name, _ = module_name(path)
     if source is None:
         try:
@@ -225,32 +270,32 @@ def _load(path: str, source: str | None = None) -> Module | None:
             _FILES[key] = None
             return None
         mod = _parse(path, name, text)
-        if len(_FILES) > 4096:
+        if len(_FILES) > 256:  # bounded memory: an ast is about 1 KB a line
             _FILES.clear()
         _FILES[key] = mod
         return mod
-    return _parse(path, name, source)
+    return _parse(path, name, source, tree)
 
 
-def _parse(path: str, name: str, text: str) -> Module | None:
+def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    mod = Module(path, name)
-    try:
-        _Reader(mod).visit(tree)
+        return Module(path, name, tree, text)
     except RecursionError:
         return None
-    return mod
 
 
 class Project:
     """Summaries around one file being linted (its source given), read lazily from disk."""
 
-    def __init__(self, path: str, source: str) -> None:
+    def __init__(self, path: str, source: str, tree: ast.Module | None = None) -> None:
         self.path = os.path.abspath(path) if not path.startswith("<") else path
         self.source = source
+        self.tree = tree
         self._main: Module | None | bool = False
         self._modules: dict[str, Module | None] = {}
         self._root = module_name(self.path)[1] if not path.startswith("<") else ""
@@ -263,7 +308,7 @@ class Project:
     @property
     def main(self) -> Module | None:
         if self._main is False:
-            self._main = _load(self.path, self.source)
+            self._main = _load(self.path, self.source, self.tree)
         return self._main  # type: ignore[return-value]
 
     def _module(self, dotted: str) -> Module | None:
@@ -486,7 +531,7 @@ class Project:
 
     def _attr(self, mod: Module, cls: str, attr: str) -> list[ast.expr]:
         for cmod, cname in self._mro(mod, cls):
-            values = cmod.attrs.get(cname, {}).get(attr)
+            values = cmod.attrs(cname).get(attr)
             if values:
                 return values
         return []
@@ -521,7 +566,7 @@ class Project:
         index = f.params.index(param) - (1 if f.cls is not None else 0)
         found: list[tuple[Module, str] | None] = []
         for cmod in self._neighbours(f.node.name):
-            for caller, call in cmod.calls.get(f.node.name, []):
+            for caller, call in cmod.calls_of(f.node.name):
                 if not self._calls_this(cmod, call, f):
                     continue
                 arg = _argument(call, index, param)
@@ -599,7 +644,7 @@ class Project:
         if method:
             index -= 1  # `self`
         for cmod in self._neighbours(name):
-            for caller, call in cmod.calls.get(name, []):
+            for caller, call in cmod.calls_of(name):
                 if not self._calls_this(cmod, call, f):
                     continue
                 arg = _argument(call, index, param)
@@ -633,7 +678,7 @@ class Project:
                 continue
             mod = _load(p)
             self.dependencies.add(p)
-            if mod is not None and name in mod.calls:
+            if mod is not None and mod.calls_of(name):
                 out.append(mod)
         return out
 
