@@ -24,7 +24,7 @@ WORKER = textwrap.dedent(
     from torch.nn.parallel import DistributedDataParallel as DDP
     import numlint
 
-    rank, port, out, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    rank, port, out, mode, wrap = (int(sys.argv[1]), *sys.argv[2:6])
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=2)
@@ -34,11 +34,22 @@ WORKER = textwrap.dedent(
         def forward(self, h):
             return torch.sqrt(h.abs()) if mode == "backward" else torch.tanh(h)
 
-    model = DDP(nn.Sequential(nn.Linear(4, 8, bias=False), SqrtAbs(), nn.Linear(8, 1)))
+    model = nn.Sequential(nn.Linear(4, 8, bias=False), SqrtAbs(), nn.Linear(8, 1))
+    if wrap == "ddp":
+        model = DDP(model)
+    else:  # FSDP2: every Linear and the whole model sharded
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh("cpu", (2,))
+        for m in model:
+            if isinstance(m, nn.Linear):
+                fully_shard(m, mesh=mesh)
+        fully_shard(model, mesh=mesh)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     result = {"rank": rank, "raised": False, "steps": 0}
     try:
-        with numlint.watch(model, opt, log=f"{out}/events.jsonl", static=False):
+        with numlint.watch(model, opt, log=f"{out}/events.jsonl", static=False) as monitor:
             for step in range(6):
                 x = torch.randn(4, 4)
                 bad = rank == 1 and step == 3
@@ -55,6 +66,7 @@ WORKER = textwrap.dedent(
                 result["steps"] += 1
     except numlint.NonFiniteError as exc:
         result.update(raised=True, event=exc.event)
+    result["norms"] = [e["grad_norm"] for e in monitor.events if e["event"] == "step"]
     with open(f"{out}/result{rank}.json", "w") as fh:
         json.dump(result, fh)
     dist.destroy_process_group()
@@ -68,14 +80,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(tmp_path: Path, mode: str) -> tuple[dict, dict]:
+def run_ranks(tmp_path: Path, mode: str, wrap: str = "ddp") -> tuple[dict, dict]:
     """Run the worker on two ranks; their results."""
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     port = str(free_port())
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(rank), port, str(tmp_path), mode],
+            [sys.executable, str(script), str(rank), port, str(tmp_path), mode, wrap],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -114,15 +126,25 @@ def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("mode", "phase", "module"), [("loss", "loss", "<loss>"), ("backward", "backward", "module.1")]
+    ("wrap", "mode", "phase", "module"),
+    [
+        ("ddp", "loss", "loss", "<loss>"),
+        ("ddp", "backward", "backward", "module.1"),
+        ("fsdp2", "loss", "loss", "<loss>"),
+        ("fsdp2", "backward", "grad", "0.weight"),
+    ],
 )
 def test_every_rank_names_the_rank_where_the_gradient_went_bad(
-    tmp_path: Path, mode: str, phase: str, module: str
+    tmp_path: Path, wrap: str, mode: str, phase: str, module: str
 ) -> None:
-    # The all-reduce spreads rank 1's non-finite gradient to rank 0 before optimizer.step.
-    r0, r1 = run_ranks(tmp_path, mode)
+    # The all-reduce (DDP) or reduce-scatter (FSDP2) spreads rank 1's non-finite gradient to
+    # rank 0 before optimizer.step.
+    if wrap == "fsdp2":
+        pytest.importorskip("torch.distributed.fsdp", reason="FSDP2 needs a newer torch")
+    r0, r1 = run_ranks(tmp_path, mode, wrap)
     assert r0["raised"] and r1["raised"] and r0["steps"] == r1["steps"] == 3
     assert r1["event"]["event"] == "nonfinite" and r1["event"]["rank"] == 1
     assert r1["event"]["phase"] == phase and r1["event"]["module"] == module
     assert r1["event"]["origin"] is True and r1["event"]["step"] == 3
     assert r0["event"]["event"] == "nonfinite_remote" and r0["event"]["source_rank"] == 1
+    assert r0["norms"] and r0["norms"] == r1["norms"]  # the whole gradient's norm on every rank

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from numlint.monitor import events as ev
-from numlint.monitor.stats import tensor_stats
+from numlint.monitor.stats import local, tensor_stats
 from numlint.monitor.tieback import findings_for_module, source_file_of
 
 
@@ -53,11 +53,11 @@ def param_findings(names: list[str], params: list[Tensor], phase: str, limit: in
     out: list[Finding] = []
     for name, p in zip(names, params, strict=True):
         t = p.grad if phase == "grad" else p
-        if t is None or bool(torch.isfinite(t).all()):
+        if t is None or bool(torch.isfinite(local(t)).all()):
             continue
         other = p if phase == "grad" else p.grad
         f = Finding(name, phase, tensor_stats(t), False)
-        f.extra["candidate"] = other is None or bool(torch.isfinite(other).all())
+        f.extra["candidate"] = other is None or bool(torch.isfinite(local(other)).all())
         out.append(f)
         if len(out) >= limit:
             break

@@ -101,10 +101,18 @@ def read_floats(values: list[Tensor]) -> list[float]:
     return stacked.float().tolist()
 
 
+def local(t: Tensor) -> Tensor:
+    """This rank's part of a sharded tensor (an FSDP2 DTensor parameter or gradient); any
+    other tensor as it is."""
+    to_local = getattr(t, "to_local", None)
+    return to_local() if callable(to_local) else t
+
+
 def tensor_stats(t: Tensor) -> dict[str, Any]:
     """Exact statistics for an event: counts of NaN/Inf and min/max/mean/absmax of the finite
-    values (None when no value is finite). Synchronises; used only on the failure path."""
-    t = t.detach()
+    values (None when no value is finite; this rank's shard of a DTensor). Synchronises; used
+    only on the failure path."""
+    t = local(t).detach()
     out: dict[str, Any] = {
         "dtype": str(t.dtype).replace("torch.", ""),
         "shape": list(t.shape),
@@ -131,7 +139,7 @@ def tensor_stats(t: Tensor) -> dict[str, Any]:
 def first_nonfinite(obj: Any, name: str) -> tuple[str, Tensor] | None:
     """The first (path, tensor) inside `obj` holding a NaN/Inf, else None (synchronises)."""
     for path, t in iter_tensors(obj, name):
-        if is_checked(t) and not bool(torch.isfinite(t.detach()).all()):
+        if is_checked(t) and not bool(torch.isfinite(local(t).detach()).all()):
             return path, t
     return None
 

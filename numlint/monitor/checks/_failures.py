@@ -16,6 +16,7 @@ from numlint.monitor.stats import (
     first_nonfinite,
     flat_tensors,
     is_checked,
+    local,
     tensor_stats,
 )
 
@@ -27,14 +28,14 @@ LOSS = "<loss>"
 
 def params_finite(mon: Monitor) -> bool:
     """Every parameter finite: one multi-tensor norm, checked exactly when it overflows."""
-    if all_finite(norms([p.detach() for p in mon.params])):
+    if all_finite(norms([local(p).detach() for p in mon.params])):
         return True
-    return all(bool(torch.isfinite(p).all()) for p in mon.params)
+    return all(bool(torch.isfinite(local(p)).all()) for p in mon.params)
 
 
 def grads_finite_exact(mon: Monitor) -> bool:
     """Every parameter gradient finite, element by element (for a norm that overflowed)."""
-    return all(bool(torch.isfinite(p.grad).all()) for p in mon.params if p.grad is not None)
+    return all(bool(torch.isfinite(local(p.grad)).all()) for p in mon.params if p.grad is not None)
 
 
 def locate_backward_findings(mon: Monitor) -> list[Finding]:

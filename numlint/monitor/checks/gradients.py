@@ -16,7 +16,8 @@ from numlint.monitor import capture
 from numlint.monitor.checks._base import LOCAL, OK, SPREAD, Check, Point
 from numlint.monitor.checks._failures import backward_failure, grad_failure, grads_finite_exact
 from numlint.monitor.events import EventLog
-from numlint.monitor.grads import ExplosionDetector, norms, param_stats, step_events
+from numlint.monitor.grads import ExplosionDetector, norms, param_stats, stack_on, step_events
+from numlint.monitor.stats import local
 
 
 class GradientCheck(Check):
@@ -40,12 +41,13 @@ class GradientCheck(Check):
     def _on_clip(self, total: Tensor, max_norm: float, params: list[Tensor]) -> None:
         """clip_grad_norm_ ran on this model's parameters: keep its pre-clip norm (not read)."""
         if not self.mon.paused and params and id(params[0]) in self.mon.param_ids:
-            self._clip = (total, max_norm)
+            full = getattr(total, "full_tensor", None)  # (FSDP2: a DTensor)
+            self._clip = (full() if callable(full) else total, max_norm)
 
     def values(self, point: Point) -> list[Tensor]:
         params = self.mon.params
         if point == "backward":  # the gradients accumulated so far
-            return norms([p.grad for p in params if p.grad is not None])  # type: ignore[misc]
+            return norms([local(p.grad) for p in params if p.grad is not None])
         if point != "step":
             return []
         grads = [p.grad for p in params]
@@ -56,7 +58,7 @@ class GradientCheck(Check):
         clip, self._clip = self._clip, None
         self._step = (present, clip)
         head = [clip[0].reshape(())] if clip is not None else []
-        return head + norms(grads)  # type: ignore[arg-type]
+        return head + _global_norms(grads)  # type: ignore[arg-type]
 
     def judge(self, values: list[float], point: Point) -> int:
         if point == "backward":
@@ -134,6 +136,24 @@ class GradientCheck(Check):
                 clip=clip,
             ):
                 emit(event)
+
+
+def _global_norms(grads: list[Tensor]) -> list[Tensor]:
+    """Each gradient's norm; for FSDP2's sharded (DTensor) gradients, the norm of the whole
+    gradient: the squared norms of the local shards summed over the shard group (one small
+    all-reduce per step)."""
+    mesh = getattr(grads[0], "device_mesh", None) if grads else None
+    if mesh is None:
+        return norms(grads)
+    local_norms = norms([local(g) for g in grads])
+    dims = [i for i, p in enumerate(grads[0].placements) if p.is_shard()]  # type: ignore[attr-defined]
+    if not dims:
+        return local_norms
+    import torch.distributed as dist
+
+    squares = stack_on(local_norms, local_norms[0].device) ** 2
+    dist.all_reduce(squares, group=mesh.get_group(dims[0]))
+    return list(squares.sqrt())
 
 
 CHECK = GradientCheck

@@ -11,6 +11,7 @@ from torch import Tensor
 from numlint.monitor.checks._base import LOCAL, OK, Check, Point
 from numlint.monitor.checks._failures import params_finite
 from numlint.monitor.grads import norms
+from numlint.monitor.stats import local
 
 
 class ParamCheck(Check):
@@ -21,7 +22,7 @@ class ParamCheck(Check):
     def values(self, point: Point) -> list[Tensor]:
         if point != "param":
             return []
-        return norms([p.detach() for p in self.mon.params])
+        return norms([local(p).detach() for p in self.mon.params])
 
     def judge(self, values: list[float], point: Point) -> int:
         if all(math.isfinite(v) for v in values) or params_finite(self.mon):

@@ -1,0 +1,72 @@
+"""FSDP2 (`fully_shard`) gradients, flagged before their reduce-scatter, so a rank's own
+non-finite gradient is told from one the reduce-scatter brought from another rank (the FSDP2
+counterpart of `ddp`). The reduce-scatter itself is FSDP2's own, unchanged."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import Tensor
+
+from numlint.monitor.checks._base import LOCAL, OK, Check, Point
+from numlint.monitor.checks._failures import grad_failure
+from numlint.monitor.stats import flag
+
+
+class ShardCheck(Check):
+    """Local gradients under FSDP2 (read with the step's other values, one reduction per
+    reduce-scatter). Param groups with a custom reduce-scatter of their own are left alone."""
+
+    PRIORITY = 45
+
+    def start(self) -> None:
+        self._flags: list[Tensor] = []
+        self._saved: list[tuple[Any, Any]] = []
+        if self.mon.world == 1:
+            return
+        try:
+            from torch.distributed.fsdp import FSDPModule
+            from torch.distributed.fsdp._fully_shard._fsdp_collectives import (
+                DefaultReduceScatter,
+            )
+        except ImportError:
+            return
+        check = self
+
+        class FlaggingReduceScatter(DefaultReduceScatter):
+            def __call__(self, output_tensor: Tensor, input_tensor: Tensor, *args: Any, **kw: Any):
+                if not check.mon.paused:
+                    check._flags.append(flag(input_tensor))
+                return super().__call__(output_tensor, input_tensor, *args, **kw)
+
+        comm = FlaggingReduceScatter()
+        for module in self.mon.model.modules():
+            if not isinstance(module, FSDPModule):
+                continue
+            state = module._get_fsdp_state()
+            for group in getattr(state, "_fsdp_param_groups", []):
+                old = getattr(group, "_reduce_scatter_comm", None)
+                if type(old) is DefaultReduceScatter:
+                    self._saved.append((group, old))
+                    group._reduce_scatter_comm = comm
+
+    def stop(self) -> None:
+        for group, old in self._saved:
+            group._reduce_scatter_comm = old
+        self._saved = []
+
+    def values(self, point: Point) -> list[Tensor]:
+        if point != "step":
+            return []
+        flags, self._flags = self._flags, []
+        return flags
+
+    def judge(self, values: list[float], point: Point) -> int:
+        return OK if all(math.isfinite(v) for v in values) else LOCAL
+
+    def report(self, point: Point) -> None:
+        grad_failure(self.mon)
+
+
+CHECK = ShardCheck
