@@ -141,7 +141,15 @@ numlint reports `NUM000` instead of crashing:
 - a file that is not text (NUL bytes), not UTF-8 without a PEP 263 coding cookie, or
   unreadable (`could not read: ...`);
 - an internal error of one rule on this file (`internal error in rule NUMxxx ...`): the other
-  rules still run; please report it with the file.
+  rules still run; please report it with the file;
+- a path given on the command line that does not exist (`could not read: no such file or
+  directory`);
+- code too large to analyse in bounded time and memory (`not analysed: ...`): a single
+  statement over 100,000 characters (plain data, a table of literals or a long string, is
+  left out without a finding: no rule looks inside it), or, in a file with over 1,000,000
+  characters of code to parse, the statements past the first 800,000 characters. Such a file
+  is parsed in parts of whole top-level statements, which a finding on line 1 notes (`analysed
+  in N parts`): what a rule follows across functions is seen only within a part.
 
 The other files are still checked. `NUM000` cannot be disabled with `--ignore`, but like
 every finding it can be suppressed with `# noqa` on its line.

@@ -15,7 +15,7 @@ import libcst as cst
 from numlint import chunks, suppress
 from numlint.context import Context
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
-from numlint.positions import Positions, line_offsets
+from numlint.positions import LINE_BREAK, Positions, line_offsets
 from numlint.rule import Report, Rule
 from numlint.tree import fields, is_node
 
@@ -177,10 +177,257 @@ def _lint(
         tree = syntax_tree(source, path)
         if isinstance(tree, list):
             return tree
+    original, skipped = source, []
+    if len(source) > MAX_STATEMENT_CHARS:
+        source, skipped = _without_huge_statements(source, tree, path)
+        if source is not original:
+            tree = syntax_tree(source, path)
+            if isinstance(tree, list):  # cannot happen for whole statements; never crash
+                return [*skipped, *tree]
+    if skipped:
+        supp = suppress.parse(original)
+        kept = _lint_tree(source, path, active, chunked, only, tree, dependencies)
+        return sorted(
+            {*kept, *(d for d in skipped if not supp.covers(d.code, d.name, (d.row,)))},
+            key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column),
+        )
+    return _lint_tree(source, path, active, chunked, only, tree, dependencies)
+
+
+#: A statement longer than this (in characters) is not parsed by libcst, only checked by
+#: CPython's parser, and reported as NUM000: libcst's tree of one 3 MB statement of calls takes
+#: minutes and gigabytes, and no hand-written statement comes near this size.
+MAX_STATEMENT_CHARS = 100_000
+
+
+def _without_huge_statements(
+    source: str, tree: ast.Module, path: str
+) -> tuple[str, list[Diagnostic]]:
+    """`source` with each statement over MAX_STATEMENT_CHARS turned into `pass` and empty
+    lines (every other line unchanged), and the NUM000 finding that says so for each
+    (none for plain data: a table of literals or a long string, where no rule reports)."""
+    offsets = line_offsets(source)
+    end_of = len(source)
+
+    def size(node: ast.stmt) -> int:
+        end = node.end_lineno or node.lineno
+        stop = offsets[end] if end < len(offsets) else end_of
+        return stop - offsets[node.lineno - 1]
+
+    huge: list[ast.stmt] = []
+    quiet: list[ast.stmt] = []
+    todo: list[list[ast.stmt]] = [tree.body]
+    while todo:
+        for node in todo.pop():
+            if size(node) <= MAX_STATEMENT_CHARS:
+                continue
+            bodies = [
+                getattr(node, name)
+                for name in ("body", "orelse", "finalbody")
+                if isinstance(getattr(node, name, None), list)
+            ]
+            bodies += [h.body for h in getattr(node, "handlers", ())]
+            bodies += [c.body for c in getattr(node, "cases", ())]
+            if bodies:
+                todo.extend(bodies)
+            elif not _plain_data(node):
+                huge.append(node)
+            else:  # no rule reports inside plain literals: left out without a finding
+                quiet.append(node)
+    if not huge and not quiet:
+        return source, []
+    out, pos, notes = [], 0, []
+    for node in sorted([*huge, *quiet], key=lambda n: n.lineno):
+        start, end = node.lineno, node.end_lineno or node.lineno
+        a = offsets[start - 1]
+        b = offsets[end] if end < len(offsets) else end_of
+        if a < pos:
+            continue  # on the lines of one already cut
+        text = source[a:b]
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        breaks = LINE_BREAK.findall(text)
+        out += [source[pos:a], indent, "pass", *breaks]
+        pos = b
+        if node in quiet:
+            continue
+        where = f"line {start}" if start == end else f"lines {start}-{end}"
+        notes.append(
+            parse_error(
+                path,
+                f"not analysed: the statement on {where} is {b - a:,} characters long, over "
+                f"numlint's limit of {MAX_STATEMENT_CHARS:,}; only its syntax was checked",
+                start,
+                node.col_offset + 1,
+            )
+        )
+    out.append(source[pos:])
+    return "".join(out), notes
+
+
+#: More code than this (in characters, after numlint.chunks has left out what no rule
+#: needs) is parsed in parts of whole top-level statements of at most MAX_PART_CHARS: libcst
+#: holds about 0.9 GB per MB of code it parses.
+MAX_PARSE_CHARS = 1_000_000
+MAX_PART_CHARS = 400_000
+#: At most this much of a file's code is linted in parts (about 15 s on one slow core): the
+#: statements after it are reported as not analysed.
+MAX_PARTS_CHARS = 800_000
+
+
+def _lint_in_parts(
+    source: str,
+    path: str,
+    active: Sequence[RuleSpec],
+    chunked: bool,
+    tree: ast.Module,
+    dependencies: set[str] | None,
+) -> list[Diagnostic]:
+    """Lint a file too large to parse at once in parts: each part is some top-level
+    statements plus the file's leading imports; the others are left out (definitions) or
+    blanked (other statements), so every line keeps its number. NUM000 findings say so: on
+    line 1 (what rules follow across functions is seen only within a part) and, past
+    MAX_PARTS_CHARS, at the first statement not analysed."""
+    offsets = line_offsets(source)
+    end_of = len(source)
+    body = tree.body
+    first_other = next(
+        (i for i, s in enumerate(body) if not isinstance(s, (ast.Import, ast.ImportFrom))),
+        len(body),
+    )
+    parts: list[list[ast.stmt]] = [[]]
+    size, last_line = 0, 0
+    for stmt in body[first_other:]:
+        end = stmt.end_lineno or stmt.lineno
+        chars = _chars(stmt, offsets, end_of)
+        if parts[-1] and size + chars > MAX_PART_CHARS and stmt.lineno > last_line:
+            parts.append([])
+            size = 0
+        parts[-1].append(stmt)
+        size += chars
+        last_line = end
+    parts = [p for p in parts if p] or [[]]
+    gc.freeze()  # the file's ast and the rest stay out of the collections between parts
+    try:
+        found, notes, parts = _parts_findings(
+            source, path, active, chunked, tree, dependencies, parts, first_other
+        )
+    finally:
+        gc.unfreeze()
+    supp = suppress.parse(source)
+    kept = [d for d in found if not supp.covers(d.code, d.name, (d.row, d.end_row))]
+    kept += [d for d in notes if not supp.covers(d.code, d.name, (d.row,))]
+    if len(parts) > 1:
+        note = parse_error(
+            path,
+            f"analysed in {len(parts)} parts: the code to parse is over numlint's limit of "
+            f"{MAX_PARSE_CHARS:,} characters; rules that follow values across functions "
+            "see only the functions in the same part",
+        )
+        if not supp.covers(note.code, note.name, (1,)):
+            kept.append(note)
+    return sorted(kept, key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def _parts_findings(
+    source: str,
+    path: str,
+    active: Sequence[RuleSpec],
+    chunked: bool,
+    tree: ast.Module,
+    dependencies: set[str] | None,
+    parts: list[list[ast.stmt]],
+    first_other: int,
+) -> tuple[set[Diagnostic], list[Diagnostic], list[list[ast.stmt]]]:
+    """The findings of each part in turn, the NUM000 for the parts past MAX_PARTS_CHARS, and
+    the parts linted."""
+    offsets = line_offsets(source)
+    end_of = len(source)
+    body = tree.body
+    found: set[Diagnostic] = set()
+    notes: list[Diagnostic] = []
+    done = 0
+    for n, part in enumerate(parts):
+        size = sum(_chars(s, offsets, end_of) for s in part)
+        if done and done + size > MAX_PARTS_CHARS:
+            first = part[0]
+            end = parts[-1][-1].end_lineno or parts[-1][-1].lineno
+            notes.append(
+                parse_error(
+                    path,
+                    f"not analysed: lines {first.lineno}-{end}, past the first "
+                    f"{MAX_PARTS_CHARS:,} characters of code numlint lints in a file this "
+                    "large; only their syntax was checked (split the file to lint it all)",
+                    first.lineno,
+                    first.col_offset + 1,
+                )
+            )
+            parts = parts[:n]
+            break
+        done += size
+        mine = {id(s) for s in part}
+        blank = [
+            s for s in body[first_other:] if id(s) not in mine and not isinstance(s, chunks.DEFS)
+        ]
+        text = _blanked(source, offsets, blank)
+        gone = {id(s) for s in blank}
+        part_tree = ast.Module(body=[s for s in body if id(s) not in gone], type_ignores=[])
+        only = frozenset(chunks.unit_start(s) for s in part if isinstance(s, chunks.DEFS))
+        found.update(_lint_tree(text, path, active, chunked, only, part_tree, dependencies))
+        del text, part_tree
+        gc.collect()  # what the part made: its libcst tree holds cycles
+    return found, notes, parts
+
+
+def _chars(stmt: ast.stmt, offsets: Sequence[int], end_of: int) -> int:
+    """How many characters the lines of `stmt` take."""
+    end = stmt.end_lineno or stmt.lineno
+    return (offsets[end] if end < len(offsets) else end_of) - offsets[stmt.lineno - 1]
+
+
+def _blanked(source: str, offsets: Sequence[int], stmts: Sequence[ast.stmt]) -> str:
+    """`source` with the lines of `stmts` reduced to their line breaks."""
+    out, pos = [], 0
+    for stmt in sorted(stmts, key=lambda s: s.lineno):
+        end = stmt.end_lineno or stmt.lineno
+        a = offsets[stmt.lineno - 1]
+        b = offsets[end] if end < len(offsets) else len(source)
+        if a < pos:
+            continue
+        out += [source[pos:a], *LINE_BREAK.findall(source, a, b)]
+        pos = b
+    out.append(source[pos:])
+    return "".join(out)
+
+
+_PLAIN = (
+    *(ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Name, ast.Attribute),
+    *(ast.UnaryOp, ast.USub, ast.UAdd, ast.Load, ast.Store),
+)
+
+
+def _plain_data(node: ast.stmt) -> bool:
+    """An assignment or expression of plain literals only (a table, a long string)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) and node.value is not None:
+        return all(isinstance(n, _PLAIN) for n in ast.walk(node.value))
+    return False
+
+
+def _lint_tree(
+    source: str,
+    path: str,
+    active: Sequence[RuleSpec],
+    chunked: bool,
+    only: frozenset[int] | None,
+    tree: ast.Module,
+    dependencies: set[str] | None,
+) -> list[Diagnostic]:
+    """The findings of the `active` rules in `source`, whose CPython tree is `tree`."""
     reduced = chunks.Reduced(source, tree.body)
     if chunked or only is not None:
         rules_in = [r for r, _ in active] if chunked else []
         reduced = chunks.reduce(source, tree, rules_in, line_offsets(source), only)
+    if only is None and len(reduced.text) > MAX_PARSE_CHARS:
+        return _lint_in_parts(source, path, active, chunked, tree, dependencies)
     try:
         module = parse(reduced.text)
     except cst.ParserSyntaxError as exc:

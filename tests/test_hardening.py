@@ -265,3 +265,75 @@ def test_node_validation_is_back_after_parses_that_fail_or_overlap():
     assert cst.CSTNode.__dict__["__post_init__"] is validate
     with pytest.raises(cst.CSTValidationError):  # nodes built outside a parse are validated
         cst.Name("not a name")
+
+
+def test_one_huge_statement_is_bounded_and_reported(tmp_path: Path):
+    """A 3.3 MB statement of 100,000 calls: seconds and well under 1.5 GB, a NUM000 saying
+    what was not analysed, and the findings elsewhere in the file still reported."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    calls = ", ".join(f"torch.log(values[{i}] + 1e-08)" for i in range(100_000))
+    source = (
+        "import torch\n\nvalues = torch.rand(100_000)\n"
+        f"out = [{calls}]\n\n\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    )
+    big = tmp_path / "big.py"
+    big.write_text(source)
+    assert len(source) > 3_300_000
+    start = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-m", "numlint", "check", "--isolated", "--no-cache",
+         "--output-format", "json", str(big)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    elapsed = time.monotonic() - start
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert r.returncode == 1, r.stderr
+    found = {(d["code"], d["location"]["row"]): d["message"] for d in json.loads(r.stdout)}
+    assert set(found) == {("NUM000", 4), ("NUM101", 8)}
+    assert found[("NUM000", 4)].startswith("not analysed: the statement on line 4 is ")
+    assert elapsed < 30, elapsed
+    assert peak_kib < 1.5 * 1024 * 1024, peak_kib
+    big.write_text(source.replace(")]\n", ")]  # noqa: NUM000\n", 1))
+    assert [d.code for d in check_source(big.read_text(), str(big), Config())] == ["NUM101"]
+
+
+def test_huge_plain_data_is_left_out_without_a_finding():
+    table = ", ".join(str(i) for i in range(30_000))
+    source = (
+        f"import torch\n\nTABLE = [{table}]\nNAME = '{'a' * 200_000}'\n\n"
+        "def f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    )
+    found = check_source(source, "data.py", Config())
+    assert [(d.code, d.row) for d in found] == [("NUM101", 7)]
+
+
+def test_code_too_large_for_one_parse_is_linted_in_parts(monkeypatch):
+    """Past the parse limit a file is linted in parts of whole top-level statements, with the
+    same findings (each part keeps the file's imports) and NUM000 findings that say so; past
+    the budget the rest is reported as not analysed."""
+    from numlint import engine
+
+    fn = "def f{i}(x):\n    y = 1\n    return torch.log(F.softmax(x, dim=-1))\n\n\n"
+    source = "import torch\nimport torch.nn.functional as F\n\n\n" + "".join(
+        fn.format(i=i) for i in range(40)
+    )
+    whole = check_source(source, "parts.py", Config())
+    assert len(whole) == 40
+    monkeypatch.setattr(engine, "MAX_PARSE_CHARS", 1_000)
+    monkeypatch.setattr(engine, "MAX_PART_CHARS", 600)
+    split = check_source(source, "parts.py", Config())
+    assert [d for d in split if d.code != "NUM000"] == whole
+    (note,) = [d for d in split if d.code == "NUM000"]
+    assert note.row == 1 and note.message.startswith("analysed in ")
+    monkeypatch.setattr(engine, "MAX_PARTS_CHARS", 1_500)
+    capped = check_source(source, "parts.py", Config())
+    notes = [d for d in capped if d.code == "NUM000"]
+    assert [n.message.split(" ")[0] for n in notes] == ["analysed", "not"]
+    assert notes[1].message.startswith("not analysed: lines ")
+    last = max(d.row for d in capped if d.code == "NUM101")
+    assert notes[1].row > last  # every line before the note was linted, none after
+    assert len(capped) - 2 == sum(1 for d in whole if d.row < notes[1].row)
