@@ -13,6 +13,7 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.guards import assigned_name, statement
 from numlint.context import Context
 from numlint.zeros import no_gradient
 
@@ -42,7 +43,9 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
             ctx, cls.node
         ):
             return False  # a custom autograd.Function: its bodies run without autograd
-    return not _consumed_without_gradient(ctx) and not _through_data(operand)
+    if _consumed_without_gradient(ctx) or _through_data(operand):
+        return False
+    return not only_used_without_gradient(ctx)
 
 
 _EVAL_DIRS = re.compile(
@@ -112,3 +115,69 @@ def _consumed_without_gradient(ctx: Context) -> bool:
             continue
         return False
     return False
+
+
+#: Functions and methods whose result carries no gradient back to their tensor argument.
+_NON_DIFFERENTIABLE = frozenset(
+    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "topk_indices", "nonzero",
+     "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
+     "item", "tolist", "numpy", "detach"}
+)  # fmt: skip
+
+
+def only_used_without_gradient(ctx: Context) -> bool:
+    """The value computed by the statement being visited is assigned to a name that the rest
+    of the function only compares, rounds, bins (`torch.bucketize`) or takes an argmin of:
+    no gradient reaches it (`d = torch.sqrt(...)`, `return torch.bucketize(d, bins)`)."""
+    stmt, block = statement(ctx)
+    if stmt is None or block is None:
+        return False
+    name = assigned_name(stmt)
+    if name is None:
+        return False
+    later = block[block.index(stmt) + 1 :]
+    uses = _Uses(name)
+    for s in later:
+        s.visit(uses)
+    return uses.count > 0 and uses.count == uses.without_gradient
+
+
+class _Uses(cst.CSTVisitor):
+    """Counts the reads of a name, and those that carry no gradient."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.without_gradient = 0
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value == self.name:
+            if not self._is_target():
+                self.count += 1
+                self.without_gradient += self._no_gradient()
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _is_target(self) -> bool:
+        return bool(self.stack) and isinstance(self.stack[-1], cst.AssignTarget)
+
+    def _no_gradient(self) -> bool:
+        parents = self.stack
+        if not parents:
+            return False
+        p = parents[-1]
+        if isinstance(p, cst.Comparison) or isinstance(p, cst.ComparisonTarget):
+            return True
+        if isinstance(p, cst.Attribute) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
+            return p.attr.value in _NON_DIFFERENTIABLE
+        if isinstance(p, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
+            func = parents[-2].func
+            last = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
+            return last in _NON_DIFFERENTIABLE
+        return False

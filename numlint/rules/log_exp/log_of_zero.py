@@ -6,6 +6,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
+from numlint.analysis.guards import sanitised_later
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.semantics import activation, is_one
@@ -249,7 +250,7 @@ class LogOfZero(Rule):
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {_TAIL}",
-            confidence=grade(ctx, reason, value, log=True),
+            confidence="low" if sanitised_later(ctx) else grade(ctx, reason, value, log=True),
         )
 
 

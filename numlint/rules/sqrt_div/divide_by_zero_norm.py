@@ -7,6 +7,7 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import grade, padding_mask, weights_sum
+from numlint.analysis.guards import sanitised_later
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword
@@ -395,7 +396,7 @@ class DivideByZeroNorm(Rule):
         confidence = grade(ctx, reason, ctx.value(den))
         if weights_sum(ctx, ctx.value(num), ctx.value(den)):
             confidence = "high"
-        if padding_mask(ctx, ctx.value(den)):
+        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
             confidence = "low"
         self.report(node, message, fix, confidence=confidence)
 
