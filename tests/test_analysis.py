@@ -148,3 +148,19 @@ def test_import_table() -> None:
     package = ast.parse("from .models import Net\n").body[0]
     assert import_one(package, "pkg.sub", package=True) == {"Net": "pkg.sub.models.Net"}  # type: ignore[arg-type]
     assert module_imports(ast.parse("from .models import Net\n")) == {}  # unknown module
+
+
+def test_message_says_which_harm_applies() -> None:
+    code = """
+    import torch
+    @torch.no_grad()
+    def metric(x):
+        return torch.log(torch.relu(x))
+    def loss(x):
+        return torch.log(torch.relu(x))
+    """
+    found = check_source(textwrap.dedent(code), "m.py", {"select": ["NUM103"]})
+    assert [("no gradient" in d.message, "infinite gradient" in d.message) for d in found] == [
+        (True, False),
+        (False, True),
+    ]

@@ -6,6 +6,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
+from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.guards import sanitised_later
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -247,15 +248,21 @@ class LogOfZero(Rule):
         reason = zero_reason(ctx, value, "log")
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
+        tail = _TAIL if gradient_flows(ctx, o.input) else _TAIL_FORWARD
         self.report(
             node,
-            f"log of {reason}, which can be exactly 0: {_TAIL}",
+            f"log of {reason}, which can be exactly 0: {tail}",
             confidence="low" if sanitised_later(ctx) else grade(ctx, reason, value, log=True),
         )
 
 
 _TAIL = (
     "the result is -inf with an infinite gradient; clamp it first "
+    "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
+)
+#: Where no gradient flows (a metric, `no_grad` code) only the value is harmed.
+_TAIL_FORWARD = (
+    "the result is -inf (no gradient flows here, but the value spreads); clamp it first "
     "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
 )
 
