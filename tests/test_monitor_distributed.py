@@ -35,8 +35,8 @@ WORKER = textwrap.dedent(
             return torch.sqrt(h.abs()) if mode == "backward" else torch.tanh(h)
 
     model = nn.Sequential(nn.Linear(4, 8, bias=False), SqrtAbs(), nn.Linear(8, 1))
-    if wrap == "ddp":
-        model = DDP(model)
+    if wrap == "ddp":  # (a buffer: DDP's forward broadcasts it, so the re-run must not)
+        model = DDP(nn.Sequential(*model, nn.BatchNorm1d(1)))
     else:  # FSDP2: every Linear and the whole model sharded
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard

@@ -249,6 +249,24 @@ class Monitor:
         """True between start() and stop()."""
         return self._active
 
+    def rerun_model(self) -> nn.Module | None:
+        """The module the failure path re-runs a step on, or None when it cannot: DDP's inner
+        module (the wrapper's forward would broadcast buffers from this rank alone); none under
+        FSDP2 on several ranks (a forward all-gathers parameters with every rank)."""
+        model = self.model
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            if isinstance(model, DistributedDataParallel):
+                return model.module
+            try:
+                from torch.distributed.fsdp import FSDPModule
+            except ImportError:
+                return model
+            if any(isinstance(m, FSDPModule) for m in model.modules()):
+                return None
+        return model
+
     def scaler_on(self) -> bool:
         """An enabled GradScaler is watched (it skips overflowing steps by itself)."""
         return self.scaler_patch is not None and self.scaler_patch.enabled()

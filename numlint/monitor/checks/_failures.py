@@ -41,11 +41,12 @@ def grads_finite_exact(mon: Monitor) -> bool:
 def locate_backward_findings(mon: Monitor) -> list[Finding]:
     """Re-run the last forward and backward with exact checks (empty if it cannot)."""
     grads = mon.rec.out_grads or []
-    if mon.args is None or not any(g is not None for g in grads):
+    model = mon.rerun_model()
+    if mon.args is None or model is None or not any(g is not None for g in grads):
         return []
     return mon.paused_call(
         locate_backward,
-        mon.model,
+        model,
         mon.name_of,
         mon.args,
         mon.kwargs or {},

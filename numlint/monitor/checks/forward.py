@@ -12,6 +12,7 @@ from numlint.monitor.checks._base import LOCAL, OK, Check, Point
 from numlint.monitor.checks._failures import params_finite
 from numlint.monitor.findings import Finding, from_flags
 from numlint.monitor.locate import locate_forward
+from numlint.monitor.stats import first_nonfinite, tensor_stats
 
 
 class ForwardCheck(Check):
@@ -40,10 +41,15 @@ class ForwardCheck(Check):
             mon.fail("param", mon.param_findings("param"))
             return
         findings: list[Finding] = []
-        if mon.args is not None:
+        model = mon.rerun_model()
+        if mon.args is not None and model is None:  # no re-run: is it the batch at least?
+            bad = first_nonfinite(mon.args, "input") or first_nonfinite(mon.kwargs, "input")
+            if bad is not None:
+                findings = [Finding("<input>", bad[0], tensor_stats(bad[1]), True)]
+        elif mon.args is not None:
             findings = mon.paused_call(
                 locate_forward,
-                mon.model,
+                model,
                 mon.name_of,
                 mon.args,
                 mon.kwargs or {},
@@ -71,7 +77,10 @@ class ForwardCheck(Check):
         from numlint.monitor.opcheck import locate_op
 
         mon = self.mon
-        args = (mon.model, f.obj, mon.args or (), mon.kwargs or {}, mon.rng, mon.grad_enabled)
+        model = mon.rerun_model()
+        if model is None:
+            return
+        args = (model, f.obj, mon.args or (), mon.kwargs or {}, mon.rng, mon.grad_enabled)
         info = mon.paused_call(locate_op, *args)
         if info is None:
             return
