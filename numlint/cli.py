@@ -209,6 +209,7 @@ def _delegate(command: str, rest: list[str]) -> int:
         if command == "probe":
             from numlint.probe.cli import main as run
         elif command == "lsp":
+            import numlint.lsp.server  # noqa: F401 (pygls and lsprotocol: the `lsp` extra)
             from numlint.lsp import main as run
         else:
             from numlint.monitor.report import main as run

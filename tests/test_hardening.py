@@ -238,7 +238,7 @@ def test_checked_code_never_runs(tmp_path: Path):
         ["check", "--output-format", "sarif"],
     ):
         run_cli(*args, "--no-cache", str(pkg), cwd=tmp_path)
-    from numlint.lsp import lint_document
+    from numlint.lsp.server import lint_document
 
     snap = lint_document((pkg / "model.py").as_uri(), 1, (pkg / "model.py").read_text(), [tmp_path])
     assert snap.diagnostics is not None

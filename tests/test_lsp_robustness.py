@@ -229,7 +229,8 @@ def test_the_server_code_path_does_not_import_torch():
         """
         import sys
         sys.modules["numlint.probe.docs"] = None  # measured evidence is the probe's, not ours
-        from numlint import api, lsp
+        from numlint import api
+        from numlint.lsp import server as lsp
         from numlint.rule import all_rules
         src = "import torch\\ny = torch.log(torch.softmax(x, dim=-1))\\n"
         snap = lsp.lint_document("untitled:x", 1, src)
@@ -247,7 +248,7 @@ def test_the_server_code_path_does_not_import_torch():
 
 
 def test_collections_are_held_while_linting_and_run_once_idle():
-    from numlint.lsp import COLLECT_AFTER_S, NumlintServer
+    from numlint.lsp.server import COLLECT_AFTER_S, NumlintServer
 
     async def scenario() -> None:
         server = NumlintServer()

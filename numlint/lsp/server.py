@@ -1,127 +1,53 @@
-"""Language server: `numlint lsp` (pygls 2 with lsprotocol types, on stdio).
-
-Diagnostics on open, on change (debounced, published for the latest version only) and on
-save; per-diagnostic code actions (the rule's fix, a `# noqa: CODE` suppression) plus "fix
-all safe problems in this file"; hover shows the rule's page. Everything goes through
-`numlint.api`, with the configuration found from the document's path. The server never
-imports torch: it stays on the static path.
+"""The server: pygls 2 on stdio. Diagnostics on open, on change (debounced, published for
+the latest version only) and on save; per-diagnostic code actions (the rule's fix, a
+`# noqa: CODE` suppression) plus "fix all safe problems in this file"; hover shows the rule's
+page. Everything goes through `numlint.api`, with the configuration found from the
+document's path. The server never imports torch: it stays on the static path.
 
 Documents are synchronised in full: pygls splits lines with `str.splitlines`, which also
 breaks on form feeds and other characters that neither Python nor LSP treat as line breaks,
-so incremental edits could land in the wrong place. Positions are converted here between
-numlint's 1-based character columns and the negotiated LSP position encoding.
+so incremental edits could land in the wrong place.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
 import importlib.abc
-import io
 import logging
-import re
 import sys
-import tokenize
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache, lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
 from numlint import __version__, api
 from numlint import config as config_mod
-from numlint.cli import LSP_DEBOUNCE_MS, LSP_MAX_CHARS, lsp_parser
 from numlint.config import Config, ConfigError
-from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit
+from numlint.diagnostic import PARSE_ERROR, Diagnostic
 from numlint.incremental import Incremental
-from numlint.output.lsp import to_lsp
+from numlint.lsp import DEBOUNCE_S, MAX_CHARS
+from numlint.lsp.edits import FIX_ALL_KIND, quick_fixes, replace_edit, rule_markdown, to_diagnostic
+from numlint.lsp.text import TextIndex, uri_to_path
 
 logger = logging.getLogger("numlint.lsp")
 
-DEBOUNCE_S = LSP_DEBOUNCE_MS / 1000
 #: Idle time after publishing before the garbage collector runs (see NumlintServer.lint).
 COLLECT_AFTER_S = 0.1
-MAX_CHARS = LSP_MAX_CHARS  # larger buffers are left to `numlint check`: linting them would stall
-FIX_ALL_KIND = f"{lsp.CodeActionKind.SourceFixAll.value}.numlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
-_CONVERTER = default_converter()
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_NOQA_CODES = re.compile(r"#\s*noqa:\s*[\w-]+(?:\s*,\s*[\w-]+)*", re.IGNORECASE)
-_NOQA_BARE = re.compile(r"#\s*noqa(?!:)", re.IGNORECASE)
-
-
-# -- positions -------------------------------------------------------------------------
-
-
-def _units(text: str, encoding: str) -> int:
-    """Length of `text` in code units of the LSP position encoding."""
-    if encoding == lsp.PositionEncodingKind.Utf32 or text.isascii():
-        return len(text)
-    if encoding == lsp.PositionEncodingKind.Utf8:
-        return len(text.encode("utf-8", "surrogatepass"))
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
-
-
-def _chars(text: str, units: int, encoding: str) -> int:
-    """How many characters of `text` its first `units` code units span (clamped)."""
-    if encoding == lsp.PositionEncodingKind.Utf32 or text.isascii():
-        return max(0, min(units, len(text)))
-    count = 0
-    for i, c in enumerate(text):
-        if count >= units:
-            return i
-        count += _units(c, encoding)
-    return len(text)
-
-
-class TextIndex:
-    """Maps numlint's 1-based (row, column-in-characters) positions and string offsets to
-    LSP positions in the negotiated encoding, with LSP's line breaks (\\r\\n, \\r, \\n)."""
-
-    def __init__(self, source: str, encoding: str = lsp.PositionEncodingKind.Utf16) -> None:
-        self.source = source
-        self.encoding = encoding
-        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
-
-    def line(self, index: int) -> str:
-        """The 0-based line `index`, without its line break."""
-        end = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.source)
-        return self.source[self.starts[index] : end].rstrip("\r\n")
-
-    def position(self, row: int, column: int) -> lsp.Position:
-        if row > len(self.starts):
-            last = len(self.starts) - 1
-            return lsp.Position(last, _units(self.line(last), self.encoding))
-        line = max(row, 1) - 1
-        return lsp.Position(line, _units(self.line(line)[: max(column, 1) - 1], self.encoding))
-
-    def range(self, row: int, column: int, end_row: int, end_column: int) -> lsp.Range:
-        return lsp.Range(self.position(row, column), self.position(end_row, end_column))
-
-    def point(self, position: lsp.Position) -> tuple[int, int]:
-        """The 1-based (row, column) of an LSP position, clamped to the text."""
-        if position.line >= len(self.starts):
-            last = len(self.starts) - 1
-            return last + 1, len(self.line(last)) + 1
-        text = self.line(max(position.line, 0))
-        return position.line + 1, _chars(text, position.character, self.encoding) + 1
-
-    def at_offset(self, offset: int) -> lsp.Position:
-        line = bisect_right(self.starts, offset) - 1
-        return self.position(line + 1, offset - self.starts[line] + 1)
-
-
-# -- linting ---------------------------------------------------------------------------
+#: The method a request whose parameters do not fit is rerouted to, so that pygls answers
+#: it with the error through its ordinary path.
+_REJECTED = "numlint/rejectedRequest"
 
 
 @dataclass
@@ -139,20 +65,6 @@ class Snapshot:
     excluded: bool = False
     skipped: str | None = None
     warnings: tuple[str, ...] = field(default=())
-
-
-def uri_to_path(uri: str) -> str | None:
-    """The filesystem path of a `file:` URI; None for other schemes or malformed URIs."""
-    try:
-        parts = urlparse(uri)
-    except ValueError:
-        return None
-    if parts.scheme != "file" or not parts.path:
-        return None
-    path = url2pathname(parts.path)
-    if parts.netloc and parts.netloc != "localhost":
-        path = f"//{parts.netloc}{path}"
-    return None if "\x00" in path else path
 
 
 def _excluded(path: Path, cfg: Config, roots: Sequence[Path]) -> bool:
@@ -211,115 +123,26 @@ def lint_document(
     return snap
 
 
-def to_diagnostic(d: Diagnostic, index: TextIndex) -> lsp.Diagnostic:
-    """`numlint.output.lsp.to_lsp` as an lsprotocol Diagnostic, in the client's encoding."""
-    out = _CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
-    out.range = index.range(d.row, d.column, d.end_row, d.end_column)
-    return out
-
-
-@cache
-def rule_markdown(code: str) -> str | None:
-    """The rule's documentation page (Markdown), or None for codes that are not rules."""
-    from numlint.rule import rule_by_selector
-
-    rule = rule_by_selector(code)
-    if rule is None:
-        return None
-    try:
-        from numlint.docs import rule_page
-
-        return rule_page(rule)
-    except Exception:  # a page that cannot be built still gets a summary
-        logger.exception("rule page for %s failed", code)
-        return f"# {rule.CODE} `{rule.NAME}`\n\n> {rule.MESSAGE}\n\n{rule.docstring()}\n"
-
-
-# -- edits -----------------------------------------------------------------------------
-
-
-def fix_edits(d: Diagnostic, index: TextIndex) -> list[lsp.TextEdit]:
-    """The diagnostic's fix as LSP text edits."""
-    assert d.fix is not None
-    return [edit_to_lsp(e, index) for e in d.fix.edits]
-
-
-def edit_to_lsp(e: Edit, index: TextIndex) -> lsp.TextEdit:
-    return lsp.TextEdit(index.range(e.row, e.column, e.end_row, e.end_column), e.content)
-
-
-def replace_edit(old: str, new: str, index: TextIndex) -> lsp.TextEdit:
-    """One edit turning `old` into `new`: the span between their common prefix and suffix."""
-    limit = min(len(old), len(new))
-    start = 0
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end = 0
-    while end < limit - start and old[-1 - end] == new[-1 - end]:
-        end += 1
-    if 0 < start < len(old) and old[start - 1] == "\r" and old[start] == "\n":
-        start -= 1  # never split a \r\n: LSP cannot address the point between them
-    old_end, new_end = len(old) - end, len(new) - end
-    if 0 < old_end < len(old) and old[old_end - 1] == "\r" and old[old_end] == "\n":
-        old_end, new_end = old_end + 1, new_end + 1
-    return lsp.TextEdit(
-        lsp.Range(index.at_offset(start), index.at_offset(old_end)), new[start:new_end]
-    )
-
-
-@lru_cache(maxsize=8)
-def _commentable_rows(source: str) -> frozenset[int] | None:
-    """Rows whose end is outside a string and not continued by a backslash (None: unknown)."""
-    rows: set[int] = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
-                rows.add(tok.start[0])
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    return frozenset(rows)
-
-
-def noqa_edit(d: Diagnostic, index: TextIndex) -> lsp.TextEdit | None:
-    """Add `d.code` to the line's `# noqa: ...` list, or append `  # noqa: CODE`.
-
-    The comment goes on the diagnostic's first or last row (suppressions cover both),
-    preferring a row that already has a noqa list, and never on a row that ends inside a
-    string or with a backslash continuation.
-    """
-    rows = [r for r in dict.fromkeys((d.row, d.end_row)) if r <= len(index.starts)]
-    if not rows:
-        return None
-    safe = _commentable_rows(index.source)
-    rows = [r for r in rows if safe is None or r in safe] or rows[:1]
-    row = next((r for r in rows if _NOQA_CODES.search(index.line(r - 1))), rows[0])
-    text = index.line(row - 1)
-    found = _NOQA_CODES.search(text)
-    if found is not None:
-        at, insert = found.end(), f", {d.code}"
-    elif _NOQA_BARE.search(text):
-        return None  # a bare noqa already covers every code
-    else:
-        at, insert = len(text.rstrip()), f"  # noqa: {d.code}"
-    pos = index.position(row, at + 1)
-    return lsp.TextEdit(lsp.Range(pos, pos), insert)
-
-
-# -- the server ------------------------------------------------------------------------
-
-
 class _Protocol(LanguageServerProtocol):
     """Answers a request whose parameters do not fit its method with an error response
-    instead of leaving the client waiting for one."""
+    instead of leaving the client waiting for one: the request is rerouted to a handler
+    that raises the error, and pygls replies as for any failed request."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
             msg_id = data.get("id") if "method" in data else None
-            if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
-                self._send_response(msg_id, error=exc.to_response_error())
-            raise
+            if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+                raise
+            error = {"code": exc.code, "message": exc.message or "invalid request"}
+            return JsonRPCRequestMessage(id=msg_id, method=_REJECTED, params=error, jsonrpc="2.0")
+
+
+def _rejected(ls: LanguageServer, params: Any) -> None:
+    """The handler of a rerouted request: raise its error."""
+    error = params if isinstance(params, dict) else {}
+    raise JsonRpcException(code=error.get("code"), message=error.get("message"))
 
 
 class NumlintServer(LanguageServer):
@@ -599,7 +422,8 @@ class NumlintServer(LanguageServer):
                     continue
                 if (d.row, d.column) > end:
                     continue
-                actions.extend(self._quick_fixes(snap, d, index))
+                edit = partial(self.workspace_edit, snap.uri, snap.version)
+                actions.extend(quick_fixes(d, index, edit))
         if wanted(FIX_ALL_KIND) and any(
             d.fix is not None and d.fix.applicability == "safe" for d in snap.diagnostics
         ):
@@ -613,32 +437,6 @@ class NumlintServer(LanguageServer):
                 action = await self.resolve(action)
             actions.append(action)
         return actions
-
-    def _quick_fixes(self, snap: Snapshot, d: Diagnostic, index: TextIndex) -> list[lsp.CodeAction]:
-        diag = to_diagnostic(d, index)
-        out = []
-        if d.fix is not None and d.fix.edits and d.fix.applicability in ("safe", "unsafe"):
-            label = " (unsafe fix)" if d.fix.applicability == "unsafe" else ""
-            out.append(
-                lsp.CodeAction(
-                    title=f"numlint ({d.code}): {d.fix.message}{label}",
-                    kind=lsp.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    is_preferred=d.fix.applicability == "safe",
-                    edit=self.workspace_edit(snap.uri, snap.version, fix_edits(d, index)),
-                )
-            )
-        noqa = noqa_edit(d, index)
-        if noqa is not None:
-            out.append(
-                lsp.CodeAction(
-                    title=f"numlint ({d.code}): suppress with `# noqa: {d.code}`",
-                    kind=lsp.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    edit=self.workspace_edit(snap.uri, snap.version, [noqa]),
-                )
-            )
-        return out
 
     async def resolve(self, action: lsp.CodeAction) -> lsp.CodeAction:
         """Compute the "fix all" edit (lazily, when the client resolves code actions)."""
@@ -664,6 +462,7 @@ class NumlintServer(LanguageServer):
 def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> NumlintServer:
     """A server with every feature registered."""
     server = NumlintServer(debounce, max_chars)
+    server.feature(_REJECTED)(_rejected)
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: NumlintServer, params: lsp.InitializedParams) -> None:
@@ -739,13 +538,8 @@ class _NoTorch(importlib.abc.MetaPathFinder):
         return None
 
 
-def main(argv: list[str]) -> int:
-    """`numlint lsp [--stdio] [--debounce MS] [--log-level LEVEL]`: serve on stdio."""
-    parser = lsp_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
+def serve(args: argparse.Namespace) -> int:
+    """Serve on stdio with the options `numlint.cli.lsp_parser` parsed."""
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="numlint-lsp %(levelname)s: %(message)s"
     )
