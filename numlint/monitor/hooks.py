@@ -3,7 +3,7 @@ module to one on-device flag, without reading it (no host synchronisation per la
 
 A flag is the sum of a tensor: a 0-dim device tensor that is non-finite iff the tensor holds a
 NaN or an Inf (see `stats.flag`). Flags are appended to a list in call order, with the index of
-the module that produced them; the Monitor reads a whole list at once (see `stats.all_finite`).
+the module that produced them; the Monitor reads a whole list at once (see `Monitor.check`).
 A flag that another check makes redundant is never computed (see `forward_hook`)."""
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ class Monitor:
     @property
     def events(self) -> list[Event]:
         """The events recorded so far (the last `max_events` of them; kept after stop())."""
-        self._flush_checks()
+        self.emit_pending()
         return list(self.log.events)
 
     def __enter__(self) -> Monitor:
@@ -212,7 +212,7 @@ class Monitor:
         for check in self.checks:
             check.stop()
         atexit.unregister(self._write_at_exit)
-        self._flush_checks()
+        self.emit_pending()
         self._incidents.end_repeat()
         self.log.close()
         self._active = False
@@ -455,21 +455,18 @@ class Monitor:
             c.step_done(scale)
         self.loss = None  # the next step's loss is its own
 
-    def _flush_checks(self) -> None:
+    def emit_pending(self) -> None:
+        """Log the events the checks hold back (the steps recorded so far)."""
         for c in self.checks:
             c.flush()
 
-    def emit_pending(self) -> None:
-        """Log the events the checks hold back (the steps recorded so far)."""
-        self._flush_checks()
-
     def _write_at_exit(self) -> None:
-        self._flush_checks()
+        self.emit_pending()
         self.log.flush()
 
     def emit(self, event: Event) -> None:
         """Log one event after the events the checks hold back."""
-        self._flush_checks()
+        self.emit_pending()
         self.log.emit(event)
 
     # ------------------------------------------------------------------ failure path
