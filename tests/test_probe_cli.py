@@ -41,7 +41,7 @@ def test_probe_prints_a_table(capsys):
     out = capsys.readouterr().out
     assert out.startswith("NUM101 log-of-softmax: confirmed")
     assert "dtype     input               forward  gradient   fix" in out
-    assert "float16   x = [[0.0, 20.0]]   -inf     NaN        finite" in out
+    assert "float16   x = [[0.0, 18.0]]   -inf     NaN        finite" in out
 
 
 def test_probe_by_name_as_json(capsys):
@@ -77,7 +77,7 @@ def test_check_probe_json_has_a_probe_object(tmp_path: Path, capsys):
     found = json.loads(capsys.readouterr().out)
     assert found[0]["probe"] == {
         "verdict": "confirmed",
-        "evidence": "float16: forward -inf, gradient NaN at x = [[0.0, 20.0]]; fix finite",
+        "evidence": "float16: gradient -inf, NaN at x = [[0.0, 12.0]]; fix finite",
         "dtype": "float16",
     }
 

@@ -82,5 +82,5 @@ def test_evidence_section_is_a_table_of_words():
     rule = next(r for r in RULES if r.CODE == "NUM101")
     text = evidence_section(rule)
     assert text.startswith("## Evidence")
-    assert "| float16 | `x = [[0.0, 20.0]]` | -inf | NaN | finite |" in text
+    assert "| float16 | `x = [[0.0, 18.0]]` | -inf | NaN | finite |" in text
     assert text.rstrip().endswith("Verdict: **confirmed**; the fix passes on every input.")

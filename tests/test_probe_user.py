@@ -68,7 +68,7 @@ def test_through_a_variable_the_definition_is_inlined_and_the_fix_runs():
     (code, row, probe) = found[0]
     assert (code, row) == ("NUM101", 6)
     assert probe["verdict"] == "confirmed"
-    assert "z = [[0.0, 90.0]]" in probe["evidence"] and probe["evidence"].endswith("fix finite")
+    assert "z = [[0.0, 89.0]]" in probe["evidence"] and probe["evidence"].endswith("fix finite")
     assert probe["dtype"] == "float32"
 
 
@@ -96,7 +96,7 @@ def test_opaque_inputs_are_stand_ins_only_when_the_hazard_is_in_view():
         "NUM101",
     )
     assert found[0][2]["verdict"] == "confirmed"
-    assert "logits = [[0.0, 90.0]]" in found[0][2]["evidence"]
+    assert "logits = [[0.0, 89.0]]" in found[0][2]["evidence"]
 
 
 def test_modules_on_self_are_not_probeable_but_show_the_rule_evidence():
@@ -261,3 +261,21 @@ def test_a_flagged_eps_literal_is_widened_to_the_hazardous_call():
     ev = user.probe_finding(d, LOG_OF_ZERO, info, scopes, "cpu")
     assert ev.verdict == "confirmed" and ev.dtype == "float16"
     assert ev.hazard == "torch.log(p.half() + 1e-08)"
+
+
+def test_log_of_a_sigmoid_gate_reaches_the_saturation_threshold():
+    found = verdicts(
+        """
+        import torch
+        def f(gate):
+            h = torch.sigmoid(gate)
+            return torch.log(h)
+        """,
+        "NUM102",
+    )
+    (code, row, probe) = found[0]
+    assert (code, row) == ("NUM102", 5)
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == (
+        "float32: forward -inf, gradient NaN at gate = [-89.0]; fix finite"
+    )

@@ -6,7 +6,7 @@ page is identical on every machine and `numlint docs --check` is stable.
 
 from __future__ import annotations
 
-from numlint.rule import Rule
+from numlint.rule import Probe, Rule
 
 
 def _escape(text: str) -> str:
@@ -44,6 +44,12 @@ def evidence_section(rule: type[Rule]) -> str:
             + (f" and the fix `{_escape(probe.fix)}`" if probe.fix else "")
             + f" run {passes} on each input in each dtype{compared}."
         )
+        if _from_table(probe):
+            lines[-1] += (
+                " Inputs written `@kind` in the rule's `PROBE` are the first values past each"
+                " dtype's threshold in `numlint/probe/thresholds.py`, each measured in its own"
+                " dtype."
+            )
         header = "| dtype | input | forward | gradient | fix |"
     lines.append("")
     if not ev.rows:
@@ -56,6 +62,11 @@ def evidence_section(rule: type[Rule]) -> str:
     cleared = "; the fix passes on every input" if ev.fix_cleared else ""
     lines += ["", f"Verdict: **{ev.verdict}**{cleared}."]
     return "\n".join(lines) + "\n"
+
+
+def _from_table(probe: Probe) -> bool:
+    parts = [p for v in probe.inputs.values() for p in (v if isinstance(v, tuple) else (v,))]
+    return any(p.startswith("@") for p in parts)
 
 
 _COMPARED = {"value": "value is", "gradient": "gradient is", "both": "value and gradient are"}

@@ -6,7 +6,7 @@ import ast
 from functools import cache
 from typing import Any
 
-from numlint.probe import runner
+from numlint.probe import runner, thresholds
 from numlint.probe.evaluator import MAX_INPUT_ELEMENTS
 from numlint.probe.roles import NO_GRAD, roles
 from numlint.probe.whitelist import NotProbeable
@@ -15,14 +15,37 @@ from numlint.rule import Probe, Rule
 
 def cases(probe: Probe) -> list[dict[str, str]]:
     """The trigger cases: tuples of inputs are zipped, plain strings serve every case."""
-    lengths = {len(v) for v in probe.inputs.values() if isinstance(v, tuple)}
+    return [case for case, _ in dtype_cases(probe)]
+
+
+def dtype_cases(probe: Probe) -> list[tuple[dict[str, str], tuple[str, ...]]]:
+    """The trigger cases with the dtypes each is measured in.
+
+    An input `"@kind pattern"` stands for one case per dtype of the probe, the first value
+    past that dtype's threshold in numlint.probe.thresholds, measured in that dtype only.
+    """
+    dtypes = probe.dtypes
+    inputs: dict[str, tuple[tuple[str, tuple[str, ...]], ...] | str] = {}
+    for k, v in probe.inputs.items():
+        parts = v if isinstance(v, tuple) else (v,)
+        expanded = tuple(e for part in parts for e in thresholds.expand(part, dtypes))
+        inputs[k] = expanded if isinstance(v, tuple) or len(expanded) > 1 else expanded[0][0]
+    lengths = {len(v) for v in inputs.values() if isinstance(v, tuple)}
     if len(lengths) > 1:
         raise NotProbeable("input tuples of different lengths")
     n = lengths.pop() if lengths else 1
-    return [
-        {k: (v[i] if isinstance(v, tuple) else v) for k, v in probe.inputs.items()}
-        for i in range(n)
-    ]
+    out = []
+    for i in range(n):
+        case: dict[str, str] = {}
+        allowed = set(dtypes)
+        for k, v in inputs.items():
+            if isinstance(v, tuple):
+                case[k] = v[i][0]
+                allowed &= set(v[i][1])
+            else:
+                case[k] = v
+        out.append((case, tuple(d for d in dtypes if d in allowed)))
+    return out
 
 
 def short(text: str) -> str:
@@ -70,9 +93,9 @@ def run_probe(probe: Probe | None, device: str = "cpu") -> runner.Evidence:
         dtypes = _valid_dtypes(probe)
         no_grad = frozenset(n for n, r in roles(hazard).items() if r in NO_GRAD)
         rows = []
-        for case in cases(probe):
+        for case, case_dtypes in dtype_cases(probe):
             raw: dict[str, Any] = {k: runner.build_input(v) for k, v in case.items()}
-            for dtype in dtypes:
+            for dtype in case_dtypes:
                 rows.append(
                     runner.measure(
                         hazard,

@@ -428,10 +428,15 @@ def operations(expr: Expression) -> set[str]:
 class Binding:
     values: Mapping[str, Any]
     label: str
+    #: The dtypes whose thresholds this sample was made for (tried first in those).
+    dtypes: tuple[str, ...] = ()
 
 
-def _template_samples(probe: Probe) -> list[dict[str, Any]]:
-    return [{k: runner.build_input(v) for k, v in case.items()} for case in templates.cases(probe)]
+def _template_samples(probe: Probe) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+    return [
+        ({k: runner.build_input(v) for k, v in case.items()}, dtypes)
+        for case, dtypes in templates.dtype_cases(probe)
+    ]
 
 
 def _kind(v: Any) -> str:
@@ -482,7 +487,7 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
         names += [n for n in sample if n not in names]
         return [sample[n] for n in names if template_roles.get(n, _sample_role(sample[n])) == r]
 
-    def add(values: dict[str, Any], sample: dict[str, Any]) -> None:
+    def add(values: dict[str, Any], sample: dict[str, Any], dtypes: tuple[str, ...]) -> None:
         first = next((v for v in values.values() if _kind(v) == "float"), None)
         for r in (TARGET, LABEL, MASK):
             for name, value in zip(mine[r], theirs(sample, r), strict=False):
@@ -502,21 +507,21 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
             key = repr([(k, _fingerprint(v)) for k, v in sorted(shaped.items())])
             if key not in seen:
                 seen.add(key)
-                out.append(Binding(shaped, label or "no tensor inputs"))
+                out.append(Binding(shaped, label or "no tensor inputs", dtypes))
 
-    for sample in samples:
+    for sample, dtypes in samples:
         given = theirs(sample, TENSOR)
         if mine[TENSOR] and len(given) == len(mine[TENSOR]):
-            add(dict(zip(mine[TENSOR], given, strict=True)), sample)
-    for sample in samples:
+            add(dict(zip(mine[TENSOR], given, strict=True)), sample, dtypes)
+    for sample, dtypes in samples:
         for v in theirs(sample, TENSOR):
-            add(dict.fromkeys(mine[TENSOR], v), sample)
+            add(dict.fromkeys(mine[TENSOR], v), sample, dtypes)
     # last, exact zeros of the same shape: the most common real trigger (a zero row, a == b)
-    first = next((v for s in samples for v in theirs(s, TENSOR)), None)
+    first = next((v for s, _ in samples for v in theirs(s, TENSOR)), None)
     if first is not None and mine[TENSOR]:
-        add(dict.fromkeys(mine[TENSOR], torch.zeros_like(first)), samples[0])
+        add(dict.fromkeys(mine[TENSOR], torch.zeros_like(first)), samples[0][0], ())
     if not mine[TENSOR] and samples:
-        add({}, samples[0])
+        add({}, samples[0][0], ())
     return out
 
 
@@ -596,7 +601,8 @@ def probe_expression(
     rows: list[runner.Row] = []
     refused: list[str] = []
     for dtype in dtypes:
-        for b in samples:
+        # the samples made for this dtype's thresholds first
+        for b in sorted(samples, key=lambda b: dtype not in b.dtypes):
             try:
                 row = runner.measure(
                     hazard, fix, b.values, dtype, b.label, device, probe.backward, compare, no_grad

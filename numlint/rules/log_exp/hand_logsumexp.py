@@ -181,7 +181,7 @@ class HandWrittenLogsumexp(Rule):
     PROBE = Probe(
         hazard="torch.log(torch.exp(x).sum(-1))",
         fix="torch.logsumexp(x, -1)",
-        inputs={"x": "torch.tensor([[100.0, 100.0], [-200.0, -200.0]])"},
+        inputs={"x": ("@exp-overflow [[{0}, {0}]]", "@exp-underflow [[{0}, {0}]]")},
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -129,7 +129,7 @@ class HandWrittenSigmoid(Rule):
     PROBE = Probe(
         hazard="1 / (1 + torch.exp(-x))",
         fix="torch.sigmoid(x)",
-        inputs={"x": "torch.tensor([-100.0, -89.0, 0.0, 30.0])"},
+        inputs={"x": "@exp-overflow [-{}]"},
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

@@ -144,7 +144,7 @@ class HandWrittenSoftmax(Rule):
     PROBE = Probe(
         hazard="torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)",
         fix="torch.softmax(x, -1)",
-        inputs={"x": "torch.tensor([[100.0, 100.0], [-200.0, -200.0]])"},
+        inputs={"x": ("@exp-overflow [[{0}, {0}]]", "@exp-underflow [[{0}, {0}]]")},
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

@@ -165,7 +165,7 @@ class HandWrittenSoftplus(Rule):
     PROBE = Probe(
         hazard="torch.log(1 + torch.exp(x))",
         fix="torch.nn.functional.softplus(x)",
-        inputs={"x": "torch.tensor([0.0, 12.0, 89.0, 100.0])"},
+        inputs={"x": "@exp-overflow"},
     )
 
     def visit_Call(self, node: cst.Call) -> None:

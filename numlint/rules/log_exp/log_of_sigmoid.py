@@ -196,9 +196,9 @@ class LogOfSigmoid(Rule):
         ),
     ]
     PROBE = Probe(
-        hazard="torch.log(1 - torch.sigmoid(z))",
-        fix="torch.nn.functional.logsigmoid(-z)",
-        inputs={"z": ("torch.tensor([7.0])", "torch.tensor([9.0])", "torch.tensor([17.0])")},
+        hazard="torch.log(torch.sigmoid(z)) + torch.log(1 - torch.sigmoid(z))",
+        fix="torch.nn.functional.logsigmoid(z) + torch.nn.functional.logsigmoid(-z)",
+        inputs={"z": ("@sigmoid-one", "@sigmoid-zero")},
     )
 
     def visit_Call(self, node: cst.Call) -> None:
