@@ -279,3 +279,22 @@ def test_log_of_a_sigmoid_gate_reaches_the_saturation_threshold():
     assert probe["evidence"] == (
         "float32: forward -inf, gradient NaN at gate = [-89.0]; fix finite"
     )
+
+
+def test_upstream_hazards_enter_as_sample_inputs():
+    """The NaN of `a / a.norm()` on the line above is another finding, not this one's."""
+    found = verdicts(
+        """
+        import torch
+        def f(x):
+            a = x / x.norm()
+            p = torch.softmax(a, -1)
+            return torch.log(p)
+        """,
+        "NUM101",
+    )
+    (code, row, probe) = found[0]
+    assert (code, row) == ("NUM101", 6)
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == "float32: gradient -inf, NaN at a = [[0.0, 89.0]]; fix finite"
+    assert "fix NaN" not in probe["evidence"]

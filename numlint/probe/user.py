@@ -325,7 +325,9 @@ class _Inliner(ast.NodeTransformer):
         where: Position,
         depth: int,
         constants_only: bool = False,
+        keep: frozenset[str] = frozenset(),
     ) -> None:
+        self.keep = keep
         self.scopes = scopes
         self.imports = imports
         self.where = where
@@ -343,7 +345,7 @@ class _Inliner(ast.NodeTransformer):
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id in self.imports:
+        if node.id in self.imports or node.id in self.keep:
             return node
         found = self.scopes.lookup(node.id, self.where)
         if found == "mutated":
@@ -368,24 +370,37 @@ class _Inliner(ast.NodeTransformer):
         return value
 
 
+#: How many assignments deep a flagged expression is followed at most.
+MAX_DEPTH = 4
+
+
 def inline(
     tree: ast.expr,
     scopes: _Scopes,
     imports: Mapping[str, str],
     where: Position,
     constants_only: bool = False,
+    depth: int = MAX_DEPTH,
+    keep: frozenset[str] = frozenset(),
 ) -> ast.expr:
-    """The tree with earlier assignments inlined (only numeric constants, if asked)."""
+    """The tree with earlier assignments inlined (only numeric constants, if asked); names
+    in `keep` stay as they are."""
     if constants_only:
         return _Inliner(scopes, imports, where, 0, True).visit(copy.deepcopy(tree))
-    return inline_tracking(tree, scopes, imports, where)[0]
+    return inline_tracking(tree, scopes, imports, where, depth, keep)[0]
 
 
 def inline_tracking(
-    tree: ast.expr, scopes: _Scopes, imports: Mapping[str, str], where: Position
+    tree: ast.expr,
+    scopes: _Scopes,
+    imports: Mapping[str, str],
+    where: Position,
+    depth: int = MAX_DEPTH,
+    keep: frozenset[str] = frozenset(),
 ) -> tuple[ast.expr, list[str]]:
-    """The tree with earlier assignments inlined, and the names left opaque."""
-    inliner = _Inliner(scopes, imports, where, depth=4)
+    """The tree with earlier assignments inlined `depth` levels deep, and the names left
+    opaque (their values become sample inputs)."""
+    inliner = _Inliner(scopes, imports, where, depth=depth, keep=keep)
     return inliner.visit(copy.deepcopy(tree)), inliner.opaque
 
 
@@ -689,18 +704,27 @@ def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> 
         except SyntaxError:
             pass
 
-    def fix_of(inlined: bool) -> Expression | None:
+    def fix_of(inlined: bool, hazard: Expression | None = None) -> Expression | None:
+        """The fix, its names followed as far as the hazard's (the hazard's inputs stay
+        inputs, so both run on the same samples)."""
         if fixed_text is None:
             return None
+        keep = frozenset(hazard.free) if hazard is not None else frozenset()
         try:
-            tree = inline(parse_expression(fixed_text), scopes, imports, where, not inlined)
+            parsed = parse_expression(fixed_text)
+            tree = inline(parsed, scopes, imports, where, not inlined, keep=keep)
             return compile_expression(tree, imports)
         except NotProbeable:
             return None
 
     tree = inline(parse_expression(text), scopes, info.imports, where, constants_only=True)
-    inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where)
-    inlined = compile_expression(inlined_tree, info.imports)
+    # follow assignments only as deep as the rule's operations need: what is computed
+    # further upstream (a normalisation, another hazard) enters as a sample input
+    for depth in range(1, MAX_DEPTH + 1):
+        inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where, depth)
+        inlined = compile_expression(inlined_tree, info.imports)
+        if not wanted - operations(inlined):
+            break
     built: list[Built] = []
     if ast.dump(inlined_tree) != ast.dump(tree):
         try:
@@ -714,7 +738,7 @@ def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> 
             and (plain_fix is None or set(plain_fix.free) <= set(plain.free))
         ):
             built.append((plain, plain_fix, []))
-    built.append((inlined, fix_of(True), opaque))
+    built.append((inlined, fix_of(True, inlined), opaque))
     return built
 
 
