@@ -228,8 +228,9 @@ def _without_huge_statements(
             ]
             bodies += [h.body for h in getattr(node, "handlers", ())]
             bodies += [c.body for c in getattr(node, "cases", ())]
-            if bodies:
-                todo.extend(bodies)
+            first = min((b[0].lineno for b in bodies if b), default=node.lineno)
+            if bodies and offsets[first - 1] - offsets[node.lineno - 1] <= MAX_STATEMENT_CHARS:
+                todo.extend(bodies)  # the header is small: look at the statements inside
             elif not _plain_data(node):
                 huge.append(node)
             else:  # no rule reports inside plain literals: left out without a finding

@@ -337,3 +337,15 @@ def test_code_too_large_for_one_parse_is_linted_in_parts(monkeypatch):
     last = max(d.row for d in capped if d.code == "NUM101")
     assert notes[1].row > last  # every line before the note was linted, none after
     assert len(capped) - 2 == sum(1 for d in whole if d.row < notes[1].row)
+
+
+def test_huge_compound_statement_header_is_reported():
+    """A condition over the limit: the whole `if` is left out, the rest still linted."""
+    args = ", ".join(f"torch.log(a[{i}])" for i in range(6000))
+    source = (
+        f"import torch\n\n\ndef g(a):\n    if max({args}) > 0:\n        return 1\n"
+        "    return torch.log(torch.softmax(a, -1))\n"
+    )
+    found = check_source(source, "h.py", Config())
+    assert [(d.code, d.row) for d in found] == [("NUM000", 5), ("NUM101", 7)]
+    assert found[0].message.startswith("not analysed: the statement on lines 5-6 ")
