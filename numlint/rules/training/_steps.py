@@ -63,7 +63,7 @@ _OPTIMIZER_NAME = re.compile(
 )
 _MAX_EVENTS = 4000  # per sequence: beyond this a function is not analysed further
 
-Path = tuple[tuple[int, int], ...]
+Path = tuple[tuple[int | str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -423,9 +423,13 @@ class _Builder:
     ) -> Path:
         """Walk an if/elif/else; return the path for the statements that follow it."""
         self._calls(function, stmt.test, None, None, path, loops, depth, out)
-        self._walk_block(function, stmt.body, indent, path + ((id(stmt), 0),), loops, depth, out)
+        key, flipped = _condition(stmt.test)
+        if key is None:
+            key = id(stmt)
+        taken, other_branch = (1, 0) if flipped else (0, 1)
+        self._walk_block(function, stmt.body, indent, path + ((key, taken),), loops, depth, out)
         orelse = stmt.orelse
-        other = path + ((id(stmt), 1),)
+        other = path + ((key, other_branch),)
         if isinstance(orelse, cst.If):
             self._walk_if(function, orelse, indent, other, loops, depth, out)
         elif isinstance(orelse, cst.Else):
@@ -433,7 +437,7 @@ class _Builder:
         if _terminates(stmt.body) and (orelse is None or not _terminates(orelse.body)):
             return other  # `if c: ...; return` — what follows runs only when c is false
         if isinstance(orelse, cst.Else) and _terminates(orelse.body):
-            return path + ((id(stmt), 0),)
+            return path + ((key, taken),)
         return path
 
     def _walk_block(
@@ -494,6 +498,37 @@ class _Builder:
             return self.methods.get(id(cls), {}).get(callee[5:])
         found = self.module_functions.get(callee)
         return None if found is function else found
+
+
+def _condition(test: cst.BaseExpression) -> tuple[str | None, bool]:
+    """A flag or object test that means the same wherever it is written (`if scaler is not
+    None:`, `if not args.amp:`, `if self.use_amp:`): its text, and whether it is negated, so
+    that two `if`s on it take matching branches (`if scaler is None` is the `else` of `if
+    scaler is not None`). None for other tests (counters, comparisons with numbers)."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, cst.Is):
+                test, negated = test.left, not negated
+            elif isinstance(target.operator, cst.IsNot):
+                test = test.left
+            else:
+                return None, False
+    dotted = _dotted_name(test)
+    return (f"flag:{dotted}", negated) if dotted is not None else (None, False)
+
+
+def _dotted_name(node: cst.BaseExpression) -> str | None:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None
 
 
 def _statements(block: cst.CSTNode) -> Sequence[cst.CSTNode]:
