@@ -439,7 +439,7 @@ def _lint_tree(
         return [parse_error(path, "could not parse: the code is nested too deeply")]
     except Exception as exc:  # libcst raises assorted errors on odd input
         return [parse_error(path, f"could not parse: {exc}")]
-    ctx = Context(module, path, source)
+    ctx = Context(module, path, source, tree)
     instances = [r(ctx, opts) for r, opts in active]
     try:
         walker = _Walker(ctx, instances)
