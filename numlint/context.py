@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -87,6 +87,9 @@ class Context:
         #: for summaries.
         self.source = source
         self.syntax = syntax
+        #: Per-file state the rules share (the training-step tracker, float16 evidence...),
+        #: owned by the file's model so that it goes away with it.
+        self.shared: dict[str, Any] = {}
         self._project: Project | None | bool = False
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []

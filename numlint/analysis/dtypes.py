@@ -28,7 +28,6 @@ Two questions, asked in this order:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -236,11 +235,6 @@ class Evidence:
     receiver: str | None = None
 
 
-_EVIDENCE: weakref.WeakKeyDictionary[Context, dict[int, tuple[Evidence, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def region(ctx: Context) -> cst.CSTNode:
     """The enclosing class, else the outermost enclosing function, else the module."""
     cls = ctx.class_scope
@@ -255,7 +249,7 @@ def region(ctx: Context) -> cst.CSTNode:
 def evidence(ctx: Context) -> tuple[Evidence, ...]:
     """Every float16 conversion in the current region (see the module docstring)."""
     node = region(ctx)
-    cache = _EVIDENCE.setdefault(ctx, {})
+    cache: dict[int, tuple[Evidence, ...]] = ctx.shared.setdefault("half_evidence", {})
     found = cache.get(id(node))
     if found is None:
         found = tuple(_scan(ctx, node))

@@ -15,6 +15,7 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.summaries import passed_names
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, strip
@@ -183,7 +184,9 @@ def padding_mask(ctx: Context, value: Value) -> bool:
             return True
         if isinstance(node, cst.Name):
             follow = ctx.deref(current)
-            current = follow if follow.node is not node else None
+            if follow.node is node:  # a parameter: what its callers pass
+                return any(_PADDING.search(n) for n in passed_names(ctx, node.value))
+            current = follow
         elif isinstance(node, cst.Call):
             name = _identifier(node.func) or ""
             if _PADDING.search(name):

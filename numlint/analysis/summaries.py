@@ -655,6 +655,23 @@ class Project:
                     return _crossed(found)
         return None
 
+    def passed(self, func: str, param: str) -> list[tuple[Module, str | None, ast.expr]]:
+        """What the known callers of function `func` of the file being linted pass as
+        `param`: (module, calling function's key, argument expression)."""
+        mod = self.main
+        f = mod.functions.get(func) if mod is not None else None
+        if f is None or param not in f.params:
+            return []
+        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        out = []
+        for cmod in self._neighbours(f.node.name):
+            for caller, call in cmod.calls_of(f.node.name):
+                if self._calls_this(cmod, call, f):
+                    arg = _argument(call, index, param)
+                    if arg is not None:
+                        out.append((cmod, caller, arg))
+        return out
+
     def _calls_this(self, mod: Module, call: ast.Call, f: Function) -> bool:
         fn = call.func
         if f.cls is None:
@@ -763,6 +780,50 @@ def _where(mod: Module, func: str | None) -> str:
 def related(found: Origin) -> tuple[tuple[tuple[str, int, int], str], ...]:
     """The origin as a related location of a finding."""
     return (((found.filename, found.row, found.column), f"{found.what} is computed here"),)
+
+
+def function_key(ctx: object) -> str | None:
+    """The summaries' key of the top-level function or method being visited."""
+    import libcst as cst
+
+    cls = None
+    for node in ctx.stack:  # type: ignore[attr-defined]
+        if isinstance(node, cst.ClassDef) and cls is None:
+            cls = node.name.value
+        elif isinstance(node, cst.FunctionDef):
+            return f"{cls}.{node.name.value}" if cls else node.name.value
+    return None
+
+
+def passed_names(ctx: object, param: str) -> list[str]:
+    """The names the callers' arguments for `param` are written or built with: the
+    argument's own name, and the function or method name of the call that made it."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    if project is None or func is None:
+        return []
+    names: list[str] = []
+    for mod, caller, arg in project.passed(func, param):
+        cf = mod.functions.get(caller) if caller else None
+        values = [arg]
+        if isinstance(arg, ast.Name) and cf is not None:
+            names.append(arg.id)
+            values = cf.assigned.get(arg.id, [])
+        for v in values:
+            while (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Attribute)
+                and v.func.attr
+                in ("float", "unsqueeze", "bool", "long", "to", "type", "view", "reshape", "int")
+            ):
+                v = v.func.value
+            if isinstance(v, ast.Call):
+                dotted = _dotted(v.func)
+                if dotted:
+                    names.append(dotted.rsplit(".", 1)[-1])
+            elif isinstance(v, (ast.Name, ast.Attribute)):
+                names.append((_dotted(v) or "").rsplit(".", 1)[-1])
+    return names
 
 
 def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | None:

@@ -17,7 +17,6 @@ A value edited in place by anything but a clamp or an indexed assignment is not 
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import libcst as cst
@@ -314,14 +313,9 @@ def _local_class(ctx: Context, name: str) -> cst.ClassDef | None:
     return None
 
 
-_FORWARD_CACHE: weakref.WeakKeyDictionary[Context, dict[int, str | None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _forward_kind(ctx: Context, classdef: cst.ClassDef, depth: int) -> str | None:
     """ "softmax" / "sigmoid" when every `return` of the class's `forward()` returns one."""
-    cache = _FORWARD_CACHE.setdefault(ctx, {})
+    cache: dict[int, str | None] = ctx.shared.setdefault("forward_kinds", {})
     key = id(classdef)
     if key in cache:
         return cache[key]

@@ -12,7 +12,6 @@ after an `if` whose body returns) never count as following each other.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -293,14 +292,11 @@ class StepRule(Rule):
         self.report(event.call)
 
 
-_TRACKERS: weakref.WeakKeyDictionary[Context, StepTracker] = weakref.WeakKeyDictionary()
-
-
 def tracker(ctx: Context) -> StepTracker:
     """The file's StepTracker, shared by every rule that asks for it."""
-    found = _TRACKERS.get(ctx)
+    found = ctx.shared.get("steps")
     if found is None:
-        found = _TRACKERS[ctx] = StepTracker(ctx)
+        found = ctx.shared["steps"] = StepTracker(ctx)
     return found
 
 
