@@ -58,20 +58,25 @@ class Incremental:
         self._words: dict[str, frozenset[str]] = {}
         #: How the last call went: "full", "partial" or "cached" (for tests and benchmarks).
         self.last = ""
+        #: Other files (and directories) the findings were read from (numlint.analysis):
+        #: when one changes, the buffer is linted again in full.
+        self.dependencies: set[str] = set()
 
     def lint(self, source: str, path: str, rules: Sequence[engine.RuleSpec]) -> list[Diagnostic]:
         tree = engine.syntax_tree(source, path)
         if isinstance(tree, list):
             self._key = None
             self.last = "full"
-            return engine.lint(source, path, rules)
+            self.dependencies = set()
+            return engine.lint(source, path, rules, dependencies=self.dependencies)
         chunks = _split(source, tree)
         keys, imports = self._def_keys(chunks)
         active = tuple(r.CODE for r, _ in engine.active_rules(source, rules))
         key = (path, _rules_key(rules), active, frozenset(suppress.parse(source).file))
         changed = _changed(self._chunks, chunks)
         if key != self._key or _ANY in changed:
-            found = engine.lint(source, path, rules, tree=tree)
+            self.dependencies = set()
+            found = engine.lint(source, path, rules, tree=tree, dependencies=self.dependencies)
             self._key = key
             defs = [c for c in chunks if c.name is not None]
             self._remember(chunks, keys, imports, found, defs)
@@ -85,7 +90,12 @@ class Incremental:
         changed.update(c.name for c in new if c.name is not None)
         affected = self._affected(chunks, new, changed)
         found = engine.lint(
-            source, path, rules, only=frozenset(c.start for c in affected), tree=tree
+            source,
+            path,
+            rules,
+            only=frozenset(c.start for c in affected),
+            tree=tree,
+            dependencies=self.dependencies,
         )
         self._remember(chunks, keys, imports, found, affected)
         self.last = "partial"

@@ -490,3 +490,35 @@ async def test_fix_all_is_resolved_lazily(utf32_client: LanguageClient, workspac
     resolved = await utf32_client.code_action_resolve_async(action)
     fixed = apply_edits(source, edits_of(resolved, uri))
     assert fixed == api.fix_source(source, str(folder / "m.py")).source
+
+
+async def test_saving_a_file_relints_open_documents_that_read_it(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """A helper's log depends on what a caller in another file passes: saving the caller
+    re-lints the helper's open document."""
+    pkg = workspace / "crosspkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    losses = pkg / "losses.py"
+    losses.write_text(
+        "import torch\n\n\ndef nll(p, t):\n    return -torch.log(p.gather(1, t)).mean()\n"
+    )
+    train = pkg / "train.py"
+    calling = (
+        "import torch\n\nfrom .losses import nll\n\n\n"
+        "def step(x, t):\n    return nll(torch.softmax(x, -1), t)\n"
+    )
+    train.write_text(calling)
+    first = await open_and_wait(client, losses.as_uri(), losses.read_text())
+    assert codes(first) == ["NUM101"]
+    open_doc(client, train.as_uri(), calling)
+    fixed = calling.replace("torch.softmax(x, -1)", "torch.log_softmax(x, -1).exp()")
+    train.write_text(fixed)
+    mark = len(published(client))
+    change_doc(client, train.as_uri(), fixed, 2)
+    client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(train.as_uri()))
+    )
+    again = await wait_for(client, losses.as_uri(), mark)
+    assert codes(again) == []

@@ -17,6 +17,7 @@ import contextlib
 import gc
 import importlib.abc
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -316,6 +317,20 @@ class NumlintServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
 
+    def dependents_changed(self, uris: Sequence[str]) -> None:
+        """Files were saved or changed on disk: open documents whose findings were read
+        from them (a helper, a model class, a caller in another file) are linted again in
+        full."""
+        changed = {p for p in (uri_to_path(u) for u in uris) if p is not None}
+        if not changed:
+            return
+        touched = changed | {os.path.dirname(p) for p in changed}
+        for uri, inc in list(self.incremental.items()):
+            if uri in uris or not (inc.dependencies & touched):
+                continue
+            self.incremental[uri] = Incremental()
+            self.schedule(uri, 0)
+
     def config_changed(self) -> None:
         """A pyproject.toml changed: rediscover configuration and relint open documents."""
         config_mod.clear_cache()
@@ -497,6 +512,7 @@ def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> N
         else:
             config_mod.clear_cache()
             ls.schedule(params.text_document.uri, 0)
+            ls.dependents_changed([params.text_document.uri])
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NumlintServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -504,7 +520,11 @@ def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> N
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: NumlintServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        ls.config_changed()
+        uris = [c.uri for c in params.changes]
+        if any(unquote(u).endswith("/pyproject.toml") for u in uris) or not uris:
+            ls.config_changed()
+        else:
+            ls.dependents_changed(uris)
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def hover(ls: NumlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
