@@ -99,7 +99,8 @@ def test_opaque_inputs_are_stand_ins_only_when_the_hazard_is_in_view():
     assert "logits = [[0.0, 89.0]]" in found[0][2]["evidence"]
 
 
-def test_modules_on_self_are_not_probeable_but_show_the_rule_evidence():
+def test_modules_on_self_are_probed():
+    """`self.softmax = nn.Softmax(dim=-1)` in `__init__`: the module is built and called."""
     found = verdicts(
         """
         import torch
@@ -114,8 +115,30 @@ def test_modules_on_self_are_not_probeable_but_show_the_rule_evidence():
         "NUM101",
     )
     probe = found[0][2]
-    assert probe["verdict"] == "not probeable"
-    assert "the rule's own probe: float32: gradient" in probe["evidence"]
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == "float32: gradient -inf, NaN at x = [[0.0, 89.0]]; fix finite"
+
+
+def test_a_model_call_enters_as_a_sample_input():
+    """`self.proj(x)` is not evaluated: its output is a stand-in sample (the logits)."""
+    found = verdicts(
+        """
+        import torch
+        from torch import nn
+        class Head(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.proj = nn.Linear(d, d)
+            def forward(self, x):
+                return torch.log(torch.softmax(self.proj(x), -1))
+        """,
+        "NUM101",
+    )
+    probe = found[0][2]
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == (
+        "float32: gradient -inf, NaN at proj_out = [[0.0, 89.0]]; fix finite"
+    )
 
 
 def test_in_place_edit_before_use_is_not_probeable():
@@ -164,21 +187,6 @@ def test_sample_roles():
     assert user.roles(expr) == {
         "z": "tensor", "d": "dim", "t": "target", "m": "mask", "x": "tensor", "k": "dim"
     }  # fmt: skip
-
-
-def test_scenario_rule_findings_are_not_probeable_but_cite_the_scenario():
-    from numlint.rule import all_rules
-
-    rule = next(
-        r for r in all_rules() if r.PROBE is not None and r.PROBE.scenario.startswith("clip")
-    )
-    source = rule.INVALID[0].source
-    found = check_source(source, "t.py", {"select": [rule.CODE]})
-    probe = annotate(found, {"t.py": source})[0].extra["probe"]
-    assert probe["verdict"] == "not probeable"
-    assert probe["evidence"] == (
-        f"not one expression; `numlint probe {rule.CODE}` runs its scenario `{rule.PROBE.scenario}`"
-    )
 
 
 SENTINEL_FILE = """

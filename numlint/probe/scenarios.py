@@ -8,6 +8,8 @@ numbers go in the row details. An unknown name gives "not probeable", never an e
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -15,12 +17,41 @@ from functools import cache
 
 import torch
 
-from numlint.probe.runner import Evidence, Row, evidence, nonfinite, not_probeable, seeded
+from numlint.probe.runner import (
+    Evidence,
+    Row,
+    evidence,
+    nonfinite,
+    not_probeable,
+    seeded,
+)
 
 Scenario = Callable[[str], list[Row]]
 
 _GRAD = (30.0, 40.0)  # gradient norm 50
 _MAX_NORM = 1.0
+_STEPS = 3
+
+
+class _SGD:
+    """Plain SGD: what GradScaler needs of an optimizer (`param_groups`, `step`), without
+    torch.optim (whose first step imports torch._dynamo: seconds per `check --probe`)."""
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float = 1.0) -> None:
+        self.param_groups = [{"params": params, "lr": lr}]
+        self.state: dict = {}
+
+    def zero_grad(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"])
 
 
 def _fmt(x: float) -> str:
@@ -31,94 +62,170 @@ def _param(device: str, dtype: torch.dtype = torch.float32) -> torch.nn.Paramete
     return torch.nn.Parameter(torch.zeros(len(_GRAD), dtype=dtype, device=device))
 
 
-def _loss(w: torch.Tensor) -> torch.Tensor:
-    return (w * torch.tensor(_GRAD, dtype=w.dtype, device=w.device)).sum()
+def _loss(w: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    grad = torch.tensor(_GRAD, dtype=w.dtype, device=w.device) * scale
+    return (w * grad).sum()
 
 
-def _update_row(label: str, got: float, want: float, fixed: float) -> Row:
-    """A row comparing an update norm with what clipping asked for."""
-    ok = abs(got - want) <= 1e-3 * want
-    fix_ok = abs(fixed - want) <= 1e-3 * want
-    return Row(
-        "float32",
-        label,
-        "correct" if ok else "wrong",
-        "—",
-        "correct" if fix_ok else "wrong",
-        not ok,
-        fix_ok,
-        {
-            "forward": f"update norm {_fmt(got)}, asked for {_fmt(want)}",
-            "fix": f"update norm {_fmt(fixed)}",
-        },
-    )
+def _scaler(device: str, init_scale: float) -> torch.amp.GradScaler:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.amp.GradScaler(device, init_scale=init_scale)
 
 
-def _clipped_step(device: str, order: str) -> float:
-    """One SGD step (lr 1) with clipping placed as `order` says; the update's norm."""
+def _norms(xs: list[float]) -> str:
+    return ", ".join(_fmt(x) for x in xs)
+
+
+def _clip_loop(device: str, order: str) -> tuple[list[float], list[float], int]:
+    """`_STEPS` SGD steps (lr 1; step k's gradient is k times [30, 40]) with clipping placed as
+    `order` says (before backward: ahead of that step's zero_grad): the norms clipping measured, the update norms, and how many of the
+    clipped gradients a later step used."""
     w = _param(device)
-    opt = torch.optim.SGD([w], lr=1.0)
-    clip = lambda: torch.nn.utils.clip_grad_norm_([w], _MAX_NORM)  # noqa: E731
-    if order == "before-backward":
-        opt.zero_grad()
-        clip()
-        _loss(w).backward()
-        opt.step()
-    elif order == "after-step":
-        opt.zero_grad()
-        _loss(w).backward()
-        opt.step()
-        clip()
-    elif order == "after-zero-grad":
-        _loss(w).backward()
-        opt.step()
-        opt.zero_grad()
-        clip()
-    else:  # backward -> clip -> step
-        opt.zero_grad()
-        _loss(w).backward()
-        clip()
-        opt.step()
-    return float(w.detach().norm())
+    opt = _SGD([w])
+    seen: list[float] = []
+    updates: list[float] = []
+    used = 0
+    clipped_pending = False
+
+    def clip() -> None:
+        nonlocal clipped_pending
+        grads = [w] if w.grad is not None else []
+        seen.append(float(torch.nn.utils.clip_grad_norm_(grads, _MAX_NORM)))
+        clipped_pending = w.grad is not None
+
+    for k in range(1, _STEPS + 1):
+        before = w.detach().clone()
+        if order == "after-zero-grad":
+            _loss(w, k).backward()
+            used += clipped_pending
+            opt.step()
+            opt.zero_grad()
+            clip()
+        else:
+            if order == "before-backward":  # the previous step's gradients, or none yet
+                clip()
+            opt.zero_grad()  # a clipped gradient left from the last step is dropped here
+            clipped_pending = False
+            _loss(w, k).backward()
+            if order == "correct":
+                clip()
+            used += clipped_pending
+            opt.step()
+            if order == "after-step":
+                clip()
+        updates.append(float((w.detach() - before).norm()))
+    return seen, updates, used
+
+
+_ORDER_WORDS = {
+    "before-backward": "clip before backward",
+    "after-step": "clip after step",
+    "after-zero-grad": "clip after zero_grad",
+}
+
+
+def _order_detail(order: str, seen: list[float], used: int) -> str:
+    n = len(seen)
+    if order == "after-step":
+        return (
+            f"the clip ran on {n} of {n} steps (norms {_norms(seen)}), but zero_grad() dropped "
+            f"the clipped gradients before a step used them ({used} of {n} used)"
+        )
+    empty = sum(1 for x in seen if x == 0.0)
+    return (
+        f"the clip measured norms {_norms(seen)}: {empty} of {n} steps had no gradients "
+        "to clip, the rest the previous step's"
+        if empty < n
+        else f"the clip measured norm 0 on {n} of {n} steps: no gradients to clip yet"
+    )
 
 
 def clip_order(
     device: str, orders: tuple[str, ...] = ("before-backward", "after-step")
 ) -> list[Row]:
-    """Clipping before backward() or after step() leaves the update unclipped."""
-    fixed = _clipped_step(device, "correct")
-    return [
-        _update_row(f"grad {list(_GRAD)}, max_norm {_MAX_NORM}: clip {o.replace('-', ' ')}",
-                    _clipped_step(device, o), _MAX_NORM, fixed)
-        for o in orders
-    ]  # fmt: skip
+    """Clipping before backward(), after step() or after zero_grad() leaves every update
+    unclipped; the tiny loop shows what the clip saw and what the step used."""
+    seen_fix, fixed, _ = _clip_loop(device, "correct")
+    rows = []
+    for order in orders:
+        seen, updates, used = _clip_loop(device, order)
+        ok = all(abs(u - _MAX_NORM) <= 1e-3 for u in updates)
+        fix_ok = all(abs(u - _MAX_NORM) <= 1e-3 for u in fixed)
+        rows.append(
+            Row(
+                "float32",
+                f"{_STEPS} steps, grads k*{list(_GRAD)}, max_norm {_MAX_NORM}: "
+                + _ORDER_WORDS[order],
+                "correct" if ok else "wrong",
+                "—",
+                "correct" if fix_ok else "wrong",
+                not ok,
+                fix_ok,
+                {
+                    "forward": f"update norms {_norms(updates)} where {_fmt(_MAX_NORM)} was "
+                    f"asked; {_order_detail(order, seen, used)}",
+                    "fix": f"clip after backward: measured {_norms(seen_fix)}, "
+                    f"update norms {_norms(fixed)}",
+                },
+            )
+        )
+    return rows
 
 
-def _scaled_step(device: str, unscale: bool, init_scale: float) -> float:
+#: Scales the gradient [30, 40] to norm 0.5, below max_norm: correct clipping never fires.
+_TRUE = 0.01
+
+
+def _scaled_loop(device: str, unscale: bool, init_scale: float) -> tuple[int, float, float]:
+    """`_STEPS` GradScaler steps with clip_grad_norm_(max_norm 1) on a gradient of norm 0.5:
+    how often the clip fired, the norm it measured, the mean update norm."""
     w = _param(device)
-    opt = torch.optim.SGD([w], lr=1.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scaler = torch.amp.GradScaler(device, init_scale=init_scale)
-    scaler.scale(_loss(w)).backward()
-    if unscale:
-        scaler.unscale_(opt)
-    torch.nn.utils.clip_grad_norm_([w], _MAX_NORM)
-    scaler.step(opt)
-    scaler.update()
-    return float(w.detach().norm())
+    opt = _SGD([w])
+    scaler = _scaler(device, init_scale)
+    fired, measured, total = 0, 0.0, 0.0
+    for _ in range(_STEPS):
+        before = w.detach().clone()
+        opt.zero_grad()
+        scaler.scale(_loss(w, _TRUE)).backward()
+        if unscale:
+            scaler.unscale_(opt)
+        measured = float(torch.nn.utils.clip_grad_norm_([w], _MAX_NORM))
+        fired += measured > _MAX_NORM
+        scaler.step(opt)
+        scaler.update()
+        total += float((w.detach() - before).norm())
+    return fired, measured, total / _STEPS
 
 
 def clip_without_unscale(device: str) -> list[Row]:
-    """clip_grad_norm_ on scaled gradients: the norm is the scaled one, the update tiny."""
+    """clip_grad_norm_ on scaled gradients: it measures the scaled norm, so the threshold is
+    `scale` times smaller and the clip fires on every step."""
     rows = []
+    due = _TRUE * 50.0
     for scale in (65536.0, 1024.0):
+        fired, measured, update = _scaled_loop(device, False, scale)
+        fix_fired, fix_measured, fix_update = _scaled_loop(device, True, scale)
+        ok = abs(update - due) <= 1e-3 * due
+        fix_ok = abs(fix_update - due) <= 1e-3 * due
         rows.append(
-            _update_row(
-                f"grad {list(_GRAD)}, max_norm {_MAX_NORM}, init_scale {scale:g}",
-                _scaled_step(device, False, scale),
-                _MAX_NORM,
-                _scaled_step(device, True, scale),
+            Row(
+                "float32",
+                f"{_STEPS} steps, grad norm {_fmt(due)}, max_norm {_MAX_NORM}, "
+                f"init_scale {scale:g}",
+                "correct" if ok else "wrong",
+                "—",
+                "correct" if fix_ok else "wrong",
+                not ok,
+                fix_ok,
+                {
+                    "forward": f"the clip fired on {fired} of {_STEPS} steps: it measured "
+                    f"norm {_fmt(measured)} (the scaled gradients), so max_norm {_MAX_NORM:g} "
+                    f"acts as {_fmt(_MAX_NORM / scale)} on the true gradients, {scale:g}x "
+                    f"smaller; update norm {_fmt(update)} where {_fmt(due)} was due",
+                    "fix": f"unscale_ first: fired on {fix_fired} of {_STEPS} steps, measured "
+                    f"{_fmt(fix_measured)}, update norm {_fmt(fix_update)}",
+                },
             )
         )
     return rows
@@ -126,10 +233,8 @@ def clip_without_unscale(device: str) -> list[Row]:
 
 def _scaler_loop(device: str, update: bool, steps: int = 3) -> str:
     w = _param(device)
-    opt = torch.optim.SGD([w], lr=0.01)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scaler = torch.amp.GradScaler(device, init_scale=1024.0)
+    opt = _SGD([w], lr=0.01)
+    scaler = _scaler(device, 1024.0)
     try:
         for _ in range(steps):
             opt.zero_grad()
@@ -228,9 +333,24 @@ _DEPRECATED: tuple[tuple[str, Callable[[], object], Callable[[], object]], ...] 
         lambda: torch.amp.autocast("cuda"),
     ),
     (
+        "torch.cpu.amp.GradScaler()",
+        lambda: torch.cpu.amp.GradScaler(),
+        lambda: torch.amp.GradScaler("cpu"),
+    ),
+    (
+        "torch.cpu.amp.autocast()",
+        lambda: torch.cpu.amp.autocast(),
+        lambda: torch.amp.autocast("cpu"),
+    ),
+    (
         "torch.cuda.amp.custom_fwd",
         lambda: torch.cuda.amp.custom_fwd(lambda ctx, x: x),
         lambda: torch.amp.custom_fwd(lambda ctx, x: x, device_type="cuda"),
+    ),
+    (
+        "torch.cuda.amp.custom_bwd",
+        lambda: torch.cuda.amp.custom_bwd(lambda ctx, g: g),
+        lambda: torch.amp.custom_bwd(lambda ctx, g: g, device_type="cuda"),
     ),
     (
         "torch.nn.utils.clip_grad_norm",
@@ -276,7 +396,7 @@ def deprecated_api(device: str, only: str = "") -> list[Row]:
                 "warns" if fixed else "no warning",
                 bool(got),
                 not fixed,
-                {"forward": got[0][:100] if got else "", "fix": fixed[0][:100] if fixed else ""},
+                {"forward": got[0][:200] if got else "", "fix": fixed[0][:200] if fixed else ""},
             )
         )
     return rows
@@ -336,10 +456,8 @@ def detect_anomaly(device: str) -> list[Row]:
 
 def _unscale_loop(device: str, after_step: bool) -> str:
     w = _param(device)
-    opt = torch.optim.SGD([w], lr=0.01)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scaler = torch.amp.GradScaler(device, init_scale=1024.0)
+    opt = _SGD([w], lr=0.01)
+    scaler = _scaler(device, 1024.0)
     try:
         scaler.scale(_loss(w)).backward()
         if not after_step:
@@ -383,6 +501,7 @@ SCENARIOS: dict[str, Scenario] = {
     "unscale-after-step": unscale_after_step,
     "deprecated-api": deprecated_api,
     "deprecated-cuda-amp": lambda d: deprecated_api(d, "torch.cuda.amp"),
+    "deprecated-amp": lambda d: deprecated_api(d, ".amp."),
     "deprecated-clip-grad-norm": lambda d: deprecated_api(d, "clip_grad_norm"),
     "detect-anomaly": detect_anomaly,
 }
@@ -400,3 +519,58 @@ def run_scenario(name: str, device: str = "cpu") -> Evidence:
     except Exception as exc:  # a device or torch version without the API
         return not_probeable(f"scenario {name!r} could not run: {type(exc).__name__}: {exc}")
     return evidence(rows, hazard=f"scenario {name}", dtype_order=("float32", "float16"))
+
+
+#: Where a clip-order finding's message says the clip is, and the loop that shows it.
+_CLIP_PLACES = {
+    "before `backward()`": "clip-before-backward",
+    "after `optimizer.step()`": "clip-after-step",
+    "after `zero_grad()`": "clip-after-zero-grad",
+}
+_NAMED = re.compile(r"`([\w.]+)")
+_LOOP = "scripted loop on CPU with the flagged order (the checked code is not run): "
+
+
+def for_finding(scenario: str, message: str, flagged: str = "", device: str = "cpu") -> Evidence:
+    """Evidence for one training-loop or deprecated-API finding: the loop with the order its
+    message names, or the warning torch emits for the API it names."""
+    if scenario.startswith("deprecated-"):
+        named = [m.group(1) for m in _NAMED.finditer(message)] + [flagged.split("(")[0]]
+        for name in named:
+            api = _deprecated_label(name)
+            if api:
+                ev = _deprecated_evidence(api, device)
+                return dataclasses.replace(ev, summary=f"torch {ev.summary}")
+        return run_scenario(scenario, device)
+    if scenario.startswith("clip-") and scenario in SCENARIOS:
+        scenario = next((v for k, v in _CLIP_PLACES.items() if k in message), scenario)
+    ev = run_scenario(scenario, device)
+    if ev.confirmed or ev.verdict == "not confirmed":
+        ev = dataclasses.replace(ev, summary=_LOOP + ev.summary)
+    return ev
+
+
+def _deprecated_label(name: str) -> str:
+    """The `_DEPRECATED` label of a (possibly short) API name ("" when none matches)."""
+    name = name.replace(".autocast_mode", "").replace(".grad_scaler", "")
+    labels = [label for label, _, _ in _DEPRECATED]
+    exact = [x for x in labels if x.rstrip("()") == name]
+    if exact:
+        return exact[0]
+    tail = [x for x in labels if name and x.rstrip("()").endswith("." + name)]
+    return tail[0] if len(tail) == 1 else ""
+
+
+@cache
+def _deprecated_evidence(label: str, device: str) -> Evidence:
+    rows = deprecated_api(device, label)
+    if not rows:
+        return not_probeable(f"no scripted check for {label}")
+    row = rows[0]
+    if row.hazard_fails:
+        summary = f"emits FutureWarning: {row.details.get('forward', '').rstrip('.')}"
+        summary += (
+            "; the replacement does not warn" if row.fix_ok else "; the replacement warns too"
+        )
+        return Evidence("confirmed", summary, tuple(rows), None, f"scenario deprecated {label}")
+    return evidence(rows, hazard=f"scenario deprecated {label}")

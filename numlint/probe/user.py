@@ -288,8 +288,12 @@ class _Scopes:
                 end_column=len(lines[er - 1].encode("utf-8")[:ec].decode("utf-8", "replace")) + 1,
             )
 
-    def self_attribute(self, attr: str, where: Position) -> ast.expr | None:
-        """A numeric constant assigned to `self.attr` in the enclosing class."""
+    def self_attribute(
+        self, attr: str, where: Position, imports: Mapping[str, str] | None = None
+    ) -> ast.expr | None:
+        """What `self.attr` holds in the enclosing class when it is assigned once: a numeric
+        constant, or (given the file's imports) a parameter-free module built from the
+        whitelist (`nn.Softmax(dim=1)`) or a whitelisted function (`F.softmax`)."""
         cls = self.enclosing_class(where)
         if cls is None:
             return None
@@ -304,7 +308,35 @@ class _Scopes:
                         and t.attr == attr
                     ):
                         found.append(node.value)
-        return found[0] if len(found) == 1 and _is_number(found[0]) else None
+        if len(found) != 1:
+            return None
+        value = found[0]
+        if _is_number(value):
+            return value
+        if imports is not None and (_module_value(value, imports) or _function_ref(value, imports)):
+            return value
+        return None
+
+
+def _module_value(value: ast.expr, imports: Mapping[str, str]) -> bool:
+    """`nn.Softmax(dim=1)`: a whitelisted module built from constants."""
+    if not isinstance(value, ast.Call):
+        return False
+    try:
+        return not compile_expression(value, imports).free
+    except NotProbeable:
+        return False
+
+
+def _function_ref(value: ast.expr, imports: Mapping[str, str]) -> bool:
+    """`torch.sigmoid`, `F.softmax`: a whitelisted function named, not called."""
+    if not isinstance(value, (ast.Attribute, ast.Name)):
+        return False
+    try:
+        compile_expression(ast.Call(value, [], []), imports)
+    except NotProbeable:
+        return False
+    return True
 
 
 def _neg(p: Position) -> Position:
@@ -337,12 +369,39 @@ class _Inliner(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
-            value = self.scopes.self_attribute(node.attr, self.where)
-            if value is not None:
+            value = self.scopes.self_attribute(node.attr, self.where, self.imports)
+            if value is not None and not _function_ref(value, self.imports):
                 return copy.deepcopy(value)
             return node
         self.generic_visit(node)
         return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        """`self.act(x)` with `self.act = torch.sigmoid`, `sm(x)` with `sm = F.softmax`: the
+        function itself is called."""
+        alias = self._function_alias(node.func)
+        if alias is not None:
+            node.func = alias
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
+        self.generic_visit(node)
+        return node
+
+    def _function_alias(self, func: ast.expr) -> ast.expr | None:
+        value: ast.expr | None = None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id == "self":
+                value = self.scopes.self_attribute(func.attr, self.where, self.imports)
+        elif (
+            isinstance(func, ast.Name) and func.id not in self.imports and func.id not in self.keep
+        ):
+            found = self.scopes.lookup(func.id, self.where)
+            if isinstance(found, _Def) and found.kind == "value":
+                value = found.value
+        if value is not None and _function_ref(value, self.imports):
+            return copy.deepcopy(value)
+        return None
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.imports or node.id in self.keep:
@@ -405,7 +464,12 @@ def inline_tracking(
 
 
 #: Spellings counted as the same operation when matching a rule's hazard.
-_SAME_OP = {"log1p": "log", "log2": "log", "log10": "log", "expit": "sigmoid"}
+_SAME_OP = {
+    "log1p": "log", "log2": "log", "log10": "log", "expit": "sigmoid",
+    # module classes count as their functions (`nn.Softmax(dim=1)(x)` is a softmax)
+    "Softmax": "softmax", "LogSoftmax": "log_softmax", "Softmin": "softmin",
+    "Sigmoid": "sigmoid", "LogSigmoid": "logsigmoid", "Softplus": "softplus",
+}  # fmt: skip
 #: Operations that do not make a hazard: casts, shapes, constants.
 _NEUTRAL = frozenset(
     """
@@ -713,22 +777,24 @@ def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> 
         try:
             parsed = parse_expression(fixed_text)
             tree = inline(parsed, scopes, imports, where, not inlined, keep=keep)
-            return compile_expression(tree, imports)
+            return _compile(tree, imports, stand_ins)
         except NotProbeable:
             return None
 
+    stand_ins: dict[str, str] = {}
     tree = inline(parse_expression(text), scopes, info.imports, where, constants_only=True)
     # follow assignments only as deep as the rule's operations need: what is computed
-    # further upstream (a normalisation, another hazard) enters as a sample input
+    # further upstream (a normalisation, another hazard, a model call) enters as a sample
     for depth in range(1, MAX_DEPTH + 1):
         inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where, depth)
-        inlined = compile_expression(inlined_tree, info.imports)
+        inlined = _compile(inlined_tree, info.imports, stand_ins)
         if not wanted - operations(inlined):
             break
+    opaque = opaque + list(stand_ins.values())
     built: list[Built] = []
     if ast.dump(inlined_tree) != ast.dump(tree):
         try:
-            plain = compile_expression(tree, info.imports)
+            plain = _compile(tree, info.imports, stand_ins)
         except NotProbeable:
             plain = None
         plain_fix = fix_of(False)
@@ -740,6 +806,74 @@ def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> 
             built.append((plain, plain_fix, []))
     built.append((inlined, fix_of(True, inlined), opaque))
     return built
+
+
+#: Callees never stood in for: the probe refuses code that reaches the system.
+_NEVER_STAND_IN = frozenset(
+    "open eval exec compile __import__ getattr setattr globals locals vars os sys subprocess "
+    "shutil pathlib builtins importlib input print".split()
+)
+
+
+def _stand_in_name(call: ast.Call) -> str | None:
+    """`self.encoder(x)` -> "encoder_out", `model(x)` -> "model_out"; None for anything
+    but a call of a plain dotted name (no dunders, nothing that reaches the system)."""
+    parts = []
+    node: ast.expr = call.func
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    if any(p.startswith("__") or p in _NEVER_STAND_IN for p in parts):
+        return None
+    return f"{parts[0]}_out"
+
+
+def _compile(tree: ast.expr, imports: Mapping[str, str], stand_ins: dict[str, str]) -> Expression:
+    """Compile `tree`; a call the whitelist refuses (a model, a layer on `self`) becomes a
+    sample input named after it, recorded in `stand_ins` (source text -> name) so the fix
+    gets the same one. Raises the first refusal when that is not enough."""
+    try:
+        return compile_expression(tree, imports)
+    except NotProbeable as first:
+        refused = first
+    replaced = _StandIn(imports, stand_ins).visit(copy.deepcopy(tree))
+    try:
+        return compile_expression(replaced, imports)
+    except NotProbeable:
+        raise refused from None
+
+
+class _StandIn(ast.NodeTransformer):
+    def __init__(self, imports: Mapping[str, str], names: dict[str, str]) -> None:
+        self.imports = imports
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        try:
+            compile_expression(node, self.imports)
+            return node
+        except NotProbeable:
+            pass
+        self.generic_visit(node)
+        try:
+            compile_expression(node, self.imports)
+            return node
+        except NotProbeable:
+            pass
+        name = _stand_in_name(node)
+        if name is None:
+            return node
+        text = ast.unparse(node)
+        if text not in self.names:
+            taken = set(self.names.values())
+            unique, k = name, 2
+            while unique in taken:
+                unique, k = f"{name}{k}", k + 1
+            self.names[text] = unique
+        return ast.copy_location(ast.Name(self.names[text], ast.Load()), node)
 
 
 def _column_offset(source: str, d: Diagnostic) -> int:

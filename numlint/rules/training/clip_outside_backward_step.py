@@ -241,10 +241,12 @@ class ClipOutsideBackwardStep(_steps.StepRule):
         ),
     ]
     PROBE = Probe(
-        scenario="clip-before-backward",
+        scenario="clip-order",
         note=(
-            "gradients [30, 40], max_norm=1: clipping before backward (or after step / zero_grad)"
-            " leaves an update of norm 50 where 1 was asked; clipping after backward gives 1"
+            "three steps on gradients k*[30, 40], max_norm=1: clipping before backward measures "
+            "no gradients or the previous step's, clipping after step clips gradients that "
+            "zero_grad() drops before use; every update is unclipped (50, 100, 150), "
+            "clipping after backward gives 1"
         ),
     )
 

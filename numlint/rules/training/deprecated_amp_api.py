@@ -269,7 +269,7 @@ class DeprecatedAmpApi(Rule):
         ),
     ]
     PROBE = Probe(
-        scenario="deprecated-api",
+        scenario="deprecated-amp",
         note="constructing the old API emits a FutureWarning; the new one does not",
     )
 

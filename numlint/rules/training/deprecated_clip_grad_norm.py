@@ -115,7 +115,7 @@ class DeprecatedClipGradNorm(Rule):
         ),
     ]
     PROBE = Probe(
-        scenario="deprecated-api",
+        scenario="deprecated-clip-grad-norm",
         note="clip_grad_norm warns and returns exactly what clip_grad_norm_ returns",
     )
 
