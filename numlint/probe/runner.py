@@ -455,9 +455,12 @@ def summarise(rows: Sequence[Row], dtype_order: Sequence[str] = ()) -> tuple[str
     failing = [rows[i] for i in ranked if rows[i].hazard_fails]
     if not failing:
         dtypes = sorted({r.dtype for r in rows}, key=lambda d: order.get(d, len(order)))
+        labels = list(dict.fromkeys(r.inputs for r in rows))
+        shown = "; ".join(labels[:3]) + (f"; and {len(labels) - 3} more" if len(labels) > 3 else "")
         return (
             NOT_CONFIRMED,
-            f"no failure in {', '.join(dtypes)} on the rule's trigger inputs",
+            f"no failure in {', '.join(dtypes)} on {len(labels)} sample "
+            f"input{'s' if len(labels) != 1 else ''} ({shown})",
             None,
         )
     best = next((r for r in failing if r.fix_ok), failing[0])

@@ -60,6 +60,30 @@ TABLE: dict[str, Threshold] = {
 }  # fmt: skip
 
 
+#: Trigger inputs for an operation found in a probed expression, whatever the rule: the
+#: expression's own thresholds are reached even when the rule's inputs were made for another
+#: form (`log(sigmoid(z))` flagged by a rule whose own probe is `log(1 - sigmoid(z))`).
+FOR_OPERATION: dict[str, tuple[str, ...]] = {
+    "softmax": ("@softmax-gap-gradient [[0.0, {}]]", "@softmax-gap [[0.0, {}]]"),
+    "log_softmax": ("@softmax-gap [[0.0, {}]]",),
+    "sigmoid": ("@sigmoid-one", "@sigmoid-zero"),
+    "exp": ("@exp-overflow", "@exp-overflow [-{}]", "@exp-underflow", "@exp-underflow [-{}]"),
+}
+FOR_OPERATION["expm1"] = FOR_OPERATION["exp"]
+FOR_OPERATION["softmin"] = FOR_OPERATION["softmax"]
+
+
+def for_operations(
+    operations: set[str], dtypes: tuple[str, ...] = DTYPE_ORDER
+) -> list[tuple[str, tuple[str, ...]]]:
+    """Input expressions (with their dtypes) for the thresholds of `operations`."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for op in sorted(operations):
+        for marker in FOR_OPERATION.get(op, ()):
+            out += [e for e in expand(marker, dtypes) if e not in out]
+    return out
+
+
 def trigger(kind: str, dtype: str) -> float:
     """The first round value past `dtype`'s threshold for `kind` (strictly past it)."""
     t = TABLE[kind]

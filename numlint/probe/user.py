@@ -1,10 +1,16 @@
 """Probe the user's own flagged expression, never their code as a whole.
 
 The flagged source range is parsed with `ast`, variables assigned earlier in the same
-function are inlined (`p = F.softmax(z, -1)` makes `torch.log(p)` into
-`torch.log(F.softmax(z, -1))`), and the result is checked against the whitelist. Free
-names get sample tensors built from the rule's trigger inputs; the diagnostic's fix, when
-it has one, runs on the same samples. Nothing from the file is imported or executed.
+function are inlined only as deep as the rule's operations need (`p = F.softmax(z, -1)`
+makes `torch.log(p)` into `torch.log(F.softmax(z, -1))`, and `z` stays an input even when
+it was computed by other hazardous code), and the result is checked against the whitelist.
+Parameter-free modules and functions stored on `self` (`self.sm = nn.Softmax(dim=1)`) and
+function aliases are resolved; a model call (`self.proj(x)`) becomes a sample input; a name
+the rule knows to be a softmax or sigmoid output made elsewhere becomes that operation of
+sample logits. Free names get sample tensors from the rule's trigger inputs and from the
+threshold table for the operations in view (numlint.probe.thresholds); the diagnostic's
+fix, when it has one, runs on the same samples. Nothing from the file is imported or
+executed.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import torch
 from numlint.analysis.names import module_imports
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
-from numlint.probe import runner, templates
+from numlint.probe import runner, templates, thresholds
 from numlint.probe.roles import DIM, FLAG, LABEL, MASK, NO_GRAD, SIZE, TARGET, TENSOR, roles
 from numlint.probe.whitelist import (
     Expression,
@@ -311,11 +317,28 @@ class _Scopes:
         if len(found) != 1:
             return None
         value = found[0]
+        if isinstance(value, ast.Name):  # `self.eps = eps` with `eps=1e-10` in `__init__`
+            value = _numeric_default(cls, value.id) or value
         if _is_number(value):
             return value
         if imports is not None and (_module_value(value, imports) or _function_ref(value, imports)):
             return value
         return None
+
+
+def _numeric_default(cls: ast.ClassDef, name: str) -> ast.expr | None:
+    """The numeric default of `__init__`'s parameter `name` (None when it has none)."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            with_default = positional[len(positional) - len(args.defaults) :]
+            pairs = list(zip(with_default, args.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+            for arg, default in pairs:
+                if arg.arg == name and _is_number(default):
+                    return default
+    return None
 
 
 def _module_value(value: ast.expr, imports: Mapping[str, str]) -> bool:
@@ -558,6 +581,8 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
     template_roles = roles(template) if template is not None else {}
     mine = {r: [n for n in expr.free if role[n] == r] for r in (TENSOR, TARGET, LABEL, MASK)}
     samples = _template_samples(probe)
+    extra = thresholds.for_operations(operations(expr), probe.dtypes)
+    samples += [({"_threshold": runner.build_input(text)}, ds) for text, ds in extra]
     out: list[Binding] = []
     seen: set[str] = set()
 
@@ -702,6 +727,13 @@ def probe_expression(
         )
     else:
         result = runner.evidence(usable, hazard.text, fix.text if fix else "", dtypes)
+        if probe.compare and fix is None and not result.confirmed:
+            wrong = {"both": "value and gradient"}.get(probe.compare, probe.compare)
+            result = dataclasses.replace(
+                result,
+                summary=f"{result.summary}; the rule's hazard is a silently wrong {wrong}, "
+                "which needs the fix to compare with, and this finding carries none",
+            )
     _CACHE[key] = result
     return result
 
@@ -736,6 +768,15 @@ def probe_finding(
                 break
     hazard, _, opaque = candidates[-1]
     missing = wanted - operations(hazard)
+    if opaque and missing and probe.hazard:
+        template = runner.compile_probe_expression(probe.hazard)
+        template_fix = runner.compile_probe_expression(probe.fix) if probe.fix else None
+        known = known_values(hazard, template, opaque, info.imports, template_fix)
+        if known is not None:
+            # what the rule established about the value (a softmax output) is all that is
+            # probed of the code that made it; the fix is the rule's own, on the same inputs
+            candidates = [(known[0], known[1], [])]
+            missing = wanted - operations(known[0])
     if opaque and missing:
         # a value computed by unprobed code is only a stand-in input when the hazardous
         # operations themselves are in view (`log(softmax(logits))`, not `log(probs)`)
@@ -751,6 +792,130 @@ def probe_finding(
             return ev
         results.append(ev)
     return next((ev for ev in reversed(results) if ev.verdict != runner.NOT_PROBEABLE), results[-1])
+
+
+#: Operations whose output a flagged name may stand for (`log(p)` with `p` a softmax
+#: output made in another function): the name becomes that operation of fresh logits.
+_KNOWN_OUTPUTS = frozenset({"softmax", "log_softmax", "sigmoid", "softmin"})
+
+
+def _call_op(expr: Expression, node: ast.Call) -> tuple[str, list[ast.expr]]:
+    """The operation a call makes (as `operations` names it) and its operands, a method's
+    receiver first."""
+    func = node.func
+    qual = expr.resolved.get(id(func))
+    if qual:
+        name = qual.rsplit(".", 1)[-1]
+        args = list(node.args)
+    elif isinstance(func, ast.Attribute):
+        name, args = func.attr, [func.value, *node.args]
+    else:
+        return "", []
+    name = name[:-1] if name.endswith("_") and not name.startswith("_") else name
+    return _SAME_OP.get(name, name), args
+
+
+def known_values(
+    user: Expression,
+    template: Expression,
+    opaque: list[str],
+    imports: Mapping[str, str],
+    template_fix: Expression | None = None,
+) -> tuple[Expression, Expression | None] | None:
+    """`user` with each opaque name that sits where the rule's hazard has a softmax (or a
+    sigmoid) replaced by that operation of a new input `<name>_logits`: `F.nll_loss(out, t)`
+    against `F.nll_loss(torch.softmax(z, 1), t)` gives
+    `F.nll_loss(torch.softmax(out_logits, 1), t)`. With the rule's own fix, that fix on the
+    same inputs (its names mapped to the user's operands). None when nothing lines up."""
+    found: dict[str, ast.Call] = {}
+    operands: dict[str, ast.expr] = {}
+
+    def align(t: ast.AST, u: ast.AST) -> None:
+        if isinstance(t, ast.Call) and isinstance(u, ast.Call):
+            t_op, t_args = _call_op(template, t)
+            u_op, u_args = _call_op(user, u)
+            if t_op and t_op == u_op:
+                for ta, ua in zip(t_args, u_args, strict=False):
+                    if (
+                        isinstance(ta, ast.Call)
+                        and _call_op(template, ta)[0] in _KNOWN_OUTPUTS
+                        and isinstance(ua, ast.Name)
+                        and ua.id in opaque
+                    ):
+                        found.setdefault(ua.id, ta)
+                        inner = _call_op(template, ta)[1]
+                        if inner and isinstance(inner[0], ast.Name):
+                            operands.setdefault(inner[0].id, ast.Name(f"{ua.id}_logits"))
+                    elif isinstance(ta, ast.Name) and ta.id in template.free:
+                        operands.setdefault(ta.id, ua)
+                    else:
+                        align(ta, ua)
+        elif isinstance(t, ast.BinOp) and isinstance(u, ast.BinOp) and type(t.op) is type(u.op):
+            align(t.left, u.left)
+            align(t.right, u.right)
+        elif isinstance(t, ast.UnaryOp) and isinstance(u, ast.UnaryOp):
+            align(t.operand, u.operand)
+
+    for node in ast.walk(user.tree):
+        align(template.tree, node)
+        if found:
+            break
+    if not found:
+        return None
+
+    class Wrap(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            call = found.get(node.id)
+            if call is None:
+                return node
+            made = copy.deepcopy(call)
+            op_qual = template.resolved.get(id(call.func))
+            if op_qual:
+                made.func = parse_expression(op_qual)
+            else:  # a method: `z.softmax(1)` -> its receiver is the input
+                assert isinstance(made.func, ast.Attribute)
+                made.func.value = ast.Name(f"{node.id}_logits", ast.Load())
+            made.args = [
+                ast.Name(f"{node.id}_logits", ast.Load()) if i == 0 and op_qual else a
+                for i, a in enumerate(made.args)
+            ]
+            return ast.copy_location(made, node)
+
+    tree = Wrap().visit(copy.deepcopy(user.tree))
+    scope = {"torch": "torch", **imports}
+    try:
+        hazard = compile_expression(tree, scope)
+    except NotProbeable:
+        return None
+    fix = None
+    if template_fix is not None and set(template_fix.free) <= set(operands):
+        try:
+            fix = compile_expression(_transplant(template_fix, operands), scope)
+        except NotProbeable:
+            fix = None
+    return hazard, fix
+
+
+def _transplant(expr: Expression, names: Mapping[str, ast.expr]) -> ast.expr:
+    """`expr`'s tree with its names replaced by `names` and torch spelled out in full."""
+
+    class Move(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            qual = expr.resolved.get(id(node))
+            if qual:
+                return ast.copy_location(parse_expression(qual), node)
+            self.generic_visit(node)
+            return node
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            qual = expr.resolved.get(id(node))
+            if qual:
+                return ast.copy_location(parse_expression(qual), node)
+            if node.id in names:
+                return copy.deepcopy(names[node.id])
+            return node
+
+    return Move().visit(copy.deepcopy(expr.tree))
 
 
 Built = tuple[Expression, "Expression | None", list[str]]
@@ -864,8 +1029,8 @@ class _StandIn(ast.NodeTransformer):
         except NotProbeable:
             pass
         name = _stand_in_name(node)
-        if name is None:
-            return node
+        if name is None or _function_ref(node.func, self.imports):
+            return node  # a torch function refused for its arguments stays refused
         text = ast.unparse(node)
         if text not in self.names:
             taken = set(self.names.values())

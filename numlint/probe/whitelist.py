@@ -31,6 +31,7 @@ _SHAPES = """
 """
 _LINEAR_ALGEBRA = """
     matmul mm bmm mv dot outer einsum det logdet slogdet inverse cdist trace cholesky
+    cosine_similarity pairwise_distance
 """
 _CREATION = """
     tensor as_tensor zeros ones full arange linspace logspace eye rand randn randint
