@@ -261,3 +261,14 @@ def _names(node: cst.CSTNode) -> set[str]:
 
     walk(node, _Collect())
     return found
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a name or an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None

@@ -18,7 +18,7 @@ import libcst as cst
 from numlint.analysis.summaries import passed_names
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.semantics import TRANSPARENT_METHODS, strip
+from numlint.semantics import TRANSPARENT_METHODS, dotted_name, strip
 from numlint.zeros import op, square_of, zero_reason
 
 #: The grade of each reason numlint.zeros gives for "can be exactly 0".
@@ -266,13 +266,7 @@ def _roots(node: cst.CSTNode) -> str | None:
             node = node.func.value
         else:
             break
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        return ".".join([node.value, *reversed(parts)])
-    return None
+    return dotted_name(node) if isinstance(node, cst.BaseExpression) else None
 
 
 def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:

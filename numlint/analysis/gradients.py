@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.guards import assigned_name, statement
+from numlint.analysis.guards import assigned_here
 from numlint.context import Context
 from numlint.zeros import no_gradient
 
@@ -129,13 +129,10 @@ def only_used_without_gradient(ctx: Context) -> bool:
     """The value computed by the statement being visited is assigned to a name that the rest
     of the function only compares, rounds, bins (`torch.bucketize`) or takes an argmin of:
     no gradient reaches it (`d = torch.sqrt(...)`, `return torch.bucketize(d, bins)`)."""
-    stmt, block = statement(ctx)
-    if stmt is None or block is None:
+    here = assigned_here(ctx)
+    if here is None:
         return False
-    name = assigned_name(stmt)
-    if name is None:
-        return False
-    later = block[block.index(stmt) + 1 :]
+    name, later = here
     uses = _Uses(name)
     for s in later:
         s.visit(uses)

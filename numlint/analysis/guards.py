@@ -42,19 +42,28 @@ def assigned_name(stmt: cst.CSTNode) -> str | None:
     return None
 
 
+def assigned_here(ctx: Context) -> tuple[str, list[cst.CSTNode]] | None:
+    """`name = ...` for the statement being visited: the name, and the statements after it
+    in the same block."""
+    stmt, block = statement(ctx)
+    if stmt is None or block is None:
+        return None
+    name = assigned_name(stmt)
+    if name is None:
+        return None
+    return name, block[block.index(stmt) + 1 :]
+
+
 def sanitised_later(ctx: Context) -> bool:
     """The value the current statement assigns has its non-finite entries replaced by one of
     the next statements of the same block."""
-    stmt, block = statement(ctx)
-    if stmt is None or block is None:
+    here = assigned_here(ctx)
+    if here is None:
         return False
-    name = assigned_name(stmt)
-    if name is None:
-        return False
+    name, after = here
     n = re.escape(name)
     pattern = re.compile(
         rf"(isfinite|isnan|isinf|nan_to_num|isposinf|isneginf)\(\s*{n}\b"
         rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?)\("
     )
-    later = block[block.index(stmt) + 1 : block.index(stmt) + 6]
-    return any(pattern.search(ctx.code(s)) for s in later)
+    return any(pattern.search(ctx.code(s)) for s in after[:5])

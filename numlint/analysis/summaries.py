@@ -22,17 +22,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from numlint.analysis.names import import_one
+from numlint.semantics import SIGMOID_FUNCTIONS, SIGMOID_MODULES, SOFTMAX_FUNCTIONS, SOFTMAX_MODULES
 
-_SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
-_SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+_SOFTMAX = SOFTMAX_FUNCTIONS
+_SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
 _MODULE_KINDS = {
-    "torch.nn.Softmax": "softmax",
-    "torch.nn.Sigmoid": "sigmoid",
+    **dict.fromkeys(SOFTMAX_MODULES, "softmax"),
+    **dict.fromkeys(SIGMOID_MODULES, "sigmoid"),
     "torch.nn.CosineSimilarity": "cosine",
     "torch.nn.LogSoftmax": "log_softmax",
 }
-_SEQUENTIAL = "torch.nn.Sequential"
+_SEQUENTIAL = ("torch.nn.Sequential", "torch.nn.modules.container.Sequential")
 _TRANSPARENT = frozenset(
     {"float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
      "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
@@ -626,7 +627,7 @@ class Project:
                 call.col_offset + 1,
                 f"the `{qual.rsplit('.', 1)[-1]}` module built in {_where(mod, func)}",
             )
-        if qual == _SEQUENTIAL and call.args:
+        if qual in _SEQUENTIAL and call.args:
             last = call.args[-1]
             if isinstance(last, ast.Call):
                 return self._constructed(mod, last.func, func, depth, last)

@@ -21,7 +21,7 @@ import libcst as cst
 from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
 from numlint.context import Context
 from numlint.rule import Rule
-from numlint.semantics import keyword, positional
+from numlint.semantics import dotted_name, keyword, positional
 from numlint.tree import walk
 
 CLIP_FUNCTIONS = frozenset(
@@ -513,18 +513,8 @@ def _condition(test: cst.BaseExpression) -> tuple[str | None, bool]:
                 test = test.left
             else:
                 return None, False
-    dotted = _dotted_name(test)
+    dotted = dotted_name(test)
     return (f"flag:{dotted}", negated) if dotted is not None else (None, False)
-
-
-def _dotted_name(node: cst.BaseExpression) -> str | None:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        return ".".join([node.value, *reversed(parts)])
-    return None
 
 
 def _statements(block: cst.CSTNode) -> Sequence[cst.CSTNode]:
