@@ -330,3 +330,25 @@ def test_a_softmax_output_made_in_another_function_is_probed_as_one():
     )
     assert by_code["NUM301"]["verdict"] == "confirmed"
     assert "out_logits = [[10.0, 0.0, 0.0]]" in by_code["NUM301"]["evidence"]
+
+
+def test_gather_indices_and_numeric_strings_get_fitting_samples():
+    found = verdicts(
+        """
+        import torch
+        def nll(z, idx):
+            probs = torch.softmax(z, -1)
+            return -torch.log(probs.gather(1, idx))
+        """,
+        "NUM101",
+    )
+    assert found[0][2]["verdict"] == "confirmed", found[0][2]
+    assert "idx" not in found[0][2]["evidence"].split(" at ")[1].split(";")[0].split(", ")[0]
+    expr = compile_expression('x.masked_fill(x > 0, float("-1e10"))', {"torch": "torch"})
+    half = user.probe_expression(
+        expr,
+        None,
+        Probe(hazard="x.masked_fill(x > 0, -1e9)", inputs={"x": "torch.tensor([1.0, 0.0])"}),
+        ("float16",),
+    )
+    assert half.verdict == "confirmed" and "overflow" in half.summary.lower(), half.summary

@@ -10,6 +10,7 @@ import ast
 import builtins
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -96,6 +97,12 @@ def _modules() -> tuple[type, ...]:
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, bool)) and not isinstance(v, torch.Tensor)
+
+
+#: Strings `float()` may parse: a plain number (`"-1e10"`), inf or nan.
+_NUMBER_TEXT = re.compile(
+    r"^[+-]?(?:inf|infinity|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$", re.IGNORECASE
+)
 
 
 def _numel(args: tuple[Any, ...], qualname: str) -> float:
@@ -222,10 +229,9 @@ class Evaluator:
                 if not (_is_number(v) or isinstance(v, (str, torch.Tensor))):
                     raise NotProbeable(f"`{qual[9:]}` of {type(v).__name__}")
             if qual in ("builtins.float", "builtins.int") and any(
-                isinstance(a, str) and a.strip().lower().lstrip("+-") not in ("inf", "nan")
-                for a in args
+                isinstance(a, str) and not _NUMBER_TEXT.match(a.strip()) for a in args
             ):
-                raise NotProbeable("float() of a string other than inf/nan")
+                raise NotProbeable("float() of a string other than a number, inf or nan")
         values = (*args, *kwargs.values())
         if qual in _SIZED and _numel(values, qual) > self.limit:
             raise NotProbeable("the expression creates a tensor too large to probe")

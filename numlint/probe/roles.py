@@ -10,11 +10,13 @@ import ast
 
 from numlint.probe.whitelist import Expression
 
-TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE = (
-    "tensor", "dim", "flag", "target", "label", "mask", "size"
+TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX = (
+    "tensor", "dim", "flag", "target", "label", "mask", "size", "index"
 )  # fmt: skip
 #: Roles whose samples do not get gradients (only TENSOR inputs are differentiated).
-NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE})
+NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX})
+#: Positional index of an index tensor argument, function form (the method form is one less).
+_INDEX_POSITION = {"gather": 2, "take_along_dim": 1, "index_select": 2}
 #: Creation functions whose leading positional arguments are sizes.
 _CREATION = {"zeros", "ones", "rand", "randn", "full", "empty", "eye", "arange", "linspace"}
 
@@ -92,6 +94,13 @@ def roles(expr: Expression) -> dict[str, str]:
         if name in _CREATION and not method:
             for arg in args[:3]:
                 set_role(arg, SIZE)
+        if name in _INDEX_POSITION and not isinstance(node.func, ast.Call):
+            i = _INDEX_POSITION[name] - (1 if method else 0)
+            if 0 <= i < len(args):
+                set_role(args[i], INDEX)
+            for kw in node.keywords:
+                if kw.arg in ("index", "indices"):
+                    set_role(kw.value, INDEX)
         if name in _MASK_POSITION:
             i = _MASK_POSITION[name] - (1 if method else 0)
             if 0 <= i < len(args):

@@ -29,7 +29,18 @@ from numlint.analysis.names import module_imports
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
 from numlint.probe import runner, templates, thresholds
-from numlint.probe.roles import DIM, FLAG, LABEL, MASK, NO_GRAD, SIZE, TARGET, TENSOR, roles
+from numlint.probe.roles import (
+    DIM,
+    FLAG,
+    INDEX,
+    LABEL,
+    MASK,
+    NO_GRAD,
+    SIZE,
+    TARGET,
+    TENSOR,
+    roles,
+)
 from numlint.probe.whitelist import (
     Expression,
     NotProbeable,
@@ -565,6 +576,10 @@ def _default(r: str, first: torch.Tensor | None) -> Any:
         if first is not None and first.ndim >= 2:
             return torch.zeros(first.shape[0], dtype=torch.long)
         return torch.tensor(0)
+    if r == INDEX:  # one index per row (gather), or one index (index_select)
+        if first is not None and first.ndim >= 2:
+            return torch.zeros((*first.shape[:-1], 1), dtype=torch.long)
+        return torch.zeros(1, dtype=torch.long)
     if r == LABEL:
         return torch.ones_like(first) if first is not None else torch.tensor(1.0)
     return torch.ones_like(first, dtype=torch.bool) if first is not None else torch.tensor(True)
