@@ -1,5 +1,9 @@
 """What `numlint check --probe` adds on a file with 20 findings, beyond importing torch.
 
+The findings mix expression probes (log of softmax and sigmoid, in several spellings) with a
+training-loop finding (clipping scaled gradients: a scripted GradScaler loop) and a
+deprecated API (the warning torch emits).
+
 Times, in one process: importing torch, linting the file, then probing its findings (cold:
 first probe run, warm: again with a fresh cache). The issue's budget is 3 s for the cold
 probe on CPU. Prints the times and the probe/lint ratio.
@@ -17,6 +21,17 @@ FUNCTIONS = [
     "def f{i}(logits):\n    return logits.softmax(-1).log() * {k}\n",
     "def f{i}(z):\n    return torch.log(1 - torch.sigmoid(z + {k}))\n",
     "def f{i}(x):\n    return th.log(F.softmax(x, dim=1)) - {k}\n",
+    "def f{i}(gate):\n    h = torch.sigmoid(gate * {k})\n    return torch.log(h)\n",
+    (
+        "def f{i}(model, opt, scaler, batches):\n"
+        "    for x in batches:\n"
+        "        opt.zero_grad()\n"
+        "        scaler.scale(model(x).sum() * {k}).backward()\n"
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "        scaler.step(opt)\n"
+        "        scaler.update()\n"
+    ),
+    "def f{i}(x):\n    with torch.cuda.amp.autocast():\n        return x * {k}\n",
 ]
 
 
