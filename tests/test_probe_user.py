@@ -352,3 +352,17 @@ def test_gather_indices_and_numeric_strings_get_fitting_samples():
         ("float16",),
     )
     assert half.verdict == "confirmed" and "overflow" in half.summary.lower(), half.summary
+
+
+def test_thresholds_are_carried_through_constant_scaling():
+    found = verdicts(
+        """
+        import torch
+        def f(x):
+            return torch.log(torch.softmax(x / 12, dim=-1))
+        """,
+        "NUM101",
+    )
+    probe = found[0][2]
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == "float32: gradient -inf, NaN at x = [[0.0, 1068.0]]; fix finite"

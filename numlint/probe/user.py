@@ -597,7 +597,9 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
     mine = {r: [n for n in expr.free if role[n] == r] for r in (TENSOR, TARGET, LABEL, MASK)}
     samples = _template_samples(probe)
     extra = thresholds.for_operations(operations(expr), probe.dtypes)
-    samples += [({"_threshold": runner.build_input(text)}, ds) for text, ds in extra]
+    for text, ds in extra:
+        value = runner.build_input(text)
+        samples += [({"_threshold": undo(value)}, ds) for undo in _undo_constants(expr)]
     out: list[Binding] = []
     seen: set[str] = set()
 
@@ -642,6 +644,31 @@ def bindings(expr: Expression, probe: Probe, template: Expression | None) -> lis
     if not mine[TENSOR] and samples:
         add({}, samples[0][0], ())
     return out
+
+
+def _undo_constants(expr: Expression) -> list[Any]:
+    """Maps that carry a threshold value back through the constant arithmetic between an
+    input and the operation (`softmax(x / 12)` reaches its threshold at 12 times the value):
+    the identity first, then one per `name op constant` in the expression (at most 3)."""
+    maps: list[Any] = [lambda v: v]
+    inverse = {
+        ast.Div: lambda v, c: v * c,
+        ast.Mult: lambda v, c: v / c,
+        ast.Add: lambda v, c: v - c,
+        ast.Sub: lambda v, c: v + c,
+    }
+    for node in ast.walk(expr.tree):
+        if len(maps) > 3:
+            break
+        if not isinstance(node, ast.BinOp) or type(node.op) not in inverse:
+            continue
+        if not isinstance(node.left, ast.Name) or node.left.id not in expr.free:
+            continue
+        c = node.right
+        if isinstance(c, ast.Constant) and type(c.value) in (int, float) and c.value:
+            undo = inverse[type(node.op)]
+            maps.append(lambda v, undo=undo, c=float(c.value): undo(v, c))
+    return maps
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor | None:
