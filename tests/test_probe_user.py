@@ -366,3 +366,26 @@ def test_thresholds_are_carried_through_constant_scaling():
     probe = found[0][2]
     assert probe["verdict"] == "confirmed", probe
     assert probe["evidence"] == "float32: gradient -inf, NaN at x = [[0.0, 1068.0]]; fix finite"
+
+
+def test_an_eps_that_vanishes_in_half_is_shown_to_guard_nothing():
+    found = verdicts(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, eps=1e-10):
+                super().__init__()
+                self.eps = eps
+                self.half()
+            def forward(self, x):
+                return x / (x.norm(dim=-1, keepdim=True) + self.eps)
+        """,
+        "NUM401",
+    )
+    probe = found[0][2]
+    assert probe["verdict"] == "confirmed", probe
+    assert probe["evidence"] == (
+        "float16: eps 1e-10 rounds to 0, so `x.norm(dim=-1, keepdim=True) + 1e-10` is "
+        "exactly 0 at x = [0.0, 0.0]"
+    )

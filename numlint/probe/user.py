@@ -833,7 +833,57 @@ def probe_finding(
         if ev.confirmed:
             return ev
         results.append(ev)
+    if probe.hazard:
+        for hazard, _, _ in candidates:
+            ev = _vanishing_eps(hazard, runner.compile_probe_expression(probe.hazard), dtypes)
+            if ev is not None:
+                return ev
     return next((ev for ev in reversed(results) if ev.verdict != runner.NOT_PROBEABLE), results[-1])
+
+
+#: A literal this small in a probed expression is an eps (a guard against 0).
+_EPS_BELOW = 1e-4
+
+
+def _eps_literals(expr: Expression) -> list[float]:
+    return [
+        float(n.value)
+        for n in ast.walk(expr.tree)
+        if isinstance(n, ast.Constant)
+        and type(n.value) in (int, float)
+        and 0 < abs(n.value) < _EPS_BELOW
+    ]
+
+
+def _vanishing_eps(
+    hazard: Expression, template: Expression, dtypes: tuple[str, ...]
+) -> runner.Evidence | None:
+    """For a rule whose hazard is an eps that rounds to 0 (its own probe adds one): the
+    flagged expression evaluated on zeros in the first dtype that rounds the eps to 0,
+    when that gives exactly 0 (the guard guards nothing). None when it does not."""
+    if not _eps_literals(template):
+        return None
+    for eps in _eps_literals(hazard):
+        for dtype in dtypes:
+            tdtype = runner.DTYPES[dtype]
+            if float(torch.tensor(eps, dtype=tdtype)) != 0.0:
+                continue
+            values = {
+                n: torch.zeros(2, dtype=tdtype) if r == TENSOR else _default(r, None)
+                for n, r in roles(hazard).items()
+            }
+            out = runner.run(hazard, values, backward=False)
+            if out.ok and out.value is not None and bool((out.value == 0).all()):
+                shown = ", ".join(f"{n} = {_show(v)}" for n, v in values.items())
+                summary = (
+                    f"{dtype}: eps {eps:g} rounds to 0, so `{hazard.text}` is exactly 0 at "
+                    f"{shown or 'no tensor inputs'}"
+                )
+                row = runner.Row(
+                    dtype, shown, "0", "—", "—", True, None, {"forward": f"eps {eps:g} is 0"}
+                )
+                return runner.Evidence(runner.CONFIRMED, summary, (row,), dtype, hazard.text)
+    return None
 
 
 #: Operations whose output a flagged name may stand for (`log(p)` with `p` a softmax
