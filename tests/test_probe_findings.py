@@ -142,7 +142,7 @@ def test_clipping_scaled_gradients_shows_the_threshold_and_how_often_it_fires():
     probe = only(SCALED_CLIP, "NUM502")
     assert probe["verdict"] == "confirmed", probe
     evidence = probe["evidence"]
-    assert evidence.startswith("scripted loop on CPU with the flagged order")
+    assert evidence.startswith("scripted loop with the flagged order on CPU (the checked code")
     assert "the clip fired on 3 of 3 steps" in evidence
     assert "65536x smaller" in evidence and "update norm 1.5e-05 where 0.5 was due" in evidence
 

@@ -266,11 +266,28 @@ def scaler_step_without_update(device: str) -> list[Row]:
 
 
 def _adam_step(device: str, dtype: torch.dtype, eps: float | None) -> torch.Tensor:
-    p = torch.nn.Parameter(torch.ones(4, dtype=dtype, device=device))
-    opt = torch.optim.Adam([p], **({} if eps is None else {"eps": eps}))
-    p.grad = torch.tensor([1e-4, 0.0, 1e-3, 1.0], dtype=dtype, device=device)
-    opt.step()
-    return p.detach()
+    """One step of torch's Adam (default eps 1e-8). Its functional form runs the same code as
+    `torch.optim.Adam.step` without constructing the optimizer (which imports torch._dynamo:
+    seconds); a torch whose functional signature differs gets the class."""
+    grad = torch.tensor([1e-4, 0.0, 1e-3, 1.0], dtype=dtype, device=device)
+    p = torch.ones(4, dtype=dtype, device=device)
+    try:
+        from torch.optim.adam import adam
+
+        adam(
+            [p], [grad], [torch.zeros_like(p)], [torch.zeros_like(p)], [],
+            [torch.tensor(0.0)], foreach=False, capturable=False, differentiable=False,
+            fused=None, grad_scale=None, found_inf=None, has_complex=False,
+            decoupled_weight_decay=False, amsgrad=False, beta1=0.9, beta2=0.999, lr=1e-3,
+            weight_decay=0.0, eps=1e-8 if eps is None else eps, maximize=False,
+        )  # fmt: skip
+        return p
+    except (ImportError, TypeError):
+        param = torch.nn.Parameter(torch.ones(4, dtype=dtype, device=device))
+        opt = torch.optim.Adam([param], **({} if eps is None else {"eps": eps}))
+        param.grad = grad
+        opt.step()
+        return param.detach()
 
 
 def adam_eps_half(device: str) -> list[Row]:
@@ -528,7 +545,13 @@ _CLIP_PLACES = {
     "after `zero_grad()`": "clip-after-zero-grad",
 }
 _NAMED = re.compile(r"`([\w.]+)")
-_LOOP = "scripted loop on CPU with the flagged order (the checked code is not run): "
+#: Scenarios that are a training loop in the order a finding names.
+_LOOPS = frozenset(
+    {
+        "clip-without-unscale", "clip-order", "clip-before-backward", "clip-after-step",
+        "clip-after-zero-grad", "scaler-step-without-update", "unscale-after-step",
+    }
+)  # fmt: skip
 
 
 def for_finding(scenario: str, message: str, flagged: str = "", device: str = "cpu") -> Evidence:
@@ -546,7 +569,11 @@ def for_finding(scenario: str, message: str, flagged: str = "", device: str = "c
         scenario = next((v for k, v in _CLIP_PLACES.items() if k in message), scenario)
     ev = run_scenario(scenario, device)
     if ev.confirmed or ev.verdict == "not confirmed":
-        ev = dataclasses.replace(ev, summary=_LOOP + ev.summary)
+        what = "loop with the flagged order" if scenario in _LOOPS else "check"
+        prefix = f"scripted {what} on {device.upper() if device == 'cpu' else device}"
+        ev = dataclasses.replace(
+            ev, summary=f"{prefix} (the checked code is not run): {ev.summary}"
+        )
     return ev
 
 
