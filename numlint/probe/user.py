@@ -586,7 +586,8 @@ def _default(r: str, first: torch.Tensor | None) -> Any:
 
 
 def bindings(expr: Expression, probe: Probe, template: Expression | None) -> list[Binding]:
-    """Sample values for the free names of `expr`, from the rule's trigger inputs.
+    """Sample values for the free names of `expr`, from the rule's trigger inputs and the
+    threshold table's inputs for the operations in `expr` (numlint.probe.thresholds).
 
     First each case of the rule's inputs mapped onto the user's names by role and order
     (`F.cross_entropy(torch.softmax(logits, 1), labels)` gets the template's `z` and `t`),
@@ -964,9 +965,10 @@ def known_values(
             op_qual = template.resolved.get(id(call.func))
             if op_qual:
                 made.func = parse_expression(op_qual)
-            else:  # a method: `z.softmax(1)` -> its receiver is the input
-                assert isinstance(made.func, ast.Attribute)
+            elif isinstance(made.func, ast.Attribute):  # `z.softmax(1)`: the receiver
                 made.func.value = ast.Name(f"{node.id}_logits", ast.Load())
+            else:
+                return node
             made.args = [
                 ast.Name(f"{node.id}_logits", ast.Load()) if i == 0 and op_qual else a
                 for i, a in enumerate(made.args)
