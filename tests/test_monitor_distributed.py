@@ -69,6 +69,7 @@ WORKER = textwrap.dedent(
     result["norms"] = [e["grad_norm"] for e in monitor.events if e["event"] == "step"]
     with open(f"{out}/result{rank}.json", "w") as fh:
         json.dump(result, fh)
+    dist.barrier()  # both ranks done before either tears the group down
     dist.destroy_process_group()
     """
 )
