@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
 from collections.abc import Callable
@@ -522,3 +523,42 @@ async def test_saving_a_file_relints_open_documents_that_read_it(
     )
     again = await wait_for(client, losses.as_uri(), mark)
     assert codes(again) == []
+
+
+async def test_probe_this_finding_code_action(client: LanguageClient, workspace: Path) -> None:
+    """The code action runs the probe in a worker process; the verdict comes back, and
+    appears in the diagnostic's related information and hover."""
+    uri = (workspace / "probe_me.py").as_uri()
+    first = await open_and_wait(client, uri, LOG_SOFTMAX)
+    (diag,) = first.diagnostics
+    answer = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri),
+            range=diag.range,
+            context=lsp.CodeActionContext(diagnostics=[diag], only=["source.numlint.probe"]),
+        )
+    )
+    # lsprotocol's client-side hook reads any action holding a "command" as a Command, so
+    # the action arrives as Command(command=<the action's command object, as text>)
+    (item,) = answer or []
+    assert item.title == "numlint: probe NUM101 on sample tensors"
+    inner = item.command if isinstance(item, lsp.CodeAction) else item.command
+    if isinstance(inner, str):
+        inner = lsp.Command(**ast.literal_eval(inner))
+    command = inner
+    assert isinstance(command, lsp.Command) and command.command == "numlint.probe"
+    mark = len(published(client))
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command.command, command.arguments)
+    )
+    assert result["verdict"] == "confirmed" and "fix finite" in result["evidence"]
+
+    def verdict_in(p: lsp.PublishDiagnosticsParams) -> bool:
+        infos = [i for d in p.diagnostics for i in (d.related_information or [])]
+        return any(i.message.startswith("probe: confirmed") for i in infos)
+
+    await wait_for(client, uri, mark, where=verdict_in)
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), diag.range.start)
+    )
+    assert hover is not None and "probe: confirmed" in hover.contents.value

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import gc
 import importlib.abc
+import json
 import logging
 import os
 import sys
@@ -45,6 +46,11 @@ logger = logging.getLogger("numlint.lsp")
 
 #: Idle time after publishing before the garbage collector runs (see NumlintServer.lint).
 COLLECT_AFTER_S = 0.1
+#: The code action that probes a finding on sample tensors, and the command it runs.
+PROBE_KIND = "source.numlint.probe"
+PROBE_COMMAND = "numlint.probe"
+#: How long a probe may run in its worker process.
+PROBE_TIMEOUT_S = 120.0
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: The method a request whose parameters do not fit is rerouted to, so that pygls answers
 #: it with the error through its ordinary path.
@@ -164,6 +170,9 @@ class NumlintServer(LanguageServer):
         #: Per document, what the last lint saw (used only in the linter thread).
         self.incremental: dict[str, Incremental] = {}
         self.told: set[str] = set()
+        #: Probe results per document: the text they were found in, and the verdict of each
+        #: probed finding by (code, row, column).
+        self.probes: dict[str, tuple[str, dict[tuple[str, int, int], dict[str, Any]]]] = {}
         self.busy = 0
         self.collector: asyncio.TimerHandle | None = None
         self.frozen = False
@@ -299,16 +308,51 @@ class NumlintServer(LanguageServer):
 
     def publish(self, snap: Snapshot) -> None:
         index = TextIndex(snap.source, self.encoding)
+        diagnostics = []
+        for d in snap.diagnostics:
+            out = to_diagnostic(d, index)
+            probed = self.probe_result(snap, d)
+            if probed is not None:  # the verdict travels with the diagnostic
+                info = lsp.DiagnosticRelatedInformation(
+                    lsp.Location(snap.uri, out.range), _probe_text(probed)
+                )
+                out.related_information = [*(out.related_information or []), info]
+            diagnostics.append(out)
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(
-                uri=snap.uri,
-                diagnostics=[to_diagnostic(d, index) for d in snap.diagnostics],
-                version=snap.version,
+                uri=snap.uri, diagnostics=diagnostics, version=snap.version
             )
         )
 
+    def probe_result(self, snap: Snapshot, d: Diagnostic) -> dict[str, Any] | None:
+        """The verdict of a finding probed in this very text, if it was."""
+        kept = self.probes.get(snap.uri)
+        if kept is None or kept[0] != snap.source:
+            return None
+        return kept[1].get((d.code, d.row, d.column))
+
+    async def probe(self, uri: str, code: str, row: int, column: int) -> dict[str, Any]:
+        """Probe one finding in a worker process (torch is never imported here; the server
+        keeps answering meanwhile), keep the verdict and publish it with the diagnostics."""
+        snap = await self.current(uri)
+        if snap is None:
+            return {"verdict": "not probeable", "evidence": "the document is not open"}
+        request = {"source": snap.source, "path": snap.path, "code": code, "row": row,
+                   "column": column}  # fmt: skip
+        result = await _run_worker(request)
+        kept = self.probes.get(uri)
+        if kept is None or kept[0] != snap.source:
+            kept = self.probes[uri] = (snap.source, {})
+        kept[1][(code, row, column)] = result
+        self.publish(snap)
+        self.window_show_message(
+            lsp.ShowMessageParams(lsp.MessageType.Info, f"numlint {code}: {_probe_text(result)}")
+        )
+        return result
+
     def forget(self, uri: str) -> None:
         self.incremental.pop(uri, None)
+        self.probes.pop(uri, None)
         task = self.tasks.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -412,6 +456,10 @@ class NumlintServer(LanguageServer):
             seen.add(d.code)
             page = rule_markdown(d.code)
             parts.append(page if page is not None else f"**{d.code}** `{d.name}`: {d.message}")
+        for d in hits:
+            probed = self.probe_result(snap, d)
+            if probed is not None:
+                parts.insert(0, f"**{d.code}** {_probe_text(probed)}")
         first = hits[0]
         return lsp.Hover(
             contents=lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
@@ -439,6 +487,23 @@ class NumlintServer(LanguageServer):
                     continue
                 edit = partial(self.workspace_edit, snap.uri, snap.version)
                 actions.extend(quick_fixes(d, index, edit))
+        if wanted(PROBE_KIND):
+            for d in snap.diagnostics:
+                if d.code == PARSE_ERROR or (d.end_row, d.end_column) < start:
+                    continue
+                if (d.row, d.column) > end:
+                    continue
+                title = f"numlint: probe {d.code} on sample tensors"
+                actions.append(
+                    lsp.CodeAction(
+                        title=title,
+                        kind=PROBE_KIND,
+                        diagnostics=[to_diagnostic(d, index)],
+                        command=lsp.Command(
+                            title, PROBE_COMMAND, arguments=[uri, d.code, d.row, d.column]
+                        ),
+                    )
+                )
         if wanted(FIX_ALL_KIND) and any(
             d.fix is not None and d.fix.applicability == "safe" for d in snap.diagnostics
         ):
@@ -533,7 +598,7 @@ def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> N
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
         lsp.CodeActionOptions(
-            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL_KIND],
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL_KIND, PROBE_KIND],
             resolve_provider=True,
         ),
     )
@@ -546,7 +611,46 @@ def create_server(debounce: float = DEBOUNCE_S, max_chars: int = MAX_CHARS) -> N
     async def code_action_resolve(ls: NumlintServer, params: lsp.CodeAction) -> lsp.CodeAction:
         return await ls.resolve(params)
 
+    @server.command(PROBE_COMMAND)
+    async def probe(
+        ls: NumlintServer, uri: str, code: str, row: int, column: int
+    ) -> dict[str, Any]:
+        try:
+            return await ls.probe(str(uri), str(code), int(row), int(column))
+        except (TypeError, ValueError) as exc:
+            return {"verdict": "not probeable", "evidence": f"bad arguments: {exc}"}
+
     return server
+
+
+def _probe_text(result: dict[str, Any]) -> str:
+    evidence = f" ({result['evidence']})" if result.get("evidence") else ""
+    return f"probe: {result.get('verdict', 'not probeable')}{evidence}"
+
+
+async def _run_worker(request: dict[str, Any]) -> dict[str, Any]:
+    """`python -m numlint.probe.worker` on `request`; its JSON answer."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "numlint.probe.worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(
+            proc.communicate(json.dumps(request).encode()), PROBE_TIMEOUT_S
+        )
+        return json.loads(out.decode() or "{}") or {"verdict": "not probeable"}
+    except asyncio.TimeoutError:
+        proc.kill()
+        return {
+            "verdict": "not probeable",
+            "evidence": f"the probe ran over {PROBE_TIMEOUT_S:.0f} s",
+        }
+    except (OSError, ValueError) as exc:
+        return {"verdict": "not probeable", "evidence": f"the probe could not run: {exc}"}
 
 
 class _NoTorch(importlib.abc.MetaPathFinder):
