@@ -5,7 +5,7 @@ mask, a difference of a tensor with a reshaped copy of itself, a ReLU output, a 
 clamped at 0, a `1 - sigmoid` that saturates). `medium`: the value is of a kind that reaches
 0 with plausible inputs (a probability that underflows, a variance of constant data).
 `low`: only the shape of the expression says so (the norm or sum of some tensor, which would
-need an all-zero vector). One table grades the reasons that numlint.zeros gives; what a sum
+need an all-zero vector). One table grades the reasons that numlint.analysis.zeros gives; what a sum
 or norm is taken *of* can raise the grade.
 """
 
@@ -15,13 +15,14 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.ops import op
 from numlint.analysis.summaries import passed_names
+from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, dotted_name, strip
-from numlint.zeros import op, square_of, zero_reason
 
-#: The grade of each reason numlint.zeros gives for "can be exactly 0".
+#: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
     "a ReLU output": "high",
     "a 0/1 mask": "high",

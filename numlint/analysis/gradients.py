@@ -14,8 +14,8 @@ import re
 import libcst as cst
 
 from numlint.analysis.guards import assigned_here
-from numlint.context import Context
-from numlint.zeros import no_gradient
+from numlint.context import Context, Value
+from numlint.semantics import TRANSPARENT_METHODS
 
 #: Methods after which no gradient flows back.
 _DETACHING = frozenset({"item", "tolist", "numpy", "detach", "detach_"})
@@ -178,3 +178,103 @@ class _Uses(cst.CSTVisitor):
             )
             return last in _NON_DIFFERENTIABLE
         return False
+
+
+#: Tensor constructors: their results never require a gradient, whatever their arguments.
+CONSTRUCTORS = frozenset(
+    {
+        "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+        "torch.eye", "torch.tensor", "torch.as_tensor", "torch.linspace", "torch.logspace",
+        "torch.meshgrid", "torch.randint", "torch.randn", "torch.rand", "torch.randperm",
+        "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+        "torch.randint_like", "torch.randn_like", "torch.rand_like", "torch.tril_indices",
+        "torch.triu_indices", "torch.LongTensor", "torch.FloatTensor", "torch.Tensor",
+    }
+)  # fmt: skip
+
+
+#: Functions that combine tensors without creating a gradient of their own.
+_COMBINERS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.flatten"})
+
+
+_PY_NUMBERS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "range"})
+
+
+#: Constructors whose elements are whole numbers (given whole-number arguments).
+_INTEGER_CONSTRUCTORS = frozenset(
+    {
+        "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.eye", "torch.meshgrid",
+        "torch.randint", "torch.randperm", "torch.zeros_like", "torch.ones_like",
+        "torch.tril_indices", "torch.triu_indices", "torch.LongTensor",
+    }
+)  # fmt: skip
+
+
+_INTEGER_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = False) -> bool:
+    """Whether a value is built only from tensor constructors, constants and Python numbers
+    (`torch.arange(n).view(1, -1) - torch.arange(n).view(-1, 1)`, `idx ** 2 + idy ** 2`), or
+    detached: no gradient can flow through it, so gradient-only hazards do not apply.
+
+    With `integers`, also require whole-number values (integer constructors and arithmetic).
+    """
+    if depth > 12:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return no_gradient(ctx, Value(expr, env), depth + 1, integers)
+
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Float):
+        return not integers
+    if isinstance(node, cst.UnaryOperation):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        if integers and not isinstance(node.operator, _INTEGER_OPS):
+            if not (isinstance(node.operator, cst.Power) and isinstance(node.right, cst.Integer)):
+                return False
+        return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(sub(e.value) for e in node.elements)
+    if isinstance(node, cst.Attribute) and node.attr.value in ("shape", "ndim"):
+        return True
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:
+        return ctx.lookup(node.func.value, env) is None and (
+            not integers or node.func.value != "float"
+        )
+    callee = ctx.callee(node, env)
+    args = [a.value for a in node.args if a.keyword is None]
+    if integers:
+        if callee.qualname in _INTEGER_CONSTRUCTORS:
+            return all(sub(a) for a in args if not isinstance(a, (cst.Attribute, cst.Name)))
+        if callee.qualname in CONSTRUCTORS or callee.method in ("mean", "sqrt", "div", "exp"):
+            return False
+    elif callee.qualname in CONSTRUCTORS:
+        return True
+    if callee.qualname in _COMBINERS:
+        return all(sub(a) for a in args)
+    if callee.method in ("detach", "size", "numel", "dim"):
+        return True
+    if callee.method is not None and callee.receiver is not None:
+        if callee.method in _SHAPE_METHODS:
+            return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
+        return sub(callee.receiver) and all(sub(a) for a in args)
+    return False
+
+
+_SHAPE_METHODS = TRANSPARENT_METHODS | {"repeat", "repeat_interleave", "tile", "sign", "abs"}
+
+
+def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """No gradient flows here: inside `torch.no_grad()` (or a function decorated with it), or
+    the operand is built only from constructors and constants (see `no_gradient`)."""
+    return ctx.in_no_grad() or no_gradient(ctx, ctx.value(operand))

@@ -1,18 +1,25 @@
-"""Guards that come after the hazard: a value whose NaN / inf entries are replaced later.
+"""Guards: what keeps a value away from its bad point.
+
+Before the hazard: an in-place edit (`p.clamp_(min=eps)`, `p[p == 0] = 1`), control flow
+(`if n > 0:`, `if n == 0: return`, `assert n > 0`), a `torch.where` that selects the safe
+branch. After it, a value whose NaN / inf entries are replaced later:
 
 `log_p = torch.log(p)` followed by `log_p = torch.where(torch.isfinite(log_p), log_p, m)`,
 `x[torch.isnan(x)] = 0` or `x = x.nan_to_num()`: the author knows the value can be
-non-finite and handles it (forward; a gradient can still be NaN). The guards that come
-before (clamps, eps, `if n == 0: return`, `assert`) are in numlint.zeros.
+non-finite and handles it (forward; a gradient can still be NaN).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
-from numlint.context import Context
+from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
+from numlint.context import Context, Env, Value
+from numlint.semantics import TRANSPARENT_METHODS, positional
 
 
 def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | None]:
@@ -67,3 +74,274 @@ def sanitised_later(ctx: Context) -> bool:
         rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?)\("
     )
     return any(pattern.search(ctx.code(s)) for s in after[:5])
+
+
+_GUARD_METHODS = frozenset({"clamp_", "clamp_min_", "clip_", "add_", "masked_fill_"})
+
+
+def guarded_by_mutation(ctx: Context, value: Value) -> bool:
+    """An in-place edit since the assignment that keeps the value away from 0.
+
+    `p[p < eps] = eps`, `p[p == 0] = 1`, `p += eps`, `p.clamp_(min=eps)`, `p.add_(eps)`,
+    `p.masked_fill_(p == 0, 1)`.
+    """
+    for stmt in value.mutations:
+        if isinstance(stmt, cst.Assign) and positive_bound(ctx, stmt.value, value.env):
+            return True
+        if isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign):
+            if positive_bound(ctx, stmt.value, value.env):
+                return True
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            call = stmt.value
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            if method not in _GUARD_METHODS:
+                continue
+            if method == "masked_fill_":
+                bound = positional(call, 1, "value")
+            elif method == "add_":
+                bound = positional(call, 0, "other")
+            else:
+                bound = positional(call, 0, "min")
+            if positive_bound(ctx, bound, value.env):
+                return True
+    return False
+
+
+_ABOVE = (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)
+
+
+_BELOW = (cst.LessThan, cst.LessThanEqual, cst.Equal)
+
+
+def sanitises(
+    ctx: Context,
+    cond: cst.BaseExpression,
+    branch: cst.BaseExpression,
+    taken: bool,
+    env: Env,
+) -> bool:
+    """Whether `cond` keeps `branch` away from 0 when the branch is selected.
+
+    `torch.where(x > 0, x, 1)`: the true branch is only used where x > 0.
+    """
+    if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
+        return False
+    target = cond.comparisons[0]
+    subject, bound = cond.left, target.comparator
+    operator = target.operator
+    flipped = False
+    if not same_code(ctx, subject, branch):
+        if not same_code(ctx, bound, branch):
+            return False
+        subject, bound, flipped = bound, subject, True
+    low = const(ctx, bound, env)
+    if low is None or low < 0:
+        return False
+    above = isinstance(operator, _ABOVE) if not flipped else isinstance(operator, _BELOW[:2])
+    if isinstance(operator, cst.GreaterThanEqual) and low == 0 and not flipped:
+        above = False
+    return above == taken
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A hazardous operation inside a branch of `torch.where` (or multiplied by a mask)."""
+
+    kind: str  # "where" | "mask"
+    call: cst.CSTNode  # the where call or the multiplication
+    condition: cst.BaseExpression
+    taken: bool  # which branch (for "where")
+    where_func: str = ""
+
+
+def _pairs(stack: list[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(ancestor, its child on the path) from the innermost outwards."""
+    for i in range(len(stack) - 2, -1, -1):
+        yield stack[i], stack[i + 1]
+
+
+def selection(ctx: Context, operand: cst.BaseExpression) -> Selection | None:
+    """The `torch.where` / mask multiplication that selects around the current node.
+
+    Only when the condition mentions a name of `operand` (the value that can be invalid):
+    `torch.where(x > 0, torch.log(x), 0)`, `torch.log(x) * (x > 0)`.
+    """
+    wanted = names(operand)
+    if not wanted:
+        return None
+    for parent, child in _pairs(ctx.stack):
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.SimpleStatementLine)):
+            return None
+        if isinstance(parent, cst.Call):
+            o = op(ctx, parent)
+            if o is None or o.name != "where":
+                continue
+            if o.spelling == "function":
+                cond = positional(parent, 0, "condition")
+                args = [a for a in parent.args if a.keyword is None]
+                if cond is None or len(args) < 3 or child is args[0]:
+                    continue
+                taken = child is args[1]
+            else:
+                cond = positional(parent, 0, "condition")
+                if cond is None or child is not parent.func:
+                    continue
+                taken = True
+            if _tests(ctx, cond, wanted):
+                return Selection("where", parent, cond, taken, ctx.code(parent.func))
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
+            other = parent.right if child is parent.left else parent.left
+            mask = _mask_condition(ctx, other)
+            if mask is not None and _tests(ctx, mask, wanted):
+                return Selection("mask", parent, mask, True)
+    return None
+
+
+def _tests(ctx: Context, cond: cst.BaseExpression, wanted: set[str]) -> bool:
+    """Whether a condition compares the operand (a name of it) with a constant bound:
+    `x > 0`, `n != 0`, `d2 == 0`, `(x > 0) & m`, `x >= torch.finfo(x.dtype).tiny`."""
+    if isinstance(cond, cst.BooleanOperation):
+        return _tests(ctx, cond.left, wanted) or _tests(ctx, cond.right, wanted)
+    if isinstance(cond, cst.BinaryOperation) and isinstance(cond.operator, (cst.BitAnd, cst.BitOr)):
+        return _tests(ctx, cond.left, wanted) or _tests(ctx, cond.right, wanted)
+    if isinstance(cond, cst.UnaryOperation):
+        return _tests(ctx, cond.expression, wanted)
+    if isinstance(cond, cst.Name):
+        bound = ctx.deref(ctx.value(cond))
+        if bound.node is not cond and isinstance(bound.node, cst.Comparison):
+            return _tests(ctx, bound.node, wanted)
+        return False
+    if not isinstance(cond, cst.Comparison):
+        return False
+    sides = [cond.left, *(t.comparator for t in cond.comparisons)]
+    for a, b in zip(sides, sides[1:], strict=False):
+        for subject, bound in ((a, b), (b, a)):
+            if wanted & names(subject) and constant_bound(ctx, bound):
+                return True
+    return False
+
+
+def _mask_condition(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`(x > 0)`, `(x > 0).float()`, `(x > 0).to(x.dtype)` -> the comparison."""
+    for _ in range(4):
+        if isinstance(expr, cst.Comparison):
+            return expr
+        if isinstance(expr, cst.Call):
+            callee = ctx.callee(expr)
+            if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+                expr = callee.receiver
+                continue
+        return None
+    return None
+
+
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """Whether control flow keeps `operand` away from 0 at the current node.
+
+    `if n > 0: y = s / n`, `s / n if n != 0 else 0`, `else:` of `if n == 0:`, an earlier
+    `if n == 0: return ...` (or `continue`, `raise`) and an earlier `assert n > 0` in the
+    same block. Only tests comparing a name of the operand
+    with a constant count.
+    """
+    wanted = names(operand)
+    if not wanted:
+        return False
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(parent, (cst.If, cst.While)) and child is parent.body:
+            if _nonzero_test(ctx, parent.test, wanted, True):
+                return True
+        elif isinstance(parent, cst.If) and child is parent.orelse:
+            if _nonzero_test(ctx, parent.test, wanted, False):
+                return True
+        elif isinstance(parent, cst.IfExp):
+            if child is parent.body and _nonzero_test(ctx, parent.test, wanted, True):
+                return True
+            if child is parent.orelse and _nonzero_test(ctx, parent.test, wanted, False):
+                return True
+        elif isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                if (
+                    isinstance(stmt, cst.If)
+                    and _nonzero_test(ctx, stmt.test, wanted, False)
+                    and _exits(stmt.body)
+                ):
+                    return True
+                if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Assert) and _nonzero_test(ctx, s.test, wanted, True)
+                    for s in stmt.body
+                ):
+                    return True  # `assert n > 0`
+    return False
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, _EXITS) for s in last.body)
+    return False
+
+
+def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool) -> bool:
+    """Whether `test` being `taken` (True or False) implies a name in `wanted` is not 0."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _nonzero_test(ctx, test.expression, wanted, not taken)
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.And) == taken  # `a and b` true: both hold
+        left = _nonzero_test(ctx, test.left, wanted, taken)
+        right = _nonzero_test(ctx, test.right, wanted, taken)
+        return (left or right) if both else (left and right)
+    if isinstance(test, cst.Name):
+        bound = ctx.deref(ctx.value(test)).node
+        if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
+            return _nonzero_test(ctx, bound, wanted, taken)  # `ok = n > 0` ... `if ok:`
+    if isinstance(test, (cst.Name, cst.Attribute)) and taken:
+        return bool(wanted & names(test))  # `if n:`
+    if isinstance(test, cst.Call):
+        callee = ctx.callee(test)
+        inner = positional(test, 0) if callee.qualname in ("torch.all", "torch.any") else None
+        if callee.method in ("all", "any", "item") and callee.receiver is not None:
+            inner = callee.receiver
+        return inner is not None and _nonzero_test(ctx, inner, wanted, taken)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    subject, bound, operator = test.left, target.comparator, target.operator
+    if not wanted & names(subject):
+        subject, bound = bound, subject
+        operator = _FLIP.get(type(operator), operator)
+        if not wanted & names(subject):
+            return False
+    low = const(ctx, bound)
+    if low is None and not constant_bound(ctx, bound):
+        return False
+    low = 0.0 if low is None else low
+    kind = type(operator)
+    if taken:
+        return (
+            (kind is cst.GreaterThan and low >= 0)
+            or (kind is cst.GreaterThanEqual and low > 0)
+            or (kind is cst.NotEqual and low == 0)
+        )
+    return (
+        (kind is cst.Equal and low == 0)
+        or (kind is cst.LessThanEqual and low >= 0)
+        or (kind is cst.LessThan and low > 0)
+    )
+
+
+_FLIP = {
+    cst.GreaterThan: cst.LessThan(),
+    cst.LessThan: cst.GreaterThan(),
+    cst.GreaterThanEqual: cst.LessThanEqual(),
+    cst.LessThanEqual: cst.GreaterThanEqual(),
+}

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.ops import Op, const, op
+from numlint.analysis.zeros import exp_bounded
 from numlint.context import Context, Value
 from numlint.semantics import needs_parens, same_bindings
-from numlint.zeros import Op, const, exp_bounded, op
 
 
 @dataclass(frozen=True)

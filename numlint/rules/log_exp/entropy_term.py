@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.guards import guarded_by_mutation, selection
+from numlint.analysis.ops import op, same_value
+from numlint.analysis.zeros import positive_value, zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
 from numlint.semantics import activation
-from numlint.zeros import (
-    guarded_by_mutation,
-    op,
-    positive_value,
-    same_value,
-    selection,
-    zero_reason,
-)
 
 
 class EntropyTerm(Rule):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.ops import op
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
 from numlint.semantics import keyword, positional
-from numlint.zeros import op
 
 
 class HandWrittenLogsumexp(Rule):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.ops import const, op, same_code
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, negate, plus_one, unbounded_exp, wrap
-from numlint.zeros import const, op, same_code
 
 
 class HandWrittenSigmoid(Rule):

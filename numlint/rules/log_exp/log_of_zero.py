@@ -7,11 +7,12 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows
-from numlint.analysis.guards import sanitised_later
+from numlint.analysis.guards import sanitised_later, selection
+from numlint.analysis.ops import op
+from numlint.analysis.zeros import zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.semantics import activation, is_one
-from numlint.zeros import op, selection, zero_reason
 
 _LOGS = ("log", "log2", "log10")
 

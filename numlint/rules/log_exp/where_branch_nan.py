@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.gradients import gradient_flows, gradient_free
+from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
+from numlint.analysis.ops import clamp_bounds, const, op, positive_bound
+from numlint.analysis.zeros import positive_value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
 from numlint.semantics import positional
-from numlint.zeros import (
-    Selection,
-    clamp_bounds,
-    const,
-    gradient_free,
-    guarded_by_mutation,
-    op,
-    positive_bound,
-    positive_value,
-    sanitises,
-    selection,
-)
 
 _ROOTS = ("log", "log2", "log10", "sqrt", "rsqrt")
 

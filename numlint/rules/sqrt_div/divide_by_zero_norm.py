@@ -7,18 +7,12 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import grade, padding_mask, weights_sum
-from numlint.analysis.guards import sanitised_later
+from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
+from numlint.analysis.ops import const, op, same_code
+from numlint.analysis.zeros import denominator_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword
-from numlint.zeros import (
-    const,
-    denominator_reason,
-    guarded_by_condition,
-    op,
-    same_code,
-    selection,
-)
 
 
 class DivideByZeroNorm(Rule):

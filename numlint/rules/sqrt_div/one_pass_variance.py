@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.ops import Op, op, same_code
+from numlint.analysis.zeros import square_of
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword, positional, same_bindings
-from numlint.zeros import Op, op, same_code, square_of
 
 
 class OnePassVariance(Rule):

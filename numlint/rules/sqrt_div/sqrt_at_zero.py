@@ -7,18 +7,13 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.guards import selection
+from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import keyword, positional, same_bindings
-from numlint.zeros import (
-    const,
-    has_tensor_op,
-    op,
-    selection,
-    square_of,
-    zero_reason,
-)
 
 
 class SqrtAtZero(Rule):

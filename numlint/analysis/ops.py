@@ -1,0 +1,339 @@
+"""Which torch operation is this call, and what constant is that: the op tables, `op`,
+`const`, and comparisons of expressions (shared by the rules and the other analyses).
+
+Purely syntactic plus numlint.context's data flow; nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from numlint.context import Context, Env, Value
+from numlint.semantics import number, positional
+from numlint.tree import walk
+
+#: Qualified torch functions -> a short op name.
+FUNCTIONS: dict[str, str] = {
+    "torch.log": "log", "torch.Tensor.log": "log", "torch.special.log": "log",
+    "torch.log2": "log2", "torch.Tensor.log2": "log2",
+    "torch.log10": "log10", "torch.Tensor.log10": "log10",
+    "torch.log1p": "log1p", "torch.special.log1p": "log1p", "torch.Tensor.log1p": "log1p",
+    "torch.exp": "exp", "torch.special.exp": "exp", "torch.Tensor.exp": "exp",
+    "torch.expm1": "expm1", "torch.special.expm1": "expm1",
+    "torch.sqrt": "sqrt", "torch.Tensor.sqrt": "sqrt", "torch.rsqrt": "rsqrt",
+    "torch.pow": "pow", "torch.float_power": "pow", "torch.square": "square",
+    "torch.sum": "sum", "torch.nansum": "sum", "torch.mean": "mean", "torch.nanmean": "mean",
+    "torch.prod": "prod", "torch.cumprod": "cumprod",
+    "torch.norm": "norm", "torch.linalg.norm": "norm", "torch.linalg.vector_norm": "norm",
+    "torch.std": "std", "torch.var": "var", "torch.count_nonzero": "count",
+    "torch.relu": "relu", "torch.nn.functional.relu": "relu", "torch.nn.functional.relu6": "relu",
+    "torch.rand": "rand", "torch.rand_like": "rand",
+    "torch.clamp": "clamp", "torch.clip": "clamp", "torch.clamp_min": "clamp_min",
+    "torch.maximum": "maximum", "torch.fmax": "maximum", "torch.max": "max",
+    "torch.where": "where", "torch.abs": "abs", "torch.absolute": "abs",
+    "torch.det": "det", "torch.linalg.det": "det",
+    "torch.acos": "acos", "torch.arccos": "acos", "torch.asin": "asin", "torch.arcsin": "asin",
+    "torch.cosine_similarity": "cosine", "torch.nn.functional.cosine_similarity": "cosine",
+    "torch.nn.functional.normalize": "normalize",
+    "torch.div": "div", "torch.divide": "div", "torch.true_divide": "div",
+    "torch.mul": "mul", "torch.multiply": "mul", "torch.reciprocal": "reciprocal",
+    "torch.matmul": "matmul", "torch.mm": "matmul", "torch.bmm": "matmul", "torch.dot": "matmul",
+    "torch.inner": "matmul", "torch.einsum": "einsum",
+    "torch.ones": "ones", "torch.ones_like": "ones",
+    "torch.nn.functional.softplus": "softplus",
+    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.special.expit": "sigmoid",
+    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+}  # fmt: skip
+
+
+#: Tensor methods -> a short op name.
+METHODS: dict[str, str] = {
+    "log": "log", "log2": "log2", "log10": "log10", "log1p": "log1p", "exp": "exp",
+    "expm1": "expm1", "sqrt": "sqrt", "rsqrt": "rsqrt", "pow": "pow", "float_power": "pow",
+    "square": "square", "sum": "sum", "nansum": "sum", "mean": "mean", "nanmean": "mean",
+    "prod": "prod", "cumprod": "cumprod", "norm": "norm", "std": "std", "var": "var",
+    "count_nonzero": "count", "relu": "relu", "clamp": "clamp", "clip": "clamp",
+    "clamp_min": "clamp_min", "maximum": "maximum", "fmax": "maximum", "max": "max",
+    "abs": "abs", "absolute": "abs", "det": "det", "acos": "acos", "arccos": "acos",
+    "asin": "asin", "arcsin": "asin", "div": "div", "divide": "div", "true_divide": "div",
+    "mul": "mul", "multiply": "mul", "reciprocal": "reciprocal", "matmul": "matmul",
+    "mm": "matmul", "bmm": "matmul", "dot": "matmul", "add": "add", "where": "where",
+    "masked_fill": "masked_fill", "sigmoid": "sigmoid", "softmax": "softmax",
+}  # fmt: skip
+
+
+#: Methods whose name is also common on non-tensors: only trusted on a tensor-looking receiver.
+MODULES: dict[str, str] = {
+    "torch.nn.ReLU": "relu",
+    "torch.nn.ReLU6": "relu",
+    "torch.nn.CosineSimilarity": "cosine",
+    "torch.nn.Softplus": "softplus",
+}
+
+
+_FOREIGN = ("numpy.", "math.", "scipy.", "jax.", "tensorflow.", "cupy.")
+
+
+#: Machine epsilon below which `1 - eps` rounds to 1 in float32.
+FLOAT32_HALF_ULP_BELOW_ONE = 2.98e-8
+
+
+@dataclass(frozen=True)
+class Op:
+    """A recognised tensor operation."""
+
+    name: str
+    call: cst.Call
+    env: Env
+    #: The tensor it acts on: the first positional argument, or the receiver of a method.
+    input: cst.BaseExpression | None
+    spelling: str  # "function" | "method" | "module"
+    qualname: str | None = None
+
+    def arg(self, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
+        """Argument `index` after the input (so `dim` is 0 for `x.sum(dim)` and `sum(x, dim)`)."""
+        if self.spelling == "function":
+            return positional(self.call, index + 1, keyword)
+        return positional(self.call, index, keyword)
+
+    def rest(self) -> list[cst.Arg]:
+        """Arguments besides the input."""
+        if self.spelling == "method":
+            return list(self.call.args)
+        return [a for a in self.call.args if a.value is not self.input]
+
+
+def op(ctx: Context, node: cst.BaseExpression, env: Env | None = None) -> Op | None:
+    """The tensor operation a call performs, or None (numpy, math, unknown functions)."""
+    if not isinstance(node, cst.Call):
+        return None
+    env = ctx.env if env is None else env
+    callee = ctx.callee(node, env)
+    if callee.qualname is not None:
+        name = FUNCTIONS.get(callee.qualname)
+        if name is None:
+            return None
+        inp = positional(node, 0, "input")
+        return Op(name, node, env, inp, "function", callee.qualname)
+    if callee.instance_of is not None:
+        name = MODULES.get(callee.instance_of)
+        if name is None or not node.args:
+            return None
+        return Op(name, node, env, node.args[0].value, "module", callee.instance_of)
+    if callee.method is not None and callee.receiver is not None:
+        name = METHODS.get(callee.method)
+        if name is None or foreign(ctx, Value(callee.receiver, env)):
+            return None
+        if isinstance(callee.receiver, cst.Name) and callee.receiver.value == "self":
+            return None
+        return Op(name, node, env, callee.receiver, "method")
+    return None
+
+
+def foreign(ctx: Context, value: Value) -> bool:
+    """Whether a value is visibly a NumPy / math / other non-torch object."""
+    for _ in range(8):
+        value = ctx.deref(value)
+        node = value.node
+        if isinstance(node, cst.Call):
+            qual = ctx.qualname(node.func, value.env)  # type: ignore[arg-type]
+            if qual is not None:
+                return qual.startswith(_FOREIGN)
+            if isinstance(node.func, cst.Attribute):
+                value = Value(node.func.value, value.env, value.mutations)
+                continue
+        elif isinstance(node, cst.Attribute):
+            qual = ctx.qualname(node, value.env)  # type: ignore[arg-type]
+            return qual is not None and qual.startswith(_FOREIGN)
+        elif isinstance(node, cst.Subscript):
+            value = Value(node.value, value.env, value.mutations)
+            continue
+        return isinstance(node, (cst.Integer, cst.Float))
+    return False
+
+
+def const(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> float | None:
+    """A numeric constant, with + - * / ** on constants (`1 / 3`, `-1 + 1e-7`, `EPS`)."""
+    env = ctx.env if env is None else env
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = const(ctx, expr.left, env), const(ctx, expr.right, env)
+        if left is None or right is None:
+            return None
+        try:
+            if isinstance(expr.operator, cst.Add):
+                return left + right
+            if isinstance(expr.operator, cst.Subtract):
+                return left - right
+            if isinstance(expr.operator, cst.Multiply):
+                return left * right
+            if isinstance(expr.operator, cst.Divide):
+                return left / right
+            if isinstance(expr.operator, cst.Power):
+                return float(left**right)
+        except (ZeroDivisionError, OverflowError, TypeError):
+            return None
+        return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = const(ctx, expr.expression, env)
+        return None if inner is None else -inner
+    return number(ctx, expr, env)
+
+
+def positive_bound(ctx: Context, expr: cst.BaseExpression | None, env: Env) -> bool:
+    """A lower bound that keeps a value away from 0: a positive constant or a named eps.
+
+    Unknown names (`eps`, `self.eps`, `torch.finfo(t.dtype).tiny`) count as positive; only a
+    constant that is 0 or negative does not.
+    """
+    if expr is None:
+        return False
+    value = const(ctx, expr, env)
+    if value is not None:
+        return value > 0
+    node = ctx.deref(Value(expr, env)).node
+    if isinstance(node, cst.Call):
+        o = op(ctx, node, env)
+        if o is not None and o.name in ("rand", "relu"):
+            return False
+    return not isinstance(node, (cst.Integer, cst.Float))
+
+
+def is_zero(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    return const(ctx, expr, env) == 0.0
+
+
+def clamp_bounds(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
+    """(min, max) of a clamp / clip / clamp_min call."""
+    if o.name == "clamp_min":
+        return o.arg(0, "min"), None
+    return o.arg(0, "min"), o.arg(1, "max")
+
+
+def names(node: cst.CSTNode) -> set[str]:
+    """Dotted names used in an expression (`x`, `self.scale`), without call names."""
+    found: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            if isinstance(n.value, cst.Name) and n.value.value == "self":
+                found.add(f"self.{n.attr.value}")
+                return False
+            walk(n.value, self)
+            return False
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            if isinstance(n.func, cst.Attribute):
+                walk(n.func.value, self)
+            for a in n.args:
+                walk(a.value, self)
+            return False
+
+    walk(node, _Collect())
+    return found - {"torch", "F", "nn", "th", "self"}
+
+
+def same_code(ctx: Context, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return ctx.code(a).strip() == ctx.code(b).strip()
+
+
+def same_value(ctx: Context, a: Value, b: Value) -> bool:
+    """Two expressions that denote the same tensor (same text, or the same assignment)."""
+    if same_code(ctx, a.node, b.node) and a.env is b.env:
+        return True
+    da, db = ctx.deref(Value(a.node, a.env)), ctx.deref(Value(b.node, b.env))
+    if da.node is db.node:
+        return True
+    return same_code(ctx, da.node, db.node) and same_code(ctx, a.node, b.node)
+
+
+_TENSOR_LITERALS = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"}
+)
+
+
+def has_tensor_op(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """Whether an expression visibly computes with tensors (a torch call or tensor method),
+    following variables; used to tell `x ** 0.5` on tensors from plain Python arithmetic."""
+    if depth > 4:
+        return False
+    value = ctx.deref(value)
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            nonlocal found
+            if op(ctx, n, value.env) is not None or (
+                (q := ctx.qualname(n.func, value.env)) is not None and q.startswith("torch.")
+            ):
+                found = True
+            return not found
+
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal found
+            if not found and ctx.deref(Value(n, value.env)).node is not n:
+                found = has_tensor_op(ctx, Value(n, value.env), depth + 1)
+
+    walk(value.node, _Find())
+    return found
+
+
+def constant_bound(ctx: Context, expr: cst.BaseExpression) -> bool:
+    if const(ctx, expr) is not None:
+        return True
+    return (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Call)
+        and (ctx.qualname(expr.value.func) or "").endswith("finfo")
+    )
+
+
+_UNPACKING = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median"})
+
+
+def unpacked_from(ctx: Context, name: cst.Name, env: Env) -> Value | None:
+    """For `v, i = torch.topk(x, k)` (also sort / max / min ...): the call `v` came from, as
+    `Value(call, env)`, when `name` is the first target. Searches the enclosing function's
+    statements before the current one; None when `name` was bound otherwise."""
+    binding = ctx.lookup(name.value, env)
+    func = ctx.function
+    if binding is None or binding.value is not None or func is None:
+        return None
+    here = set(map(id, ctx.stack))
+    found: cst.Call | None = None
+
+    class _Find(cst.CSTVisitor):
+        done = False
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self.done or id(node) in here and isinstance(node, cst.BaseSmallStatement):
+                self.done = True
+                return False
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not func:
+                return False
+            return super().on_visit(node)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal found
+            target = node.targets[0].target
+            if (
+                isinstance(target, (cst.Tuple, cst.List))
+                and target.elements
+                and isinstance(target.elements[0].value, cst.Name)
+                and target.elements[0].value.value == name.value
+            ):
+                found = node.value if isinstance(node.value, cst.Call) else None
+
+    walk(func, _Find())
+    if found is None:
+        return None
+    callee = ctx.callee(found, binding.env)
+    if callee.method in _UNPACKING or (callee.qualname or "").rsplit(".", 1)[-1] in _UNPACKING:
+        return Value(found, binding.env)
+    return None

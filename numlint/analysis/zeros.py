@@ -1,0 +1,565 @@
+"""Can this value be exactly 0 (or 1), is it positive, is an exponent bounded above: the
+reasons the "can be zero" rules report, following numlint.context's data flow.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from numlint.analysis.guards import guarded_by_mutation, sanitises
+from numlint.analysis.ops import (
+    _TENSOR_LITERALS,
+    FLOAT32_HALF_ULP_BELOW_ONE,
+    Op,
+    clamp_bounds,
+    const,
+    is_zero,
+    op,
+    positive_bound,
+    same_code,
+    unpacked_from,
+)
+from numlint.context import Context, Env, Value
+from numlint.semantics import TRANSPARENT_METHODS, activation, positional
+
+_SQUARE = "a square"
+
+
+_SUM_SQUARES = "a sum of squares"
+
+
+def square_of(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """`x ** 2`, `x.pow(2)`, `torch.square(x)`, `x * x` -> x."""
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Power) and const(ctx, node.right, env) == 2.0:
+            return node.left
+        if isinstance(node.operator, cst.Multiply) and same_code(ctx, node.left, node.right):
+            return node.left
+    o = op(ctx, node, env)
+    if o is not None and o.input is not None:
+        if o.name == "square":
+            return o.input
+        if o.name == "pow" and (e := o.arg(0, "exponent")) is not None:
+            if const(ctx, e, env) == 2.0:
+                return o.input
+        if o.name == "mul" and (other := o.arg(0, "other")) is not None:
+            if same_code(ctx, o.input, other):
+                return o.input  # torch.mul(x, x)
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "pow"
+        and ctx.lookup("pow", env) is None
+        and "pow" not in ctx.imports
+        and len(node.args) == 2
+        and const(ctx, node.args[1].value, env) == 2.0
+    ):
+        return node.args[0].value  # the builtin pow(x, 2)
+    return None
+
+
+def zero_reason(ctx: Context, value: Value, mode: str = "log", depth: int = 0) -> str | None:
+    """Why `value` can be exactly 0, or None when it cannot (or nothing is known).
+
+    `mode` is "log" (log-like uses), "sqrt" (adds squares, sums of squares, variances and
+    `1 - x**2`), or "one" (can the value be exactly 1: used for `1 - p`).
+    """
+    if depth > 12:
+        return None
+    value = ctx.deref(value)
+    if guarded_by_mutation(ctx, value):
+        return None
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression, m: str = mode) -> str | None:
+        return zero_reason(ctx, Value(expr, env, value.mutations), m, depth + 1)
+
+    if mode == "one":
+        return _one_reason(ctx, value, depth)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, cst.Comparison):
+        return "a 0/1 mask"
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _binary_reason(ctx, node, env, mode, sub)
+    if isinstance(node, cst.Call):
+        return _call_reason(ctx, node, env, mode, sub, value)
+    return None
+
+
+def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
+    operator = node.operator
+    if isinstance(operator, cst.Add):
+        left = "0" if is_zero(ctx, node.left, env) else sub(node.left)
+        right = "0" if is_zero(ctx, node.right, env) else sub(node.right)
+        if left and right:
+            return right if left == "0" else left
+        return None
+    if isinstance(operator, cst.Subtract):
+        if const(ctx, node.left, env) == 1.0:
+            base = square_of(ctx, node.right, env)
+            if mode == "sqrt" and base is not None:
+                return None if clamped_inside_one(ctx, Value(base, env)) else "`1 - x**2`"
+            if sub(node.right, "one"):
+                return f"`1 - p` of {sub(node.right, 'one')}"
+        return None
+    if isinstance(operator, cst.Multiply):
+        if mode == "sqrt" and square_of(ctx, node, env) is not None:
+            return _SQUARE
+        return sub(node.left) or sub(node.right)
+    if isinstance(operator, cst.Divide):
+        left = sub(node.left)
+        if left:
+            return left
+        if const(ctx, node.left, env) is None and denominator_reason(ctx, Value(node.right, env)):
+            if not positive_value(ctx, Value(node.left, env)):
+                return "a normalised ratio"
+        return None
+    if isinstance(operator, cst.Power):
+        exponent = const(ctx, node.right, env)
+        if exponent is None or exponent <= 0:
+            return None
+        if mode == "sqrt" and exponent == 2.0:
+            return _SQUARE
+        return sub(node.left)
+    return None
+
+
+def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) -> str | None:
+    callee = ctx.callee(node, env)
+    if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+        return sub(callee.receiver)
+    act = activation(ctx, Value(node, env))
+    if act is not None:
+        return f"a {act.kind} output"
+    o = op(ctx, node, env)
+    if o is None:
+        return None
+    inp = o.input
+    if o.name == "relu":
+        return "a ReLU output"
+    if o.name == "rand":
+        return "a `torch.rand` draw"
+    if o.name in ("clamp", "clamp_min") and inp is not None:
+        low, _high = clamp_bounds(o)
+        if low is None:
+            return sub(inp)
+        if is_zero(ctx, low, env):
+            return "a value clamped at 0"
+        return None
+    if o.name == "maximum" or (o.name == "max" and _binary_max(ctx, o)):
+        other = o.arg(0, "other")
+        if other is not None and is_zero(ctx, other, env):
+            return "a value clamped at 0"
+        return None
+    if o.name == "where":
+        return _where_reason(ctx, o, env, sub)
+    if o.name == "masked_fill":
+        fill = positional(node, 1, "value")
+        if fill is not None and is_zero(ctx, fill, env):
+            return "a tensor filled with 0"
+        return sub(inp) if inp is not None else None
+    if o.name in ("abs", "cumprod") and inp is not None:
+        return sub(inp)
+    if o.name in ("mul",) and inp is not None:
+        other = o.arg(0, "other")
+        return sub(inp) or (sub(other) if other is not None else None)
+    if o.name == "div" and inp is not None:
+        return sub(inp)
+    if o.name == "square" and inp is not None:
+        return _SQUARE if mode == "sqrt" else sub(inp)
+    if o.name == "pow" and inp is not None:
+        e = o.arg(0, "exponent")
+        exponent = const(ctx, e, env) if e is not None else None
+        if exponent is None or exponent <= 0:
+            return None
+        return _SQUARE if mode == "sqrt" and exponent == 2.0 else sub(inp)
+    if o.name == "sqrt" and inp is not None:
+        return sub(inp)
+    if mode == "sqrt":
+        if o.name in ("sum", "mean") and inp is not None:
+            if square_of(ctx, ctx.deref(Value(inp, env)).node, env) is not None:
+                return _SUM_SQUARES
+            inner = sub(inp)
+            if inner in (_SQUARE, _SUM_SQUARES):
+                return _SUM_SQUARES
+        if o.name == "var":
+            return "a variance"
+    return None
+
+
+def _binary_max(ctx: Context, o: Op) -> bool:
+    """`torch.max(a, b)` elementwise (not a reduction over an integer dim)."""
+    other = o.arg(0, "other")
+    if other is None or positional(o.call, 2 if o.spelling == "function" else 1) is not None:
+        return False
+    return not isinstance(other, cst.Integer) and not (
+        isinstance(other, cst.UnaryOperation) and isinstance(other.expression, cst.Integer)
+    )
+
+
+def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
+    if o.spelling == "method":
+        cond, branches = positional(o.call, 0, "condition"), (o.input, positional(o.call, 1))
+    else:
+        cond = positional(o.call, 0, "condition")
+        branches = (positional(o.call, 1), positional(o.call, 2))
+    for taken, branch in zip((True, False), branches, strict=False):
+        if branch is None:
+            continue
+        if cond is not None and sanitises(ctx, cond, branch, taken, env):
+            continue
+        if is_zero(ctx, branch, env):
+            return "a `torch.where` with a 0 branch"
+        reason = sub(branch)
+        if reason:
+            return reason
+    return None
+
+
+def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
+    """Why a value can be exactly 1 (so `1 - value` can be 0)."""
+    node, env = value.node, value.env
+    act = activation(ctx, value, ("softmax", "sigmoid"))
+    if act is not None:
+        return f"a {act.kind} output"
+    if isinstance(node, cst.Comparison):
+        return "a 0/1 mask"
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            return zero_reason(ctx, Value(callee.receiver, env), "one", depth + 1)
+        o = op(ctx, node, env)
+        if o is not None and o.name == "cosine":
+            return "a cosine similarity"
+    if isinstance(node, cst.Subscript):
+        return zero_reason(ctx, Value(node.value, env, value.mutations), "one", depth + 1)
+    return None
+
+
+def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """Known to be > 0 (or, for probabilities, to sum to a positive total): exp, softplus,
+    softmax, sigmoid, ones, a positive constant, clamped above 0, `x + eps`, products and
+    convex mixtures of those (`(1 - g) * p + g * q`), and their top-k / sorted / gathered /
+    reshaped parts."""
+    if depth > 8:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return positive_value(ctx, Value(expr, env), depth + 1)
+
+    c = const(ctx, node, env)
+    if c is not None:
+        return c > 0
+    if isinstance(node, cst.Name):
+        source = unpacked_from(ctx, node, env)
+        return source is not None and positive_value(ctx, source, depth + 1)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return sub(node.value)  # `x.topk(k).values`
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env):
+            return True
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            c = const(ctx, a, env)
+            if c is not None and c > 0 and _non_negative(ctx, Value(b, env)):
+                return True  # `0.99 * torch.sigmoid(x) + 0.005`
+        return _convex_mix(ctx, node, env, sub)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        left = const(ctx, node.left, env)
+        return left is not None and left > 0  # inverse weights `1 / counts`
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
+        data = positional(node, 0, "data")
+        if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
+            return all((const(ctx, e.value, env) or 0) > 0 for e in data.elements)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.receiver is not None and (
+            callee.method in TRANSPARENT_METHODS or callee.method in _SELECTING
+        ):
+            return sub(callee.receiver)
+        if callee.qualname in _SELECTING_FUNCTIONS and (inp := positional(node, 0, "input")):
+            return sub(inp)
+    o = op(ctx, node, env)
+    if o is None:
+        return activation(ctx, value) is not None
+    if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
+        return True
+    if o.name in ("sum", "mean") and o.input is not None:
+        return sub(o.input)
+    if o.name in ("clamp", "clamp_min"):
+        low = clamp_bounds(o)[0]
+        return low is not None and positive_bound(ctx, low, env)
+    return False
+
+
+#: Methods and functions whose result is a selection of their input's elements.
+_SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select", "narrow"})
+
+
+_SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "torch.narrow"})
+
+
+_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny)($|_|\d)")
+
+
+def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """A positive constant, `torch.finfo(...).eps/tiny`, or a name spelt as an eps."""
+    c = const(ctx, expr, env)
+    if c is not None:
+        return c > 0
+    last = expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if isinstance(expr, cst.Name):
+        last = expr.value
+    return last is not None and _EPS_NAME.search(last.lower()) is not None
+
+
+def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return [*_factors(node.left), *_factors(node.right)]
+    return [node]
+
+
+def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
+    """`(1 - g) * p + g * q` with p, q positive (probabilities): a convex mixture."""
+    left, right = _factors(node.left), _factors(node.right)
+    for a, b in ((left, right), (right, left)):
+        for f in a:
+            inner = f
+            if (
+                isinstance(inner, cst.BinaryOperation)
+                and isinstance(inner.operator, cst.Subtract)
+                and const(ctx, inner.left, env) == 1.0
+            ):
+                weight = inner.right
+                match = [g for g in b if same_code(ctx, g, weight)]
+                if match:
+                    rest_a = [g for g in a if g is not f]
+                    rest_b = [g for g in b if g is not match[0]]
+                    return all(sub(g) for g in (*rest_a, *rest_b))
+    return False
+
+
+def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None:
+    """Why a denominator can be 0: a norm, sum, count, std or variance without a guard."""
+    if depth > 10:
+        return None
+    value = ctx.deref(value)
+    if guarded_by_mutation(ctx, value):
+        return None
+    node, env = value.node, value.env
+    if isinstance(node, cst.Subscript):
+        return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
+    if isinstance(node, cst.BinaryOperation):
+        operator = node.operator
+        if isinstance(operator, cst.Multiply):
+            return denominator_reason(ctx, Value(node.left, env), depth + 1) or denominator_reason(
+                ctx, Value(node.right, env), depth + 1
+            )
+        if isinstance(operator, cst.Power):
+            exponent = const(ctx, node.right, env)
+            if exponent is not None and exponent > 0:
+                return denominator_reason(ctx, Value(node.left, env), depth + 1)
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+        return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
+    o = op(ctx, node, env)
+    if o is None or o.input is None and o.name not in ("count",):
+        return None
+    if o.name == "norm":
+        return "a norm"
+    if o.name == "std":
+        return "a standard deviation"
+    if o.name == "var":
+        return "a variance"
+    if o.name == "count":
+        return "a count"
+    if o.name == "sum" and o.input is not None:
+        if positive_value(ctx, Value(o.input, env)):
+            return None
+        return "a sum"
+    if o.name in ("sqrt", "pow") and o.input is not None:
+        if o.name == "pow":
+            e = o.arg(0, "exponent")
+            if e is None or (const(ctx, e, env) or 0) <= 0:
+                return None
+        inner = denominator_reason(ctx, Value(o.input, env), depth + 1)
+        if inner:
+            return inner
+        sq = zero_reason(ctx, Value(o.input, env), "sqrt")
+        return f"the square root of {sq}" if sq else None
+    if o.name in ("clamp", "clamp_min"):
+        low = clamp_bounds(o)[0]
+        if low is None:
+            return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
+        return "a value clamped at 0" if is_zero(ctx, low, env) else None
+    if o.name == "abs":
+        return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
+    return None
+
+
+def exp_bounded(
+    ctx: Context, arg: cst.BaseExpression, env: Env, shifted_only: bool = False
+) -> bool:
+    """An exp argument bounded above, so exp cannot overflow: `-x.abs()`, `x - x.max()`,
+    `x.clamp(max=c)`, `-F.relu(x)`, `-(x ** 2)`, `torch.minimum(x, c)`.
+
+    With `shifted_only`, only `x - max(x)` counts (its largest term is exactly 1, so a sum of
+    exponentials can neither overflow nor underflow to 0).
+    """
+    value = ctx.deref(Value(arg, env))
+    node, env = value.node, value.env
+    if const(ctx, node, env) is not None:
+        return True
+    if shifted_only:
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+            return _is_max_of(ctx, ctx.deref(Value(node.right, env)))
+        return False
+    if _non_positive(ctx, value):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        right = ctx.deref(Value(node.right, env))
+        return _is_max_of(ctx, right)
+    o = op(ctx, node, env)
+    if o is not None and o.name in ("clamp",):
+        return clamp_bounds(o)[1] is not None
+    if isinstance(node, cst.Call):
+        qual = ctx.callee(node, env).qualname
+        if qual in ("torch.minimum", "torch.nn.functional.logsigmoid", "torch.log_softmax"):
+            return True
+        if qual == "torch.nn.functional.log_softmax":
+            return True
+    return False
+
+
+def clamped_inside_one(ctx: Context, value: Value) -> bool:
+    """`c.clamp(-1 + eps, 1 - eps)`: both bounds strictly inside (-1, 1) in float32."""
+    value = ctx.deref(value)
+    o = op(ctx, value.node, value.env)
+    if o is None or o.name != "clamp":
+        return False
+    low, high = clamp_bounds(o)
+
+    def strict(bound: cst.BaseExpression | None, edge: float) -> bool:
+        if bound is None:
+            return False
+        v = const(ctx, bound, value.env)
+        return v is None or (abs(edge - v) >= FLOAT32_HALF_ULP_BELOW_ONE and abs(v) < 1)
+
+    return strict(low, -1.0) and strict(high, 1.0)
+
+
+def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """`-(x ** 2)`, `-x.abs()`, `x.abs().neg()`, `-d ** 2 / (2 * s ** 2)`, `-0.5 * r.pow(2)`:
+    minus a non-negative value, scaled by non-negative factors (a Gaussian's exponent)."""
+    if depth > 6:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return _non_negative(ctx, Value(node.expression, env), depth + 1)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.method == "neg" and callee.receiver is not None and not node.args:
+            return _non_negative(ctx, Value(callee.receiver, env), depth + 1)
+        if callee.qualname in ("torch.neg", "torch.negative") and node.args:
+            return _non_negative(ctx, Value(node.args[0].value, env), depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.Divide)
+    ):
+        left, right = Value(node.left, env), Value(node.right, env)
+        if _non_positive(ctx, left, depth + 1) and _non_negative(ctx, right, depth + 1):
+            return True
+        if isinstance(node.operator, cst.Multiply):
+            return _non_negative(ctx, left, depth + 1) and _non_positive(ctx, right, depth + 1)
+        low = const(ctx, node.left, env)
+        return low is not None and low <= 0 and _non_negative(ctx, right, depth + 1)
+    low = const(ctx, node, env)
+    return low is not None and low <= 0
+
+
+def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A square, absolute value, norm, ReLU, exp or softplus output, a non-negative constant,
+    or products, quotients and sums of them."""
+    if depth > 6:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    c = const(ctx, node, env)
+    if c is not None:
+        return c >= 0
+    if square_of(ctx, node, env) is not None:
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Power):
+            e = const(ctx, node.right, env)
+            return e is not None and e % 2 == 0
+        if isinstance(node.operator, (cst.Multiply, cst.Divide, cst.Add)):
+            return _non_negative(ctx, Value(node.left, env), depth + 1) and _non_negative(
+                ctx, Value(node.right, env), depth + 1
+            )
+        return False
+    if isinstance(node, cst.Subscript):
+        return _non_negative(ctx, Value(node.value, env), depth + 1)
+    o = op(ctx, node, env)
+    if o is None or o.input is None:
+        return False
+    if o.name in ("abs", "relu", "softplus", "norm", "square", "exp", "sqrt", "softmax", "sigmoid"):
+        return True
+    if o.name in ("sum", "mean", "pow"):
+        if o.name == "pow":
+            e = o.arg(0, "exponent")
+            return e is not None and (const(ctx, e, env) or 1) % 2 == 0
+        return _non_negative(ctx, Value(o.input, env), depth + 1)
+    return False
+
+
+def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A maximum (`x.max(d).values`, `torch.amax`, `torch.maximum`, a `*max*` helper's result)
+    through masking, detaching and reshaping: subtracting it is the stabilisation idiom."""
+    if depth > 6:
+        return False
+    node, env = value.node, value.env
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        node = node.value
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Name):
+        deref = ctx.deref(Value(node, env))
+        if deref.node is not node:
+            return _is_max_of(ctx, deref, depth + 1)
+        return "max" in node.value.lower()
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)  # type: ignore[arg-type]
+    if callee.receiver is not None and (
+        callee.method in TRANSPARENT_METHODS or callee.method in ("masked_fill", "squeeze")
+    ):
+        return _is_max_of(ctx, ctx.deref(Value(callee.receiver, env)), depth + 1)
+    if callee.qualname in ("torch.masked_fill", "torch.squeeze", "torch.unsqueeze"):
+        inp = positional(node, 0, "input")
+        return inp is not None and _is_max_of(ctx, ctx.deref(Value(inp, env)), depth + 1)
+    o = op(ctx, node, env)  # type: ignore[arg-type]
+    if o is not None and o.name in ("max", "maximum"):
+        return True
+    if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
+        "amax",
+        "logsumexp",
+    ):
+        return True
+    name = callee.qualname or callee.method
+    if name is None and isinstance(node.func, cst.Name):
+        name = node.func.value
+    return name is not None and "max" in name.rsplit(".", 1)[-1].lower() and o is None
