@@ -88,3 +88,21 @@ def test_related_location_reaches_the_editor(tmp_path: Path) -> None:
     assert info["location"]["uri"] == (pkg / "train.py").resolve().as_uri()
     assert info["location"]["range"]["start"]["line"] == finding.related[0][1] - 1
     assert "softmax" in info["message"]
+
+
+def test_callers_anywhere_in_the_project(tmp_path: Path) -> None:
+    """A loss helper in `utils/` called from a script at the project's root."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    utils = tmp_path / "utils"
+    utils.mkdir()
+    (utils / "__init__.py").write_text("")
+    (utils / "losses.py").write_text(
+        "import torch\n\n\ndef nll(p, t):\n    return -torch.log(p.gather(1, t)).mean()\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom utils.losses import nll\n\n\n"
+        "def step(x, t):\n    return nll(torch.softmax(x, -1), t)\n"
+    )
+    found = _found([utils / "losses.py"])
+    assert [(d.code, d.row) for d in found] == [("NUM101", 5)]
+    assert Path(found[0].related[0][0]).name == "train.py"

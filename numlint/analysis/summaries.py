@@ -6,9 +6,10 @@ whose callers pass it probabilities, a function returning a sum of squares. Summ
 read from CPython's ast of each module, lazily: a module is parsed only when a question
 leads into it (an import, a call), and kept per file by its size and modification time.
 Imports are resolved to files on disk (relative imports, and absolute ones inside the
-package the file belongs to); callers are looked for in the same file and in the files of
-the same directory that mention the function's name. A parameter nobody in those files
-calls is unknown, never assumed hazardous. Recursion is bounded.
+package the file belongs to); callers are looked for in the project's files whose text calls
+the function (the project: the nearest directory above with a pyproject.toml, setup.py,
+setup.cfg or .git). A parameter nobody calls is unknown, never assumed hazardous.
+Recursion is bounded.
 
 Kinds: "softmax", "sigmoid" (probabilities that underflow to exactly 0 and 1),
 "sum_of_squares" (0 where the vector is 0), "cosine" (reaches ±1).
@@ -680,25 +681,102 @@ class Project:
         return isinstance(fn, ast.Attribute)
 
     def _neighbours(self, name: str) -> list[Module]:
-        """The file being linted, then the files of its directory that mention `name`."""
+        """The file being linted, then the project's files whose text calls `name(`: the
+        project is the nearest directory above holding a pyproject.toml, setup.py,
+        setup.cfg or .git (else the file's package), at most _PROJECT_FILES files."""
         out = [self.main] if self.main is not None else []
         if self.path.startswith("<"):
             return out
-        directory = os.path.dirname(self.path)
-        try:
-            entries = sorted(os.listdir(directory))
-        except OSError:
-            return out
-        self.dependencies.add(directory)  # a file added or removed changes the callers
-        for entry in entries[:200]:
-            p = os.path.join(directory, entry)
-            if not entry.endswith(".py") or p == self.path:
+        files, directories = _project_files(_project_root(self.path))
+        self.dependencies.update(directories)  # a file added or removed changes the callers
+        needle = f"{name}("
+        for p in files:
+            if p == self.path:
                 continue
-            mod = _load(p)
+            text = _text(p)
+            if text is None or needle not in text:
+                continue
             self.dependencies.add(p)
+            mod = _load(p)
             if mod is not None and mod.calls_of(name):
                 out.append(mod)
         return out
+
+
+#: How many files of a project the search for callers reads, at most.
+_PROJECT_FILES = 2000
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_SKIP_DIRS = frozenset(
+    {".git", ".hg", ".venv", "venv", "env", "build", "dist", "node_modules", "site-packages",
+     "__pycache__", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".numlint_cache"}
+)  # fmt: skip
+_ROOTS: dict[str, str] = {}
+_PROJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_TEXTS: dict[tuple[str, int, int], str | None] = {}
+
+
+def forget_files() -> None:
+    """Forget which files each project holds (files were added or removed)."""
+    _ROOTS.clear()
+    _PROJECTS.clear()
+
+
+def _project_root(path: str) -> str:
+    """The nearest directory above `path` with a project marker (four levels at most), else
+    the top of its package."""
+    start = os.path.dirname(path)
+    found = _ROOTS.get(start)
+    if found is not None:
+        return found
+    d = start
+    root = module_name(path)[1]
+    for _ in range(5):
+        if any(os.path.exists(os.path.join(d, m)) for m in _MARKERS):
+            root = d
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    _ROOTS[start] = root
+    return root
+
+
+def _project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The Python files (at most _PROJECT_FILES, sorted) and directories under `root`."""
+    found = _PROJECTS.get(root)
+    if found is None:
+        files: list[str] = []
+        dirs: list[str] = []
+        for here, subdirs, names in os.walk(root):
+            subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
+            dirs.append(here)
+            files.extend(os.path.join(here, n) for n in sorted(names) if n.endswith(".py"))
+            if len(files) >= _PROJECT_FILES:
+                break
+        found = _PROJECTS[root] = (tuple(files[:_PROJECT_FILES]), tuple(dirs))
+    return found
+
+
+def _text(path: str) -> str | None:
+    """A file's text, kept by size and modification time (None: unreadable or too big)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _TEXTS:
+        if len(_TEXTS) > 4 * _PROJECT_FILES:
+            _TEXTS.clear()
+        text = None
+        if st.st_size <= _MAX_BYTES:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError):
+                text = None
+        _TEXTS[key] = text
+    return _TEXTS[key]
 
 
 def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:

@@ -368,6 +368,9 @@ class NumlintServer(LanguageServer):
         changed = {p for p in (uri_to_path(u) for u in uris) if p is not None}
         if not changed:
             return
+        from numlint.analysis.summaries import forget_files
+
+        forget_files()
         touched = changed | {os.path.dirname(p) for p in changed}
         for uri, inc in list(self.incremental.items()):
             if uri in uris or not (inc.dependencies & touched):
