@@ -106,3 +106,17 @@ def test_callers_anywhere_in_the_project(tmp_path: Path) -> None:
     found = _found([utils / "losses.py"])
     assert [(d.code, d.row) for d in found] == [("NUM101", 5)]
     assert Path(found[0].related[0][0]).name == "train.py"
+
+
+def test_a_function_of_the_same_name_elsewhere_is_not_a_caller(tmp_path: Path) -> None:
+    """Callers are matched through imports: another file's `nll(...)` of its own `nll`
+    (or of an unrelated one) says nothing about this one."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "losses.py").write_text(
+        "import torch\n\n\ndef nll(p, t):\n    return -torch.log(p.gather(1, t)).mean()\n"
+    )
+    (tmp_path / "other.py").write_text(
+        "import torch\n\n\ndef nll(p, t):\n    return p\n\n\n"
+        "def step(x, t):\n    return nll(torch.softmax(x, -1), t)\n"
+    )
+    assert _found([tmp_path / "losses.py"]) == []

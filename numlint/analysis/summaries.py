@@ -569,7 +569,7 @@ class Project:
         found: list[tuple[Module, str] | None] = []
         for cmod in self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
-                if not self._calls_this(cmod, call, f):
+                if not self._calls_this(cmod, call, f, mod, caller):
                     continue
                 arg = _argument(call, index, param)
                 if arg is None:
@@ -647,7 +647,7 @@ class Project:
             index -= 1  # `self`
         for cmod in self._neighbours(name):
             for caller, call in cmod.calls_of(name):
-                if not self._calls_this(cmod, call, f):
+                if not self._calls_this(cmod, call, f, mod, caller):
                     continue
                 arg = _argument(call, index, param)
                 if arg is None:
@@ -668,17 +668,39 @@ class Project:
         out = []
         for cmod in self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
-                if self._calls_this(cmod, call, f):
+                if self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
                     arg = _argument(call, index, param)
                     if arg is not None:
                         out.append((cmod, caller, arg))
         return out
 
-    def _calls_this(self, mod: Module, call: ast.Call, f: Function) -> bool:
+    def _calls_this(
+        self, cmod: Module, call: ast.Call, f: Function, target: Module, caller: str | None
+    ) -> bool:
+        """Whether `call` (in module `cmod`, function `caller`) calls `f` of `target`: the
+        name itself in the same file, an import of it (or of its module) elsewhere; a method
+        on `self` or any object in the same file, elsewhere on an instance of its class."""
         fn = call.func
         if f.cls is None:
-            return isinstance(fn, ast.Name)
-        return isinstance(fn, ast.Attribute)
+            if isinstance(fn, ast.Name):
+                if cmod is target:
+                    return True
+                return _names_target(cmod.imports.get(fn.id), f"{target.name}.{f.node.name}")
+            if isinstance(fn, ast.Attribute) and cmod is not target:
+                base = _dotted(fn.value)
+                root = base.split(".")[0] if base else None
+                imported = cmod.imports.get(root) if root else None
+                if imported is None or base is None:
+                    return False
+                return _names_target(imported + base[len(root) :], target.name)  # type: ignore[arg-type]
+            return False
+        if not isinstance(fn, ast.Attribute):
+            return False
+        if cmod is target:
+            return True
+        cf = cmod.functions.get(caller) if caller else None
+        cls = self._instance(cmod, fn.value, cf, caller, 4)
+        return cls is not None and cls[0] is target and cls[1] == f.cls
 
     def _neighbours(self, name: str) -> list[Module]:
         """The file being linted, then the project's files whose text calls `name(`: the
@@ -777,6 +799,16 @@ def _text(path: str) -> str | None:
                 text = None
         _TEXTS[key] = text
     return _TEXTS[key]
+
+
+def _names_target(qualified: str | None, target: str) -> bool:
+    """An imported name `pkg.utils.losses.nll` names `utils.losses.nll` (or `losses.nll`, a
+    module outside any package)."""
+    if not qualified:
+        return False
+    if qualified == target or qualified.endswith("." + target):
+        return True
+    return "." in qualified and target.endswith("." + qualified)
 
 
 def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
