@@ -3,11 +3,13 @@ pass that names where a non-finite gradient began."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from numlint.monitor.checks._base import LOCAL, OK, Check, Point
 from numlint.monitor.findings import Finding, from_flags
 from numlint.monitor.grads import norms
 from numlint.monitor.locate import locate_backward
@@ -142,3 +144,23 @@ def nonfinite_data_in_graph(loss: Tensor, limit: int = 64) -> tuple[str, Tensor]
                 return f"{node.name()}.{attr[len('_saved_') :]}", t
         queue.extend(n for n, _ in node.next_functions)
     return None
+
+
+class LocalGradientFlags(Check):
+    """Base of the checks that flag each rank's own gradients before a collective spreads
+    them (`ddp`, `fsdp`): the flags gathered since the last step are read with the step's
+    other values, and a non-finite one is this rank's gradient failure."""
+
+    _flags: list[Tensor]
+
+    def values(self, point: Point) -> list[Tensor]:
+        if point != "step":
+            return []
+        flags, self._flags = self._flags, []
+        return flags
+
+    def judge(self, values: list[float], point: Point) -> int:
+        return OK if all(math.isfinite(v) for v in values) else LOCAL
+
+    def report(self, point: Point) -> None:
+        grad_failure(self.mon)

@@ -4,18 +4,16 @@ then names the rank where it began."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from numlint.monitor.checks._base import LOCAL, OK, Check, Point
-from numlint.monitor.checks._failures import grad_failure
+from numlint.monitor.checks._failures import LocalGradientFlags
 from numlint.monitor.stats import flag
 
 
-class BucketCheck(Check):
+class BucketCheck(LocalGradientFlags):
     """Local gradients under DDP (read with the step's other values, one reduction per
     bucket). Skipped when the model has a communication hook of its own already."""
 
@@ -56,18 +54,6 @@ class BucketCheck(Check):
         box: Any = getattr(self.mon.model, "_numlint_comm_hook", None)
         if box is not None and box[0] is self:
             box[0] = None
-
-    def values(self, point: Point) -> list[Tensor]:
-        if point != "step":
-            return []
-        flags, self._flags = self._flags, []
-        return flags
-
-    def judge(self, values: list[float], point: Point) -> int:
-        return OK if all(math.isfinite(v) for v in values) else LOCAL
-
-    def report(self, point: Point) -> None:
-        grad_failure(self.mon)
 
 
 CHECK = BucketCheck

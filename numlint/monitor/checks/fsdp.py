@@ -4,17 +4,15 @@ counterpart of `ddp`). The reduce-scatter itself is FSDP2's own, unchanged."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from torch import Tensor
 
-from numlint.monitor.checks._base import LOCAL, OK, Check, Point
-from numlint.monitor.checks._failures import grad_failure
+from numlint.monitor.checks._failures import LocalGradientFlags
 from numlint.monitor.stats import flag
 
 
-class ShardCheck(Check):
+class ShardCheck(LocalGradientFlags):
     """Local gradients under FSDP2 (read with the step's other values, one reduction per
     reduce-scatter). Param groups with a custom reduce-scatter of their own are left alone."""
 
@@ -55,18 +53,6 @@ class ShardCheck(Check):
         for group, old in self._saved:
             group._reduce_scatter_comm = old
         self._saved = []
-
-    def values(self, point: Point) -> list[Tensor]:
-        if point != "step":
-            return []
-        flags, self._flags = self._flags, []
-        return flags
-
-    def judge(self, values: list[float], point: Point) -> int:
-        return OK if all(math.isfinite(v) for v in values) else LOCAL
-
-    def report(self, point: Point) -> None:
-        grad_failure(self.mon)
 
 
 CHECK = ShardCheck
