@@ -45,6 +45,10 @@ REASONS: dict[str, Confidence] = {
 #: Reductions and roots whose zero comes from what they reduce.
 _THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})
 _MASK_NAME = re.compile(r"(^|_)(mask|masks|valid|keep|selected|positive|positives)($|_|\d)", re.I)
+#: Functions and methods whose result is a 0/1 mask.
+_MASK_OPS = frozenset(
+    {"logical_and", "logical_or", "logical_not", "eq", "ne", "gt", "lt", "ge", "le"}
+)
 _CASTS = frozenset({"float", "long", "int", "bool", "half", "double", "to", "type_as", "type"})
 
 
@@ -232,11 +236,7 @@ def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
         if callee.method in _CASTS and callee.receiver is not None:
             return mask_like(ctx, Value(callee.receiver, v.env), depth + 1)
         name = callee.qualname or callee.method or ""
-        if name.rsplit(".", 1)[-1].startswith(("logical_", "eq", "ne", "gt", "lt", "ge", "le")):
-            return name.rsplit(".", 1)[-1] in (
-                "logical_and", "logical_or", "logical_not", "eq", "ne", "gt", "lt", "ge", "le"
-            )  # fmt: skip
-        return False
+        return name.rsplit(".", 1)[-1] in _MASK_OPS
     ident = _identifier(node)
     return ident is not None and bool(_MASK_NAME.search(ident))
 

@@ -16,6 +16,7 @@ import libcst as cst
 from numlint.analysis.guards import assigned_here
 from numlint.context import Context, Value
 from numlint.semantics import TRANSPARENT_METHODS
+from numlint.tree import descendants
 
 #: Methods after which no gradient flows back.
 _DETACHING = frozenset({"item", "tolist", "numpy", "detach", "detach_"})
@@ -73,15 +74,8 @@ def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
 
 
 def _through_data(node: cst.CSTNode) -> bool:
-    """The operand reads `.data` of a tensor (outside autograd) and nothing else tracked."""
-    names = [n for n in _walk(node) if isinstance(n, cst.Attribute) and n.attr.value == "data"]
-    return bool(names)
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+    """The operand reads `.data` of a tensor (outside autograd)."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "data" for n in descendants(node))
 
 
 def _consumed_without_gradient(ctx: Context) -> bool:
@@ -119,7 +113,7 @@ def _consumed_without_gradient(ctx: Context) -> bool:
 
 #: Functions and methods whose result carries no gradient back to their tensor argument.
 _NON_DIFFERENTIABLE = frozenset(
-    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "topk_indices", "nonzero",
+    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
      "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
      "item", "tolist", "numpy", "detach"}
 )  # fmt: skip

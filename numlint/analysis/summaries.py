@@ -941,19 +941,10 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
     """Where the value of a libcst expression in the code being linted gets one of `kinds`
     from another function, method, model class or file (None: not known to, or made in
     the same function, where the rules' own data flow answers)."""
-    import libcst as cst
-
     project = ctx.project  # type: ignore[attr-defined]
     if project is None:
         return None
-    func = None
-    cls = None
-    for node in ctx.stack:  # type: ignore[attr-defined]
-        if isinstance(node, cst.ClassDef) and cls is None and func is None:
-            cls = node.name.value
-        elif isinstance(node, cst.FunctionDef):
-            func = f"{cls}.{node.name.value}" if cls else node.name.value
-            break
+    func = function_key(ctx)
     try:
         code = ctx.code(expr).strip()  # type: ignore[attr-defined]
         tree = ast.parse(f"({code})", mode="eval").body

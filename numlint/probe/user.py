@@ -45,6 +45,7 @@ from numlint.probe.whitelist import (
     Expression,
     NotProbeable,
     compile_expression,
+    dotted_parts,
     parse_expression,
 )
 from numlint.rule import Probe
@@ -1077,17 +1078,10 @@ _NEVER_STAND_IN = frozenset(
 def _stand_in_name(call: ast.Call) -> str | None:
     """`self.encoder(x)` -> "encoder_out", `model(x)` -> "model_out"; None for anything
     but a call of a plain dotted name (no dunders, nothing that reaches the system)."""
-    parts = []
-    node: ast.expr = call.func
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    parts = dotted_parts(call.func)
+    if parts is None or any(p.startswith("__") or p in _NEVER_STAND_IN for p in parts):
         return None
-    parts.append(node.id)
-    if any(p.startswith("__") or p in _NEVER_STAND_IN for p in parts):
-        return None
-    return f"{parts[0]}_out"
+    return f"{parts[-1]}_out"
 
 
 def _compile(tree: ast.expr, imports: Mapping[str, str], stand_ins: dict[str, str]) -> Expression:

@@ -236,7 +236,8 @@ def canonical(qualname: str) -> str:
     return ALIASES.get(qualname, qualname)
 
 
-def _dotted(node: ast.expr) -> list[str] | None:
+def dotted_parts(node: ast.expr) -> list[str] | None:
+    """`a.b.c` -> ["a", "b", "c"]; None unless a name or an attribute chain on one."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -249,7 +250,7 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 def _qualname(node: ast.expr, imports: Mapping[str, str], free_ok: set[str]) -> str | None:
     """The torch/math thing a dotted name refers to, or None for a value."""
-    parts = _dotted(node)
+    parts = dotted_parts(node)
     if parts is None:
         return None
     root = parts[0]
@@ -301,7 +302,7 @@ def compile_expression(
 
     def name_use(node: ast.expr, *, called: bool) -> None:
         """A Name or dotted Attribute chain rooted at an import, a builtin or a free name."""
-        parts = _dotted(node)
+        parts = dotted_parts(node)
         assert parts is not None
         root = parts[0]
         if any(p.startswith("__") for p in parts):
@@ -354,7 +355,7 @@ def compile_expression(
         elif isinstance(node, ast.Name):
             name_use(node, called=called)
         elif isinstance(node, ast.Attribute):
-            parts = _dotted(node)
+            parts = dotted_parts(node)
             if parts is not None and (
                 parts[0] in imports or (parts[0] in ("torch", "math") and parts[0] not in free)
             ):
