@@ -17,6 +17,7 @@ __all__ = [
     "check_paths",
     "check_source",
     "replay",
+    "stress",
     "watch",
     "__version__",
 ]
@@ -26,6 +27,10 @@ _RUNTIME = {"watch", "replay", "NonFiniteError"}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "stress":  # the package, callable as the function: numlint.stress(model, x)
+        import importlib
+
+        return importlib.import_module("numlint.stress")
     if name in _RUNTIME:
         from numlint import monitor
 

@@ -1,0 +1,456 @@
+"""`stress(model, example_inputs)`: run the user's model forward and backward on the inputs
+that break models, at each dtype, under the monitor in record mode; report where the first
+NaN/Inf of each run began and the static findings it confirms.
+
+The model is left as it was: parameters and buffers bit-identical, training/eval modes, the
+`.grad` tensors (the very objects) and the RNG state are restored after every run."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from numlint.monitor.stats import flat_tensors
+from numlint.stress import scenarios as sc
+from numlint.stress.link import Linker
+from numlint.stress.report import ExercisedClass, StressIncident, StressReport, StressRun
+
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+_TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+#: The monitor's phases as a stress incident names them.
+_PHASES = {"forward": "forward", "loss": "loss", "backward": "backward", "grad": "backward"}
+
+
+class StressError(ValueError):
+    """The model cannot be stressed at all (it does not run on the example inputs)."""
+
+
+def stress(
+    model: nn.Module,
+    example_inputs: Any,
+    *,
+    loss_fn: Callable[[Any], Tensor] | None = None,
+    dtypes: Sequence[str | torch.dtype] = DTYPES,
+    scenarios: Sequence[str] | None = None,
+    seed: int = 0,
+) -> StressReport:
+    """Run `model` forward and backward on stressed copies of `example_inputs` and report
+    where the first NaN/Inf of each scenario and dtype began.
+
+    `example_inputs`: a tensor (`model(x)`), a tuple or list (`model(*inputs)`) or a dict
+    (`model(**inputs)`), nested structures allowed; floating-point tensors are perturbed,
+    integer and bool tensors (token ids, masks) are kept. `loss_fn(output)` gives the loss
+    (default: the sum of the floating-point outputs). `dtypes`: "float32" runs the model as
+    it is; "float16" and "bfloat16" run it under autocast on its device (a dtype the device
+    cannot run is reported as skipped). `scenarios`: names from `SCENARIOS` (default: all).
+    `seed` seeds torch's RNG before every run (dropout); the caller's RNG state is restored."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"stress() needs an nn.Module, got {type(model).__name__}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not flat_tensors(example_inputs) and not _any_tensor(example_inputs):
+        raise StressError("example_inputs holds no tensor: pass the inputs the model is called on")
+    chosen = sc.resolve(scenarios)
+    names = _dtype_names(dtypes)
+    device = _device(model, example_inputs)
+    report = StressReport(model=type(model).__name__, seed=seed)
+    start = time.perf_counter()
+    state = ModelState(model)
+    linker = Linker()
+    with _rng_restored():
+        try:
+            run = _Runner(model, example_inputs, loss_fn, device, seed, state, linker)
+            ran, run.last_layer = _baseline(model, example_inputs, seed, state, run.loss)
+            report.exercised = _exercised(model, ran, linker, loss_fn)
+            for dtype in names:
+                report.runs += run.dtype(dtype, chosen, report.incidents)
+        finally:
+            state.restore()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _any_tensor(obj: Any) -> bool:
+    found: list[bool] = []
+    sc.map_floats(obj, lambda t: found.append(True) or t)
+    if found:
+        return True
+    if isinstance(obj, Tensor):
+        return True
+    if isinstance(obj, dict):
+        return any(_any_tensor(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return any(_any_tensor(v) for v in obj)
+    return False
+
+
+def _dtype_names(dtypes: Any) -> list[str]:
+    if isinstance(dtypes, (str, torch.dtype)):
+        dtypes = [dtypes]
+    out = []
+    by_dtype = {v: k for k, v in _TORCH_DTYPES.items()}
+    for d in dtypes:
+        name = by_dtype.get(d) if isinstance(d, torch.dtype) else _ALIASES.get(d, d)
+        if name not in _TORCH_DTYPES:
+            raise ValueError(f"unknown dtype {d!r} for stress (known: {', '.join(_TORCH_DTYPES)})")
+        out.append(name)
+    if not out:
+        raise ValueError("dtypes is empty: name at least one (float32, float16, bfloat16)")
+    return list(dict.fromkeys(out))
+
+
+def _device(model: nn.Module, inputs: Any) -> torch.device:
+    for t in model.parameters():
+        return t.device
+    for t in model.buffers():
+        return t.device
+    found: list[Tensor] = []
+    sc.map_floats(inputs, lambda t: found.append(t) or t)
+    return found[0].device if found else torch.device("cpu")
+
+
+def call(model: nn.Module, inputs: Any) -> Any:
+    """Call the model the way `example_inputs` says: a tensor, positional or keyword arguments."""
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)) and not hasattr(inputs, "_fields"):
+        return model(*inputs)
+    return model(inputs)
+
+
+class ModelState:
+    """The model's parameters, buffers, `.grad` tensors and modes, to put back after a run."""
+
+    def __init__(self, model: nn.Module) -> None:
+        seen: set[int] = set()
+        self.tensors: list[tuple[Tensor, Tensor, int]] = []
+        for t in [*model.parameters(), *model.buffers()]:
+            if id(t) not in seen:
+                seen.add(id(t))
+                self.tensors.append((t, t.detach().clone(), t._version))
+        self.grads = [(p, p.grad) for p in model.parameters()]
+        self.modes = [(m, m.training) for m in model.modules()]
+
+    def clear_grads(self) -> None:
+        """Start a run with no gradients (the caller's are kept aside, untouched)."""
+        for p, _ in self.grads:
+            p.grad = None
+
+    def restore(self) -> None:
+        """Parameters and buffers a run changed copied back bit for bit, gradients and modes
+        as they were."""
+        with torch.no_grad():
+            for t, saved, version in self.tensors:
+                if t._version == version and t.shape == saved.shape and t.dtype == saved.dtype:
+                    continue
+                if t.shape != saved.shape or t.dtype != saved.dtype:
+                    t.data = saved.clone()
+                else:
+                    t.copy_(saved)
+        self.tensors = [(t, saved, t._version) for t, saved, _ in self.tensors]
+        for p, g in self.grads:
+            p.grad = g
+        for m, mode in self.modes:
+            m.training = mode
+
+
+@contextlib.contextmanager
+def _rng_restored() -> Iterator[None]:
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+def _seed(seed: int) -> None:
+    torch.manual_seed(seed)
+
+
+def _own_params(m: nn.Module) -> bool:
+    return any(True for _ in m.parameters(recurse=False))
+
+
+def _baseline(
+    model: nn.Module, inputs: Any, seed: int, state: ModelState, loss: Callable[[Any], Tensor]
+) -> tuple[list[nn.Module], nn.Module | None]:
+    """One plain forward on the inputs as given (float32, no gradients): the modules that
+    run, and the last one with parameters of its own (the layer whose output is the logits).
+    StressError when the model does not run or the inputs hold NaN/Inf."""
+    bad = [t for t in flat_tensors(inputs) if not bool(torch.isfinite(t).all())]
+    if bad:
+        raise StressError("example_inputs already hold NaN/Inf: stress needs finite inputs")
+    ran: dict[int, nn.Module] = {}
+    last: list[nn.Module | None] = [None]
+
+    def pre(m: nn.Module, args: Any) -> None:
+        ran.setdefault(id(m), m)
+
+    def post(m: nn.Module, args: Any, out: Any) -> None:
+        if _own_params(m):
+            last[0] = m
+
+    handles = []
+    for m in model.modules():
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+    _seed(seed)
+    try:
+        with torch.no_grad():
+            loss(call(model, sc.apply(sc.SCENARIOS[0], inputs)))
+    except Exception as exc:
+        raise StressError(
+            f"the model raised on the example inputs as given: {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        for h in handles:
+            h.remove()
+        state.restore()
+    return list(ran.values()), last[0]
+
+
+def _exercised(
+    model: nn.Module, ran: list[nn.Module], linker: Linker, loss_fn: Any
+) -> list[ExercisedClass]:
+    """The user's classes (and loss function) whose code ran, with the modules of each."""
+    names = {id(m): n for n, m in model.named_modules()}
+    found: dict[tuple[str, str], list[str]] = {}
+    for m in ran:
+        for path, qualname, _, _ in linker.classes(m):
+            found.setdefault((path, qualname), []).append(names.get(id(m), "?") or "<model>")
+    if loss_fn is not None:
+        for path, qualname, _, _ in linker.function(loss_fn):
+            found.setdefault((path, qualname), []).append("<loss>")
+    return [ExercisedClass(p, q, tuple(mods)) for (p, q), mods in found.items()]
+
+
+def autocast_problem(device: torch.device, dtype: str) -> str:
+    """Why the device cannot autocast to `dtype` ("" when it can)."""
+    if dtype == "float32":
+        return ""
+    kind = device.type
+    try:
+        if not torch.amp.is_autocast_available(kind):
+            return f"autocast is not available on {kind}"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.autocast(kind, dtype=_TORCH_DTYPES[dtype]):
+                on = torch.is_autocast_enabled(kind)
+    except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
+        return f"autocast to {dtype} on {kind} failed: {exc}"
+    if not on:
+        said = "; ".join(str(w.message) for w in caught)
+        return f"autocast to {dtype} is not supported on {kind}" + (f" ({said})" if said else "")
+    return ""
+
+
+class _Runner:
+    """The runs of one stress call."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        inputs: Any,
+        loss_fn: Any,
+        device: torch.device,
+        seed: int,
+        state: ModelState,
+        linker: Linker,
+    ) -> None:
+        self.model = model
+        self.inputs = inputs
+        self.loss_fn = loss_fn
+        self.device = device
+        self.seed = seed
+        self.state = state
+        self.linker = linker
+        self.last_layer: nn.Module | None = None
+        self.phase = "forward"
+        self.names = {id(m): n for n, m in model.named_modules()}
+        self.floats = sc.has_floats(inputs)
+
+    def dtype(
+        self, dtype: str, chosen: list[sc.Scenario], incidents: list[StressIncident]
+    ) -> list[StressRun]:
+        """Every scenario at one dtype; all skipped when the device cannot run it."""
+        problem = autocast_problem(self.device, dtype)
+        if problem:
+            return [StressRun(s.name, dtype, "skipped", problem) for s in chosen]
+        runs: list[StressRun] = []
+        for k, s in enumerate(chosen):
+            if s.perturb is not None and not self.floats:
+                reason = "no floating-point input to change"
+                runs.append(StressRun(s.name, dtype, "skipped", reason))
+                continue
+            try:
+                incident = self.run(s, dtype)
+            except Exception as exc:
+                problem = self.unsupported(dtype, exc)
+                if problem:
+                    runs += [StressRun(x.name, dtype, "skipped", problem) for x in chosen[k:]]
+                    return runs
+                incident = self.error_incident(s, dtype, exc)
+            finally:
+                self.state.restore()
+            if incident is None:
+                runs.append(StressRun(s.name, dtype, "ok"))
+            else:
+                runs.append(StressRun(s.name, dtype, "failed"))
+                incidents.append(incident)
+        return runs
+
+    def autocast(self, dtype: str) -> contextlib.AbstractContextManager[Any]:
+        if dtype == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=_TORCH_DTYPES[dtype])
+
+    def run(self, scenario: sc.Scenario, dtype: str) -> StressIncident | None:
+        """One forward and backward under the monitor: the incident it records, if any."""
+        from numlint.monitor.monitor import watch
+
+        inputs = sc.apply(scenario, self.inputs)
+        handle = None
+        scale = scenario.logit_scale
+        if scale is not None and self.last_layer is not None:
+            handle = self.last_layer.register_forward_hook(
+                lambda m, a, out: sc.map_floats(out, lambda t: t * scale), prepend=True
+            )
+        self.state.clear_grads()
+        _seed(self.seed)
+        mon = watch(self.model, action="record", log=None, snapshot=None, static=False)
+        self.phase = "forward"
+        try:
+            with mon:
+                with self.autocast(dtype):
+                    out = call(self.model, inputs)
+                    if scale is not None and self.last_layer is None:
+                        out = sc.map_floats(out, lambda t: t * scale)
+                    self.phase = "loss"
+                    loss = self.loss(out)
+                self.phase = "backward"
+                if loss.requires_grad:
+                    loss.backward()
+        finally:
+            if handle is not None:
+                handle.remove()
+        return self.incident(scenario.name, dtype, mon.events)
+
+    def loss(self, out: Any) -> Tensor:
+        if self.loss_fn is None:
+            tensors = [t for t in flat_tensors(out) if t.is_floating_point()]
+            if not tensors:
+                raise TypeError("the model returned no floating-point tensor; pass loss_fn=")
+            return torch.stack([t.float().sum() for t in tensors]).sum()
+        loss = self.loss_fn(out)
+        if not isinstance(loss, Tensor):
+            raise TypeError(f"loss_fn returned {type(loss).__name__}, not a tensor")
+        return loss if loss.dim() == 0 else loss.sum()
+
+    def incident(
+        self, scenario: str, dtype: str, events: list[dict[str, Any]]
+    ) -> StressIncident | None:
+        """The first incident the monitor recorded, as a stress incident."""
+        bad = [e for e in events if e.get("event") == "nonfinite"]
+        if not bad:
+            return None
+        first = min(e.get("incident") or 1 for e in bad)
+        bad = [e for e in bad if (e.get("incident") or 1) == first]
+        origin = next((e for e in bad if e.get("origin")), bad[0])
+        name = str(origin.get("module") or "")
+        if origin.get("gradient_of") == "parameter" or origin.get("phase") == "param":
+            name = name.rpartition(".")[0]
+        phase = _PHASES.get(str(origin.get("phase")), str(origin.get("phase")))
+        detail = (
+            f"{origin.get('nan_count')} NaN, {origin.get('inf_count')} Inf in "
+            f"{origin.get('tensor') or 'tensor'} {origin.get('dtype')}{list(origin.get('shape') or [])}"
+            if origin.get("nan_count") is not None
+            else f"{origin.get('kind')} in {origin.get('tensor') or 'a tensor'}"
+        )
+        return self.make_incident(
+            scenario,
+            dtype,
+            phase,
+            name,
+            str(origin.get("kind") or "nan"),
+            detail,
+            op=str(origin.get("op") or ""),
+            source=str(origin.get("source") or ""),
+        )
+
+    def make_incident(
+        self,
+        scenario: str,
+        dtype: str,
+        phase: str,
+        name: str,
+        kind: str,
+        detail: str,
+        op: str = "",
+        source: str = "",
+    ) -> StressIncident:
+        module = self.module(name)
+        if name == "<loss>" and self.loss_fn is not None:
+            findings = self.linker.link_function(self.loss_fn, source)
+        else:
+            findings = self.linker.link(module, source)
+        klass = (
+            f"{type(module).__module__}.{type(module).__qualname__}" if module is not None else ""
+        )
+        return StressIncident(
+            scenario, dtype, phase, name, kind, klass, op, source, detail, findings
+        )
+
+    def module(self, name: str) -> nn.Module | None:
+        if name.startswith("<") or name == "?":
+            return None
+        try:
+            return self.model.get_submodule(name)
+        except (AttributeError, TypeError):
+            return None
+
+    def unsupported(self, dtype: str, exc: Exception) -> str:
+        """Why `dtype` cannot run at all when the run raised `exc` ("" when the model runs
+        at that dtype on the inputs as given: the scenario itself broke it)."""
+        if dtype == "float32":
+            return ""
+        try:
+            _seed(self.seed)
+            with torch.no_grad(), self.autocast(dtype):
+                call(self.model, sc.apply(sc.SCENARIOS[0], self.inputs))
+        except Exception as again:
+            return f"the model does not run under {dtype} autocast on {self.device.type}: " + (
+                _first_line(again)
+            )
+        finally:
+            self.state.restore()
+        del exc
+        return ""
+
+    def error_incident(self, scenario: sc.Scenario, dtype: str, exc: Exception) -> StressIncident:
+        """A scenario that made the model raise (a Cholesky of a singular matrix, ...)."""
+        name = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            owner = tb.tb_frame.f_locals.get("self")
+            if isinstance(owner, nn.Module) and id(owner) in self.names:
+                name = self.names[id(owner)]
+            tb = tb.tb_next
+        phase = getattr(self, "phase", "forward")
+        return self.make_incident(scenario.name, dtype, phase, name, "error", _first_line(exc))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
