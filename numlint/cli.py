@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         "--probe", action="store_true", help="confirm each finding on sample tensors (needs torch)"
     )
     check.add_argument("--probe-device", default="cpu", help="device for --probe (cpu, cuda)")
+    check.add_argument(
+        "--stress-report",
+        metavar="REPORT.json",
+        help="mark the findings a `numlint.stress` report confirmed in your model",
+    )
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("selector", help="code (NUM101) or name (log-of-softmax)")
@@ -361,6 +366,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     if args.probe:
         diagnostics = _probe(diagnostics, env, args.probe_device)
+    diagnostics = _stress(diagnostics, env, args, config, overrides)
     out = sys.stderr if stdin and args.fix else sys.stdout
     if args.diff:
         text = "".join(diffs)
@@ -492,6 +498,39 @@ def _print_statistics(diagnostics: list[Diagnostic], args: argparse.Namespace, o
     for row in rows:
         mark = "[*] " if row["fixable"] else ""
         print(f"{row['count']:>5}\t{row['code']}\t{mark}{row['name']}", file=out)
+
+
+def _stress(
+    diagnostics: list[Diagnostic],
+    env: RenderEnv,
+    args: argparse.Namespace,
+    config: Config | None,
+    overrides: dict[str, Any],
+) -> list[Diagnostic]:
+    """The findings with the verdicts of the stress report (`--stress-report`, else the
+    `stress-report` of each file's configuration); exit 2 for a report that cannot be read."""
+    from numlint.stress.report import StressReport, StressReportError
+    from numlint.stress.verdict import annotate
+
+    named: dict[str, list[Diagnostic]] = {}
+    if args.stress_report:
+        named[args.stress_report] = diagnostics
+    else:
+        for d in diagnostics:
+            path = api.resolve_config(config, d.filename, overrides).stress_report
+            if path:
+                named.setdefault(path, []).append(d)
+    if not named:
+        return diagnostics
+    judged: dict[int, Diagnostic] = {}
+    for path, found in named.items():
+        try:
+            report = StressReport.load(path)
+        except StressReportError as exc:
+            raise UsageError(str(exc)) from None
+        for d, new in zip(found, annotate(found, report, env.sources), strict=True):
+            judged[id(d)] = new
+    return [judged.get(id(d), d) for d in diagnostics]
 
 
 def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[Diagnostic]:

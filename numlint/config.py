@@ -37,7 +37,9 @@ DEFAULT_EXCLUDE = (
 )  # fmt: skip
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "options", "min-confidence"})
+KNOWN_KEYS = frozenset(
+    {*_LIST_KEYS, "per-file-ignores", "options", "min-confidence", "stress-report"}
+)
 
 
 class ConfigError(ValueError):
@@ -62,6 +64,9 @@ class Config:
     #: The command line's (select, extend-select, ignore), applied after the file's: as in
     #: ruff, `--select` starts again, `--extend-select` re-enables what the file ignores.
     cli: Layer | None = None
+    #: A `numlint.stress` report file (resolved against the pyproject's directory) whose
+    #: verdicts the findings carry.
+    stress_report: str | None = None
 
     def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """The findings at or above `min_confidence`."""
@@ -129,6 +134,11 @@ class Config:
             raise ConfigError(
                 f"`min-confidence`{where} must be one of {', '.join(map(repr, CONFIDENCES))}"
             )
+        report = table.get("stress-report")
+        if report is not None and (not isinstance(report, str) or not report):
+            raise ConfigError(f"`stress-report`{where} must be a path (a string)")
+        if report is not None and root is not None:
+            report = os.path.join(root, report)
         return cls(
             select=lists["select"] if select is not None else None,
             extend_select=lists["extend-select"],
@@ -140,6 +150,7 @@ class Config:
             source=source,
             warnings=tuple(warnings),
             min_confidence=least,
+            stress_report=report,
         )
 
     def with_overrides(

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -124,10 +124,41 @@ def lint_document(
             )
             return snap
         snap.diagnostics = api.check_source(source, path, cfg, incremental)
+        if cfg.stress_report:
+            snap.diagnostics, problem = with_stress(
+                snap.diagnostics, cfg.stress_report, path, source
+            )
+            if problem:
+                snap.warnings = (*snap.warnings, problem)
     except Exception as exc:  # a bug in a rule must not take the server down
         logger.exception("linting %s failed", uri)
         snap.failure = f"{type(exc).__name__}: {exc}"
     return snap
+
+
+def with_stress(
+    diagnostics: list[Diagnostic], report_path: str, path: str, source: str
+) -> tuple[list[Diagnostic], str | None]:
+    """The findings with the verdicts of the configured stress report, and the problem (shown
+    once) when the report cannot be read."""
+    from numlint.stress.report import StressReportError
+    from numlint.stress.verdict import annotate
+
+    try:
+        st = os.stat(report_path)
+        report = _stress_report(report_path, st.st_mtime_ns, st.st_size)
+    except FileNotFoundError:
+        return diagnostics, f"numlint: stress-report {report_path}: no such file"
+    except (OSError, StressReportError) as exc:
+        return diagnostics, f"numlint: {exc}"
+    return annotate(diagnostics, report, {path: source}), None
+
+
+@lru_cache(maxsize=8)
+def _stress_report(path: str, mtime_ns: int, size: int) -> Any:
+    from numlint.stress.report import StressReport
+
+    return StressReport.load(path)
 
 
 class _Protocol(LanguageServerProtocol):

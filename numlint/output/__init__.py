@@ -52,6 +52,15 @@ def probe_note(d: Diagnostic) -> str | None:
     return f"probe: {probe['verdict']}{evidence}"
 
 
+def stress_note(d: Diagnostic) -> str | None:
+    """`stress: confirmed: in your model: zero rows (float16)` when a stress report judged
+    the finding (`check --stress-report`)."""
+    stress = d.extra.get("stress")
+    if not stress:
+        return None
+    return f"stress: {stress['verdict']} {stress['evidence']}"
+
+
 def fixable(d: Diagnostic, unsafe: bool) -> bool:
     return d.fix is not None and d.fix.applicability in (
         ("safe", "unsafe") if unsafe else ("safe",)

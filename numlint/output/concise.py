@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, fixable, probe_note, summary
+from numlint.output import RenderEnv, fixable, probe_note, stress_note, summary
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
@@ -14,6 +14,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
         mark = " [*]" if fixable(d, env.unsafe_fixes) else ""
         note = probe_note(d)
         tail = f" [{note}]" if note else ""
+        if (stressed := stress_note(d)) is not None:
+            tail += f" [{stressed}]"
         if d.confidence != "high":
             tail += f" [confidence: {d.confidence}]"
         lines.append(f"{d.filename}:{d.row}:{d.column}: {d.code}{mark} {d.message}{tail}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, fixable, probe_note, summary
+from numlint.output import RenderEnv, fixable, probe_note, stress_note, summary
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
@@ -31,6 +31,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
             out.append(f"{' ' * len(str(d.row))} = note: {f}:{r}:{c}: {m}")
         if (note := probe_note(d)) is not None:
             out.append(f"{' ' * len(str(d.row))} = {note}")
+        if (stressed := stress_note(d)) is not None:
+            out.append(f"{' ' * len(str(d.row))} = {stressed}")
         out.append("")
     out.append(summary(diagnostics, env))
     return "\n".join(out)

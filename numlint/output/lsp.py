@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv
+from numlint.output import RenderEnv, stress_note
 
 SEVERITY_ERROR = 1
 SEVERITY_WARNING = 2
@@ -23,6 +23,12 @@ def severity(d: Diagnostic) -> int:
     return SEVERITY_INFORMATION if d.confidence == "low" else SEVERITY_WARNING
 
 
+def _message(d: Diagnostic) -> str:
+    text = f"{d.message} [confidence: {d.confidence}]" if d.confidence != "high" else d.message
+    stressed = stress_note(d)
+    return f"{text} [{stressed}]" if stressed else text
+
+
 def to_lsp(d: Diagnostic) -> dict[str, Any]:
     """One diagnostic in LSP form (lsprotocol's Diagnostic, as JSON)."""
     return {
@@ -34,13 +40,12 @@ def to_lsp(d: Diagnostic) -> dict[str, Any]:
         "code": d.code,
         "codeDescription": {"href": d.url},
         "source": "numlint",
-        "message": f"{d.message} [confidence: {d.confidence}]"
-        if d.confidence != "high"
-        else d.message,
+        "message": _message(d),
         "data": {
             "name": d.name,
             "fix": d.fix.to_json() if d.fix else None,
             "confidence": d.confidence,
+            **({"stress": d.extra["stress"]} if "stress" in d.extra else {}),
         },
         **(
             {

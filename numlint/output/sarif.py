@@ -70,6 +70,8 @@ def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:
         result["properties"] = {"confidence": d.confidence}
         if "probe" in d.extra:
             result["properties"]["probe"] = d.extra["probe"]
+        if "stress" in d.extra:
+            result["properties"]["stress"] = d.extra["stress"]
         if d.related:
             result["relatedLocations"] = [
                 {
