@@ -213,8 +213,16 @@ class StressReport:
                     lines.append(
                         f"  {display_path(f.filename)}:{f.row}:{f.column}: {f.code} {f.message}"
                     )
+        skipped: dict[tuple[str, str], list[str]] = {}
         for r in self.skipped:
-            lines.append(f"skipped: {r.scenario}, {r.dtype}: {r.reason}")
+            skipped.setdefault((r.dtype, r.reason), []).append(r.scenario)
+        if skipped:
+            lines.append("")
+        for (dtype, reason), names in skipped.items():
+            what = (
+                f"{len(names)} scenarios" if len(names) == len(scenarios) > 1 else ", ".join(names)
+            )
+            lines.append(f"skipped: {dtype} ({what}): {reason}")
         return "\n".join(lines)
 
 

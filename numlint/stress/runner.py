@@ -132,11 +132,11 @@ class ModelState:
 
     def __init__(self, model: nn.Module) -> None:
         seen: set[int] = set()
-        self.tensors: list[tuple[Tensor, Tensor, int]] = []
+        self.tensors: list[tuple[Tensor, Tensor]] = []
         for t in [*model.parameters(), *model.buffers()]:
             if id(t) not in seen:
                 seen.add(id(t))
-                self.tensors.append((t, t.detach().clone(), t._version))
+                self.tensors.append((t, t.detach().clone()))
         self.grads = [(p, p.grad) for p in model.parameters()]
         self.modes = [(m, m.training) for m in model.modules()]
 
@@ -148,15 +148,14 @@ class ModelState:
     def restore(self) -> None:
         """Parameters and buffers a run changed copied back bit for bit, gradients and modes
         as they were."""
+        # Always copied: kernels (batch norm's running statistics) and `.data` change
+        # tensors without a version counter to tell.
         with torch.no_grad():
-            for t, saved, version in self.tensors:
-                if t._version == version and t.shape == saved.shape and t.dtype == saved.dtype:
-                    continue
+            for t, saved in self.tensors:
                 if t.shape != saved.shape or t.dtype != saved.dtype:
                     t.data = saved.clone()
                 else:
                     t.copy_(saved)
-        self.tensors = [(t, saved, t._version) for t, saved, _ in self.tensors]
         for p, g in self.grads:
             p.grad = g
         for m, mode in self.modes:
