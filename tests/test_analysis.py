@@ -164,3 +164,92 @@ def test_message_says_which_harm_applies() -> None:
         (True, False),
         (False, True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("0.99 * torch.sigmoid(x) + 0.005", 0.995),
+        ("torch.sigmoid(x)", 1.0),
+        ("x.clamp(0, 6) / 2", 3.0),
+        ("torch.softmax(x, -1) * 0.5 - x.abs()", 0.5),
+        ("x + 1", None),  # nothing known of x
+        ("-2 * torch.sigmoid(x)", None),  # a negative scale flips the bound
+    ],
+)
+def test_upper_bound(expr: str, expected: float | None) -> None:
+    import libcst as cst
+
+    from numlint.analysis.zeros import upper_bound
+    from numlint.context import Context
+
+    module = cst.parse_module(f"import torch\ny = {expr}\n")
+    ctx = Context(module, "m.py")
+    value = module.body[1].body[0].value
+    found = upper_bound(ctx, ctx.value(value))
+    assert found == pytest.approx(expected) if expected is not None else found is None
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # 1 - p with p <= 0.995 is positive: no entropy finding
+        ("m = 0.99 * torch.sigmoid(x) + 0.005\n    return (1 - m) * (1 - m).log()", []),
+        ("m = 0.99 * torch.sigmoid(x) + 0.01\n    return (1 - m) * (1 - m).log()", ["NUM109"]),
+        # only the columns with a nonzero sum are kept
+        ("c = x[:, x.sum(0) != 0]\n    p = c.sum(0) / c.sum()\n    return p * p.log()", []),
+        ("c = x[:, x.sum(0) > 1]\n    p = c.sum(0) / c.sum()\n    return p * p.log()", ["NUM109"]),
+    ],
+)
+def test_positive_values(body: str, expected: list[str]) -> None:
+    code = f"import torch\ndef f(x):\n    {body}\n"
+    found = check_source(code, "m.py", {"select": ["NUM109"], "min-confidence": "low"})
+    assert [d.code for d in found] == expected
+
+
+def test_log_of_random_draw_only_ranked_is_low() -> None:
+    ranked = """
+    import torch
+    def f(w, k):
+        keys = torch.rand(w.shape).log() / w
+        return keys.argsort(dim=-1)[:, :k]
+    """
+    spread = """
+    import torch
+    def f(w, k):
+        keys = torch.rand(w.shape).log() / w
+        return keys.sum()
+    """
+    assert _confidence(ranked, "NUM103") == ["low"]
+    assert _confidence(spread, "NUM103") == ["high"]
+
+
+def test_half_evidence_in_another_arm_does_not_reach() -> None:
+    other_arm = """
+    import torch
+    def f(q, k, flash):
+        if flash:
+            return (q.half() @ k.half().T).float()
+        else:
+            return torch.softmax(q @ k.T, -1)
+    """
+    same_path = """
+    import torch
+    def f(q, k, flash):
+        if flash:
+            q = q.half()
+        return torch.softmax(q @ k.T, -1)
+    """
+    model_in_other_arm = """
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x, fast):
+            if fast:
+                self.half()
+                return self.net(x)
+            else:
+                return torch.softmax(self.net(x), -1)
+    """
+    assert _confidence(other_arm, "NUM403") == []
+    assert _confidence(same_path, "NUM403") == ["high"]
+    assert _confidence(model_in_other_arm, "NUM403") == ["high"]  # `self.half()` persists

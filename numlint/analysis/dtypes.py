@@ -176,7 +176,33 @@ def is_half(ctx: Context, value: Value, autocast: bool = False) -> bool:
     traced = traced_dtype(ctx, value)
     if traced is not None:
         return traced == "float16"
-    return any(e.kind != "autocast" or autocast for e in evidence(ctx))
+    found = [e for e in evidence(ctx) if e.kind != "autocast" or autocast]
+    if not found:
+        return False
+    elsewhere = _other_arms(ctx)
+    return any(not _local_to(e, elsewhere) for e in found)
+
+
+def _other_arms(ctx: Context) -> set[int]:
+    """The calls in the arms of enclosing `if`s that the current node is not in: a value
+    converted there never reaches here (`if flash: q = q.half() ... else: softmax(...)`)."""
+    found: set[int] = set()
+    for parent, child in zip(ctx.stack, ctx.stack[1:], strict=False):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            found.clear()  # only the arms inside the current function count
+        if not isinstance(parent, cst.If):
+            continue
+        other = parent.orelse if child is parent.body else parent.body
+        if other is not None and other is not child:
+            found.update(id(c) for c in descendants(other) if isinstance(c, cst.Call))
+    return found
+
+
+def _local_to(e: Evidence, calls: set[int]) -> bool:
+    """Evidence in another arm that converts a local value (not the model or `self`)."""
+    if id(e.node) not in calls or e.kind == "default":
+        return False
+    return e.receiver is None or not (e.receiver == "self" or e.receiver.startswith("self."))
 
 
 def constant(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> float | None:

@@ -133,11 +133,31 @@ def only_used_without_gradient(ctx: Context) -> bool:
     return uses.count > 0 and uses.count == uses.without_gradient
 
 
-class _Uses(cst.CSTVisitor):
-    """Counts the reads of a name, and those that carry no gradient."""
+#: Operations that only rank their input: a -inf entry just sorts last.
+_RANKING = frozenset({"topk", "argsort", "argmax", "argmin", "sort", "kthvalue", "multinomial"})
 
-    def __init__(self, name: str) -> None:
+
+def only_ranked(ctx: Context) -> bool:
+    """The value computed by the statement being visited is only ranked by the rest of the
+    function (`keys = torch.rand(n).log() / w`, `keys.topk(k).indices`): an infinite entry
+    sorts last and harms nothing."""
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, later = here
+    uses = _Uses(name, _RANKING)
+    for s in later:
+        s.visit(uses)
+    return uses.count > 0 and uses.count == uses.without_gradient
+
+
+class _Uses(cst.CSTVisitor):
+    """Counts the reads of a name, and those that go (as receiver or argument) into one of
+    `harmless` or a comparison."""
+
+    def __init__(self, name: str, harmless: frozenset[str] = _NON_DIFFERENTIABLE) -> None:
         self.name = name
+        self.harmless = harmless
         self.count = 0
         self.without_gradient = 0
         self.stack: list[cst.CSTNode] = []
@@ -164,13 +184,13 @@ class _Uses(cst.CSTVisitor):
         if isinstance(p, cst.Comparison) or isinstance(p, cst.ComparisonTarget):
             return True
         if isinstance(p, cst.Attribute) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
-            return p.attr.value in _NON_DIFFERENTIABLE
+            return p.attr.value in self.harmless
         if isinstance(p, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
             func = parents[-2].func
             last = (
                 func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             )
-            return last in _NON_DIFFERENTIABLE
+            return last in self.harmless
         return False
 
 

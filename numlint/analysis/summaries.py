@@ -12,7 +12,8 @@ setup.cfg or .git). A parameter nobody calls is unknown, never assumed hazardous
 Recursion is bounded.
 
 Kinds: "softmax", "sigmoid" (probabilities that underflow to exactly 0 and 1),
-"sum_of_squares" (0 where the vector is 0), "cosine" (reaches ±1).
+"sum_of_squares" (0 where the vector is 0), "cosine" (reaches ±1), "nonzero" (only the
+entries or rows with a nonzero test kept: `x[:, x.sum(0) != 0]`, whose sums are not 0).
 """
 
 from __future__ import annotations
@@ -387,7 +388,11 @@ class Project:
             inner = expr.value
             if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
                 return self._element(mod, inner, expr.slice.value, func, depth)
-            return sub(mod, inner, func, depth + 1, params)
+            found = sub(mod, inner, func, depth + 1, params)
+            if found is None and _nonzero_mask(expr.slice):
+                here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
+                return _at(here, "nonzero", f"the nonzero rows kept in {_where(mod, func)}")
+            return found
         if isinstance(expr, ast.Name):
             return self._name(mod, expr.id, f, func, depth, params)
         if isinstance(expr, ast.Attribute):
@@ -820,6 +825,21 @@ def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
     ):
         return call.args[index]
     return None
+
+
+def _nonzero_mask(index: ast.expr) -> bool:
+    """An index keeping only nonzero entries or rows: `[x.sum(1) != 0]`, `[:, c > 0]`."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    for part in parts:
+        if (
+            isinstance(part, ast.Compare)
+            and len(part.ops) == 1
+            and isinstance(part.ops[0], (ast.NotEq, ast.Gt))
+            and isinstance(part.comparators[0], ast.Constant)
+            and part.comparators[0].value == 0
+        ):
+            return True
+    return False
 
 
 def _square(node: ast.expr) -> bool:

@@ -21,6 +21,7 @@ from numlint.analysis.ops import (
     same_code,
     unpacked_from,
 )
+from numlint.analysis.summaries import origin_of
 from numlint.context import Context, Env, Value
 from numlint.semantics import TRANSPARENT_METHODS, activation, positional
 
@@ -274,9 +275,15 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return _convex_mix(ctx, node, env, sub)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        c = const(ctx, node.left, env)
+        high = upper_bound(ctx, Value(node.right, env))
+        return c is not None and high is not None and high < c  # `1 - (0.99 * p + 0.005)`
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         left = const(ctx, node.left, env)
-        return left is not None and left > 0  # inverse weights `1 / counts`
+        if left is not None:
+            return left > 0  # inverse weights `1 / counts`
+        return sub(node.left) and sub(node.right)
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
@@ -295,11 +302,90 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
         return True
     if o.name in ("sum", "mean") and o.input is not None:
-        return sub(o.input)
+        return sub(o.input) or nonzero_selected(ctx, Value(o.input, env))
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
     return False
+
+
+def nonzero_selected(ctx: Context, value: Value) -> bool:
+    """Only the entries or rows that pass a nonzero test are kept (`x[:, x.sum(0) != 0]`,
+    here or in a helper such as `drop_empty_rows(x)`): their sums are not 0."""
+    value = ctx.deref(value)
+    node = value.node
+    if isinstance(node, cst.Subscript):
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and _nonzero_test(ctx, index.value, value.env):
+                return True
+        return False
+    if isinstance(node, cst.Call):
+        return origin_of(ctx, node, ("nonzero",)) is not None
+    return False
+
+
+def _nonzero_test(ctx: Context, test: cst.BaseExpression, env: Env) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    return isinstance(target.operator, (cst.NotEqual, cst.GreaterThan)) and is_zero(
+        ctx, target.comparator, env
+    )
+
+
+_AT_MOST_ONE = frozenset({"sigmoid", "softmax", "cos", "sin", "tanh", "cosine"})
+
+
+def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
+    """A constant the value never exceeds (None: unknown): probabilities and cosines (1),
+    clamps with a maximum, and sums and non-negative multiples of those
+    (`0.99 * torch.sigmoid(x) + 0.005` <= 0.995)."""
+    if depth > 6:
+        return None
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    c = const(ctx, node, env)
+    if c is not None:
+        return c
+
+    def sub(expr: cst.BaseExpression) -> float | None:
+        return upper_bound(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Add):
+            left, right = sub(node.left), sub(node.right)
+            return None if left is None or right is None else left + right
+        if isinstance(node.operator, cst.Subtract):
+            left = sub(node.left)
+            return left if left is not None and _non_negative(ctx, Value(node.right, env)) else None
+        if isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            scale = const(ctx, node.right, env)
+            inner = node.left
+            if scale is None and isinstance(node.operator, cst.Multiply):
+                scale, inner = const(ctx, node.left, env), node.right
+            if scale is None or scale <= 0:
+                return None
+            high = sub(inner)
+            if high is None:
+                return None
+            return high * scale if isinstance(node.operator, cst.Multiply) else high / scale
+        return None
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
+            return sub(callee.receiver)
+    o = op(ctx, node, env)
+    if o is None:
+        return 1.0 if activation(ctx, value) is not None else None
+    if o.name in _AT_MOST_ONE:
+        return 1.0
+    if o.name in ("clamp", "clip"):
+        high = clamp_bounds(o)[1]
+        return None if high is None else const(ctx, high, env)
+    return None
 
 
 #: Methods and functions whose result is a selection of their input's elements.

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.dtypes import is_half
 from numlint.analysis.ops import Op, const, op
 from numlint.analysis.zeros import exp_bounded
 from numlint.context import Context, Value
+from numlint.diagnostic import Confidence
 from numlint.semantics import needs_parens, same_bindings
 
 
@@ -47,6 +49,13 @@ def unbounded_exp(
     if exp_bounded(ctx, found.op.input, found.op.env, shifted_only):
         return None
     return found
+
+
+def overflow_confidence(ctx: Context, exp: Found) -> Confidence:
+    """How likely `exp(x)` overflows: in float16 (from x = 11.1) `high`; elsewhere it needs
+    x > 88.7 (float32), which even logits rarely reach: `low`."""
+    arg = exp.op.input
+    return "high" if arg is not None and is_half(ctx, Value(arg, exp.op.env)) else "low"
 
 
 def is_one(ctx: Context, expr: cst.BaseExpression) -> bool:

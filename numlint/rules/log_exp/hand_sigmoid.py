@@ -6,7 +6,15 @@ import libcst as cst
 
 from numlint.analysis.ops import const, op, same_code
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, negate, plus_one, unbounded_exp, wrap
+from numlint.rules.log_exp._forms import (
+    Found,
+    bare,
+    negate,
+    overflow_confidence,
+    plus_one,
+    unbounded_exp,
+    wrap,
+)
 
 
 class HandWrittenSigmoid(Rule):
@@ -29,12 +37,17 @@ class HandWrittenSigmoid(Rule):
     Only the division and `torch.reciprocal` spellings are recognised; exponentials of a
     bounded argument (`exp(-x.abs())`) are not reported.
 
+    Confidence:
+    high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
+    only above 88.7, which even logits rarely reach).
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.sigmoid.html
     - [numlint hazard catalog, row 2](https://github.com/numlint/numlint/blob/main/docs/hazards.md#2)
     """
 
     CODE = "NUM107"
+    CONFIDENCE = "low"
     NAME = "hand-written-sigmoid"
     MESSAGE = (
         "hand-written sigmoid `1 / (1 + exp(-x))`: exp overflows for large |x|, giving NaN "
@@ -125,6 +138,40 @@ class HandWrittenSigmoid(Rule):
             y = torch.sigmoid(-t)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            def prob(logits):
+                return 1 / (1 + torch.exp(-logits))
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            fixed="""
+            import torch
+            def prob(logits):
+                return torch.sigmoid(logits)
+            """,
+            note="float32 logits: overflow needs x > 88.7",
+        ),
+        Invalid(
+            """
+            import torch
+            def gate(x):
+                z = x.to(torch.float16)
+                return 1 / (1 + torch.exp(-z))
+            """,
+            confidence="high",
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def gate(x):
+                z = x.to(torch.float16)
+                return torch.sigmoid(z)
+            """,
+            note="float16: exp overflows from 11.1",
+        ),
     ]
     PROBE = Probe(
         hazard="1 / (1 + torch.exp(-x))",
@@ -147,7 +194,8 @@ class HandWrittenSigmoid(Rule):
         if den is None or den.op.input is None:
             return
         if den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input):
-            self.report(node, fix=self._fix(node, num, negated=False))
+            confidence = overflow_confidence(ctx, num)
+            self.report(node, fix=self._fix(node, num, negated=False), confidence=confidence)
 
     def visit_Call(self, node: cst.Call) -> None:
         o = op(self.ctx, node)
@@ -162,7 +210,8 @@ class HandWrittenSigmoid(Rule):
             return
         found = unbounded_exp(self.ctx, arg)
         if found is not None:
-            self.report(node, fix=self._fix(node, found, negated=True))
+            confidence = overflow_confidence(self.ctx, found)
+            self.report(node, fix=self._fix(node, found, negated=True), confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, found: Found, negated: bool) -> FixSpec | None:
         ctx = self.ctx

@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.analysis.ops import same_code
 from numlint.analysis.zeros import exp_bounded
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp, wrap
+from numlint.rules.log_exp._forms import Found, bare, find, overflow_confidence, unbounded_exp, wrap
 from numlint.semantics import keyword, positional
 
 
@@ -33,8 +33,9 @@ class HandWrittenSoftmax(Rule):
     reported. Values are followed within one function.
 
     Confidence:
-    high; low when the exponent is bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`):
-    nothing overflows, and only every term underflowing at once gives 0/0.
+    high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
+    only above 88.7, which even logits rarely reach) and when the exponent is bounded above
+    (a Gaussian kernel's `-d**2 / (2 s**2)`: only every term underflowing at once gives 0/0).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -42,6 +43,7 @@ class HandWrittenSoftmax(Rule):
     """
 
     CODE = "NUM106"
+    CONFIDENCE = "low"
     NAME = "hand-written-softmax"
     MESSAGE = (
         "hand-written softmax `exp(x) / exp(x).sum(d)`: overflows to inf/inf or underflows to "
@@ -141,6 +143,40 @@ class HandWrittenSoftmax(Rule):
             column=5,
             note="a sum over all elements: no fix",
         ),
+        Invalid(
+            """
+            import torch
+            def attend(scores):
+                return torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            fixed="""
+            import torch
+            def attend(scores):
+                return torch.softmax(scores, dim=-1)
+            """,
+            note="float32 scores: overflow needs x > 88.7",
+        ),
+        Invalid(
+            """
+            import torch
+            def attend(q, k):
+                s = (q @ k.T).half()
+                return s.exp() / s.exp().sum(-1, keepdim=True)
+            """,
+            confidence="high",
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def attend(q, k):
+                s = (q @ k.T).half()
+                return torch.softmax(s, dim=-1)
+            """,
+            note="float16: exp overflows from 11.1",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)",
@@ -167,7 +203,8 @@ class HandWrittenSoftmax(Rule):
         # An exponent bounded above (a Gaussian kernel's -d**2 / (2 s**2)) cannot overflow;
         # only every term underflowing at once gives 0/0.
         bounded = exp_bounded(ctx, num.op.input, num.op.env)
-        self.report(node, fix=self._fix(node, num, red), confidence="low" if bounded else None)
+        confidence = "low" if bounded else overflow_confidence(ctx, num)
+        self.report(node, fix=self._fix(node, num, red), confidence=confidence)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
         ctx = self.ctx

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.ops import op
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, plus_one, unbounded_exp
+from numlint.rules.log_exp._forms import Found, bare, overflow_confidence, plus_one, unbounded_exp
 
 
 class HandWrittenSoftplus(Rule):
@@ -32,12 +32,17 @@ class HandWrittenSoftplus(Rule):
     Exponentials of a bounded argument (`exp(-x.abs())`, `exp(x - x.max())`,
     `exp(x.clamp(max=c))`) are the stable formulation and not reported.
 
+    Confidence:
+    high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
+    only above 88.7, which even logits rarely reach).
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html
     - [numlint hazard catalog, row 7](https://github.com/numlint/numlint/blob/main/docs/hazards.md#7)
     """
 
     CODE = "NUM104"
+    CONFIDENCE = "low"
     NAME = "hand-written-softplus"
     MESSAGE = (
         "hand-written softplus `log(1 + exp(x))`: exp overflows to inf for x > 88.7 (float32), "
@@ -161,6 +166,40 @@ class HandWrittenSoftplus(Rule):
             y = torch.nn.functional.softplus(x)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            def logistic_loss(logits, y):
+                return torch.log(1 + torch.exp(-y * logits)).mean()
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            fixed="""
+            import torch
+            def logistic_loss(logits, y):
+                return torch.nn.functional.softplus(-y * logits).mean()
+            """,
+            note="float32 logits: overflow needs x > 88.7",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
+                h = x.half()
+                return torch.log1p(torch.exp(h))
+            """,
+            confidence="high",
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def f(x):
+                h = x.half()
+                return torch.nn.functional.softplus(h)
+            """,
+            note="float16: exp overflows from 11.1",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(1 + torch.exp(x))",
@@ -189,7 +228,11 @@ class HandWrittenSoftplus(Rule):
             movable_sum = True
         if found is None:
             return
-        self.report(node, fix=self._fix(node, found, movable_sum))
+        self.report(
+            node,
+            fix=self._fix(node, found, movable_sum),
+            confidence=overflow_confidence(ctx, found),
+        )
 
     def _fix(self, node: cst.Call, found: Found, movable: bool) -> FixSpec | None:
         ctx = self.ctx

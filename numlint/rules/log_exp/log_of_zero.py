@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
-from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.gradients import gradient_flows, only_ranked
 from numlint.analysis.guards import sanitised_later, selection
 from numlint.analysis.ops import op
 from numlint.analysis.zeros import zero_reason
@@ -250,10 +250,11 @@ class LogOfZero(Rule):
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
         tail = _TAIL if gradient_flows(ctx, o.input) else _TAIL_FORWARD
+        harmless = sanitised_later(ctx) or (not gradient_flows(ctx, o.input) and only_ranked(ctx))
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
-            confidence="low" if sanitised_later(ctx) else grade(ctx, reason, value, log=True),
+            confidence="low" if harmless else grade(ctx, reason, value, log=True),
         )
 
 

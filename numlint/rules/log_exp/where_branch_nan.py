@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.gradients import gradient_flows, gradient_free
 from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
-from numlint.analysis.ops import clamp_bounds, const, op, positive_bound
+from numlint.analysis.ops import clamp_bounds, const, op, positive_bound, same_code
 from numlint.analysis.zeros import positive_value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
@@ -206,6 +206,8 @@ class WhereBranchNan(Rule):
         sel = selection(ctx, operand)
         if sel is None or gradient_free(ctx, operand) or not gradient_flows(ctx, operand):
             return  # the NaN is in the gradient only: nothing to report where none flows
+        if _selected_at_zero(ctx, sel, operand):
+            return  # `where(n < 50, 5000 / n, ...)`: 0 is in the branch taken, not masked
         self.report(node, fix=self._fix(operand, sel))
 
     def _fix(self, operand: cst.BaseExpression, sel: Selection) -> FixSpec | None:
@@ -218,6 +220,39 @@ class WhereBranchNan(Rule):
         branches = f"{text}, 1" if sel.taken else f"1, {text}"
         code = f"{sel.where_func}({cond}, {branches})"
         return self.fix("unsafe", "Sanitise the input with `torch.where`", (operand, code))
+
+
+_HOLDS = {
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+}
+
+
+def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression) -> bool:
+    """Whether the branch holding the operation is the one selected where the operand is 0:
+    then nothing non-finite is masked away (the value itself is the problem, or none)."""
+    cond = sel.condition
+    if isinstance(cond, cst.Name):
+        cond = ctx.deref(ctx.value(cond)).node
+    if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
+        return False
+    target = cond.comparisons[0]
+    holds = _HOLDS.get(type(target.operator))
+    if holds is None:
+        return False
+    if same_code(ctx, cond.left, operand):
+        bound = const(ctx, target.comparator)
+        truth = None if bound is None else holds(0.0, bound)
+    elif same_code(ctx, target.comparator, operand):
+        bound = const(ctx, cond.left)
+        truth = None if bound is None else holds(bound, 0.0)
+    else:
+        return False
+    return truth is not None and truth == sel.taken
 
 
 def _guarded(ctx, operand: cst.BaseExpression) -> bool:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.gradients import gradient_flows
-from numlint.analysis.ops import FLOAT32_HALF_ULP_BELOW_ONE, clamp_bounds, const, op
+from numlint.analysis.ops import FLOAT32_HALF_ULP_BELOW_ONE, clamp_bounds, const, op, same_code
 from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import denominator_reason
 from numlint.context import Env, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import needs_parens
+from numlint.tree import descendants
 
 
 class AcosOfCosine(Rule):
@@ -35,6 +36,10 @@ class AcosOfCosine(Rule):
     Known limitations:
     A bound closer to 1 than 3e-8 rounds to 1 in float32 and is reported; half precision
     needs a larger margin (NUM4xx). Cosines computed in another function are not seen.
+
+    Confidence:
+    high; low when the function compares the argument with +-1 (`d > 1 - eps`): the edge
+    is handled on purpose, usually by a `torch.where` or lerp that replaces those entries.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
@@ -160,6 +165,32 @@ class AcosOfCosine(Rule):
             column=5,
             note="a margin of 1e-9 rounds to 0 in float32",
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def slerp(a, b, t, eps=1e-7):
+                d = (F.normalize(a, dim=-1) * F.normalize(b, dim=-1)).sum(-1, keepdim=True)
+                collinear = (d > 1 - eps) | (d < -1 + eps)
+                omega = d.acos()
+                out = (torch.sin((1 - t) * omega) * a + torch.sin(t * omega) * b) / omega.sin()
+                return torch.where(collinear, a + t * (b - a), out)
+            """,
+            confidence="low",
+            line=6,
+            column=13,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            def slerp(a, b, t, eps=1e-7):
+                d = (F.normalize(a, dim=-1) * F.normalize(b, dim=-1)).sum(-1, keepdim=True)
+                collinear = (d > 1 - eps) | (d < -1 + eps)
+                omega = d.clamp(-1 + 1e-7, 1 - 1e-7).acos()
+                out = (torch.sin((1 - t) * omega) * a + torch.sin(t * omega) * b) / omega.sin()
+                return torch.where(collinear, a + t * (b - a), out)
+            """,
+            note="the edge is tested (`d > 1 - eps`) and replaced by a lerp",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
@@ -194,7 +225,10 @@ class AcosOfCosine(Rule):
             if found is not None:
                 self.report(node, f"{self.MESSAGE} ({found.what})", related=related(found))
             return
-        self.report(node, fix=None if clamped else self._fix(o.input))
+        edge = not clamped and _edge_tested(ctx, o.input)
+        self.report(
+            node, fix=None if clamped else self._fix(o.input), confidence="low" if edge else None
+        )
 
     def _fix(self, arg: cst.BaseExpression) -> FixSpec:
         text = self.ctx.code(arg)
@@ -202,6 +236,35 @@ class AcosOfCosine(Rule):
             text = f"({text})"
         code = f"{text}.clamp(-1 + 1e-7, 1 - 1e-7)"
         return self.fix("unsafe", "Clamp strictly inside (-1, 1)", (arg, code))
+
+
+def _edge_tested(ctx, operand: cst.BaseExpression) -> bool:
+    """The function compares the operand with +-1 (`mask = d > 1 - eps`): the author handles
+    the edge (a `torch.where` or lerp replaces those entries)."""
+    func = ctx.function
+    if func is None:
+        return False
+    for node in descendants(func):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        left, right = node.left, node.comparisons[0].comparator
+        for side, bound in ((left, right), (right, left)):
+            if same_code(ctx, side, operand) and _near_one(ctx, bound):
+                return True
+    return False
+
+
+def _near_one(ctx, bound: cst.BaseExpression) -> bool:
+    value = const(ctx, bound)
+    if value is not None:
+        return 0.9 <= abs(value) <= 1.0
+    if isinstance(bound, cst.UnaryOperation):
+        bound = bound.expression
+    return (
+        isinstance(bound, cst.BinaryOperation)
+        and isinstance(bound.operator, (cst.Add, cst.Subtract))
+        and any(abs(const(ctx, side) or 0) == 1.0 for side in (bound.left, bound.right))
+    )
 
 
 def _strict(ctx, bound: cst.BaseExpression | None, env: Env, edge: float) -> bool:
