@@ -253,3 +253,19 @@ def test_half_evidence_in_another_arm_does_not_reach() -> None:
     assert _confidence(other_arm, "NUM403") == []
     assert _confidence(same_path, "NUM403") == ["high"]
     assert _confidence(model_in_other_arm, "NUM403") == ["high"]  # `self.half()` persists
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("torch.sin(n) / n", ["high"]),  # sinc at 0
+        ("(1 - n.cos()) / n**2", ["high"]),
+        ("(n - n.sin()) / n**3", ["high"]),
+        ("torch.sin(0.5 * n) / n", ["high"]),
+        ("torch.sin(x) / n", ["low"]),  # the numerator vanishes elsewhere
+        ("(2 - n.cos()) / n**2", ["low"]),  # not 0 at 0
+    ],
+)
+def test_removable_singularity_is_high(expr: str, expected: list[str]) -> None:
+    code = f"import torch\ndef f(x, v):\n    n = v.norm(dim=-1)\n    return {expr}\n"
+    assert _confidence(code, "NUM202") == expected

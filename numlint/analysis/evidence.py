@@ -15,7 +15,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.ops import op
+from numlint.analysis.ops import const, op
 from numlint.analysis.summaries import passed_names
 from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Context, Value
@@ -268,6 +268,73 @@ def _roots(node: cst.CSTNode) -> str | None:
         else:
             break
     return dotted_name(node) if isinstance(node, cst.BaseExpression) else None
+
+
+#: Functions with f(0) = 0, so that f(x) / x is 0/0 at x = 0 (a removable singularity).
+_VANISHING = frozenset({"sin", "tan", "sinh", "tanh", "asin", "atan", "expm1", "log1p", "sqrt"})
+
+
+def vanishes_together(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`sin(x) / x`, `(1 - x.cos()) / x**2`, `(x - x.sin()) / x**3`: the numerator is 0
+    where the denominator is, a limit written out at its singular point. That point (a zero
+    rotation, the identity) is where such formulas are evaluated every day."""
+    top = _vanishing_root(ctx, numerator)
+    return top is not None and top == _vanishing_root(ctx, denominator)
+
+
+def _vanishing_root(ctx: Context, value: Value, depth: int = 0) -> str | None:
+    """The variable x of an expression that is 0 at x = 0 (`2 * x`, `x ** 2`, `sin(x / 2)`,
+    `1 - cos(x)`, `x - sin(x)`), following variables."""
+    if depth > 8:
+        return None
+    node, env = value.node, value.env
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        bound = ctx.deref(value)  # `half = 0.5 * theta`: theta; else the name itself
+        found = None if bound.node is node else _vanishing_root(ctx, bound, depth + 1)
+        return found or dotted_name(node)
+
+    def sub(expr: cst.BaseExpression) -> str | None:
+        return _vanishing_root(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        left, right = node.left, node.right
+        if isinstance(node.operator, cst.Multiply):
+            if const(ctx, left, env) is not None:
+                return sub(right)
+            return sub(left) if const(ctx, right, env) is not None else None
+        if isinstance(node.operator, (cst.Divide, cst.Power)):
+            c = const(ctx, right, env)
+            ok = c is not None and (c > 0 or isinstance(node.operator, cst.Divide))
+            return sub(left) if ok and c != 0 else None
+        if isinstance(node.operator, cst.Subtract):
+            if const(ctx, left, env) == 1.0:
+                inner = _cosine_of(ctx, right, env)  # 1 - cos(x)
+                return sub(inner) if inner is not None else None
+            a, b = sub(left), sub(right)  # x - sin(x)
+            return a if a is not None and a == b else None
+        return None
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        name = (callee.qualname or "").removeprefix("torch.") or callee.method or ""
+        if callee.qualname is None and callee.method in _VANISHING and callee.receiver:
+            return None if node.args else sub(callee.receiver)
+        if name in _VANISHING and node.args:
+            return sub(node.args[0].value)
+    return None
+
+
+def _cosine_of(ctx: Context, node: cst.BaseExpression, env) -> cst.BaseExpression | None:
+    node = ctx.deref(Value(node, env)).node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.qualname == "torch.cos" and node.args:
+        return node.args[0].value
+    if callee.qualname is None and callee.method == "cos" and callee.receiver and not node.args:
+        return callee.receiver
+    return None
 
 
 def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
-from numlint.analysis.evidence import grade, padding_mask, weights_sum
+from numlint.analysis.evidence import grade, padding_mask, vanishes_together, weights_sum
 from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.zeros import denominator_reason
@@ -388,7 +388,9 @@ class DivideByZeroNorm(Rule):
             hint = "use `F.normalize(x, dim=d)`, or clamp the norm (`n.clamp_min(eps)`)"
         message = f"division by {reason}, which can be exactly 0: gives 0/0 = NaN; {hint}"
         confidence = grade(ctx, reason, ctx.value(den))
-        if weights_sum(ctx, ctx.value(num), ctx.value(den)):
+        if weights_sum(ctx, ctx.value(num), ctx.value(den)) or vanishes_together(
+            ctx, ctx.value(num), ctx.value(den)
+        ):
             confidence = "high"
         if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
             confidence = "low"

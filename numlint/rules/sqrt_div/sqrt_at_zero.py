@@ -13,7 +13,7 @@ from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import keyword, positional, same_bindings
+from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings
 
 
 class SqrtAtZero(Rule):
@@ -314,8 +314,8 @@ class SqrtAtZero(Rule):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
             return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
-        if name == "sqrt" and reason == "a ReLU output":
-            return  # ReLU's backward selects 0 where its output is 0: no inf * 0
+        if name == "sqrt" and (reason == "a ReLU output" or _selected_zero(ctx, arg, reason)):
+            return  # ReLU, masked_fill and where select in backward: no inf * 0 at their 0
         if not_a_tensor(ctx, ctx.value(arg)):
             return
         if name == "rsqrt":
@@ -366,6 +366,25 @@ class SqrtAtZero(Rule):
             parts.append(f"keepdim={ctx.code(keep)}")
         code = f"{func}({', '.join(parts)})"
         return self.fix("unsafe", "Replace with `torch.linalg.vector_norm`", (node, code))
+
+
+_FILLS = frozenset({"a tensor filled with 0", "a `torch.where` with a 0 branch"})
+
+
+def _selected_zero(ctx, arg: cst.BaseExpression, reason: str) -> bool:
+    """The root is taken of a `masked_fill(m, 0)` / `torch.where(c, x, 0)` result itself:
+    their backward passes no gradient to the filled entries, so sqrt's infinite slope at
+    those zeros never reaches an input."""
+    if reason not in _FILLS:
+        return False
+    value = ctx.deref(ctx.value(arg))
+    for _ in range(6):
+        callee = ctx.callee(value.node, value.env) if isinstance(value.node, cst.Call) else None
+        if callee is None or callee.method not in TRANSPARENT_METHODS or callee.receiver is None:
+            break
+        value = ctx.deref(Value(callee.receiver, value.env))
+    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+    return o is not None and o.name in ("masked_fill", "where")
 
 
 def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
