@@ -516,8 +516,12 @@ def _stress(
     if args.stress_report:
         named[args.stress_report] = diagnostics
     else:
+        report_of: dict[str, str | None] = {}
         for d in diagnostics:
-            path = api.resolve_config(config, d.filename, overrides).stress_report
+            if d.filename not in report_of:
+                cfg = api.resolve_config(config, d.filename, overrides)
+                report_of[d.filename] = cfg.stress_report
+            path = report_of[d.filename]
             if path:
                 named.setdefault(path, []).append(d)
     if not named:

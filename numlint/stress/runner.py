@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from numlint.monitor.stats import flat_tensors
+from numlint.monitor.stats import flat_tensors, iter_tensors
 from numlint.stress import scenarios as sc
 from numlint.stress.link import Linker
 from numlint.stress.report import ExercisedClass, StressIncident, StressReport, StressRun
@@ -57,7 +57,7 @@ def stress(
         raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if not flat_tensors(example_inputs) and not _any_tensor(example_inputs):
+    if next(iter_tensors(example_inputs), None) is None:
         raise StressError("example_inputs holds no tensor: pass the inputs the model is called on")
     chosen = sc.resolve(scenarios)
     names = _dtype_names(dtypes)
@@ -77,20 +77,6 @@ def stress(
             state.restore()
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _any_tensor(obj: Any) -> bool:
-    found: list[bool] = []
-    sc.map_floats(obj, lambda t: found.append(True) or t)
-    if found:
-        return True
-    if isinstance(obj, Tensor):
-        return True
-    if isinstance(obj, dict):
-        return any(_any_tensor(v) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return any(_any_tensor(v) for v in obj)
-    return False
 
 
 def _dtype_names(dtypes: Any) -> list[str]:
@@ -296,7 +282,7 @@ class _Runner:
             try:
                 incident = self.run(s, dtype)
             except Exception as exc:
-                problem = self.unsupported(dtype, exc)
+                problem = self.unsupported(dtype)
                 if problem:
                     runs += [StressRun(x.name, dtype, "skipped", problem) for x in chosen[k:]]
                     return runs
@@ -419,9 +405,9 @@ class _Runner:
         except (AttributeError, TypeError):
             return None
 
-    def unsupported(self, dtype: str, exc: Exception) -> str:
-        """Why `dtype` cannot run at all when the run raised `exc` ("" when the model runs
-        at that dtype on the inputs as given: the scenario itself broke it)."""
+    def unsupported(self, dtype: str) -> str:
+        """Why `dtype` cannot run at all, after a run at it raised ("" when the model runs at
+        that dtype on the inputs as given: the scenario itself broke it)."""
         if dtype == "float32":
             return ""
         try:
@@ -434,7 +420,6 @@ class _Runner:
             )
         finally:
             self.state.restore()
-        del exc
         return ""
 
     def error_incident(self, scenario: sc.Scenario, dtype: str, exc: Exception) -> StressIncident:
