@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
+from numlint.analysis.places import is_test_code
 from numlint.diagnostic import Applicability, Confidence
 
 if TYPE_CHECKING:
@@ -162,16 +163,22 @@ class Rule:
         confidence: Confidence | None = None,
         related: tuple[Related, ...] = (),
     ) -> None:
-        """Record a finding at `node` (its start is the reported position)."""
-        self.reports.append(
-            Report(
-                type(self),
-                node,
-                message or self.MESSAGE,
-                fix,
-                confidence or self.CONFIDENCE,
-                related,
-            )
+        """Record a finding at `node` (its start is the reported position). A value hazard
+        (NUM1xx-NUM4xx) in test code is low: tests build their inputs on purpose and their
+        values never reach a training run."""
+        grade = confidence or self.CONFIDENCE
+        if grade != "low" and self.CODE[3] in "1234" and self._in_tests():
+            grade = "low"
+        self.reports.append(Report(type(self), node, message or self.MESSAGE, fix, grade, related))
+
+    def _in_tests(self) -> bool:
+        ctx = self.ctx
+        func = ctx.function
+        cls = ctx.class_scope
+        return is_test_code(
+            ctx.path,
+            func.name.value if func is not None else "",
+            cls.node.name.value if cls is not None else "",  # type: ignore[attr-defined]
         )
 
     @classmethod

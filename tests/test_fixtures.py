@@ -10,6 +10,7 @@ directory are linted together, as one run (hazards that cross files).
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import libcst as cst
@@ -45,33 +46,42 @@ def _codes(path: Path, expected: dict[tuple[int, str], str]) -> list[str]:
     return sorted(codes)
 
 
-def _lint(path: Path, codes: list[str], least: str) -> list:
+def _lint(path: Path, codes: list[str], least: str, root: Path = FIXTURES) -> list:
+    """Lint the fixture's copy under `root` (the fixtures stand for library code: under
+    numlint's own tests/ directory every value finding would be test code, hence low)."""
     config = {"select": codes, "min-confidence": least}
+    copy = root / path.relative_to(FIXTURES)
     if path.parent != FIXTURES:  # a package: linted as one run
-        return [d for d in check_paths([path.parent], config) if d.filename == str(path)]
-    return check_source(path.read_text(encoding="utf-8"), str(path), config)
+        return [d for d in check_paths([copy.parent], config) if d.filename == str(copy)]
+    return check_source(path.read_text(encoding="utf-8"), str(copy), config)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the fixtures outside any tests directory."""
+    root = tmp_path_factory.mktemp("library") / "fixtures"
+    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_fixture_findings_match_expectations(path: Path) -> None:
+def test_fixture_findings_match_expectations(path: Path, library: Path) -> None:
     expected = expectations(path.read_text(encoding="utf-8"))
     codes = _codes(path, expected)
     assert codes, f"{path.name} names no rule"
-    every = {(d.row, d.code) for d in _lint(path, codes, "low")}
+    every = {(d.row, d.code) for d in _lint(path, codes, "low", library)}
     assert every == set(expected), (
         f"{path.name}: missed {sorted(set(expected) - every)}, "
         f"unexpected {sorted(every - set(expected))}"
     )
-    shown = {(d.row, d.code) for d in _lint(path, codes, "medium")}
+    shown = {(d.row, d.code) for d in _lint(path, codes, "medium", library)}
     assert shown == {k for k, v in expected.items() if v == "shown"}, (
         f"{path.name}: shown by default {sorted(shown)}; marked low: "
         f"{sorted(k for k, v in expected.items() if v == 'low')}"
     )
 
 
-@pytest.mark.parametrize(
-    "path", [p for p in FILES if p.parent == FIXTURES], ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", [p for p in FILES if p.parent == FIXTURES], ids=lambda p: p.name)
 def test_fixture_fixes_parse_and_clear(path: Path) -> None:
     """Applying every fix keeps the file parseable and removes the fixed findings."""
     text = path.read_text(encoding="utf-8")
@@ -94,3 +104,24 @@ def test_opinionated_rule_is_off_by_default() -> None:
 def test_expectation_syntax() -> None:
     text = "x = 1  # expect: NUM202(low), NUM103\ny = 2\n"
     assert expectations(text) == {(1, "NUM202"): "low", (1, "NUM103"): "shown"}
+
+
+def test_value_findings_in_test_code_are_low(library: Path) -> None:
+    """The same hazard is shown in library code and low in a test."""
+    text = "import torch\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    config = {"select": ["NUM101"], "min-confidence": "low"}
+    grades = {
+        name: [d.confidence for d in check_source(text, name, config)]
+        for name in ("pkg/model.py", "tests/helpers.py", "pkg/test_model.py", "pkg/testing/ref.py")
+    }
+    assert grades == {
+        "pkg/model.py": ["high"],
+        "tests/helpers.py": ["low"],
+        "pkg/test_model.py": ["low"],
+        "pkg/testing/ref.py": ["low"],
+    }
+    in_test_function = "import torch\ndef test_f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    assert [d.confidence for d in check_source(in_test_function, "m.py", config)] == ["low"]
+    amp = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+    found = check_source(amp, "tests/test_train.py", {"select": ["NUM505"]})
+    assert [d.confidence for d in found] == ["high"]  # an API finding holds in tests too

@@ -317,7 +317,7 @@ def _vanishing_root(ctx: Context, value: Value, depth: int = 0) -> str | None:
         return None
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
-        name = (callee.qualname or "").removeprefix("torch.") or callee.method or ""
+        name = (callee.qualname or "").rsplit(".", 1)[-1]  # torch.sin, a re-export's sin
         if callee.qualname is None and callee.method in _VANISHING and callee.receiver:
             return None if node.args else sub(callee.receiver)
         if name in _VANISHING and node.args:

@@ -9,11 +9,10 @@ a detached value, in code that PyTorch Lightning runs without gradients
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from numlint.analysis.guards import assigned_here
+from numlint.analysis.places import evaluation_code
 from numlint.context import Context, Value
 from numlint.semantics import TRANSPARENT_METHODS
 from numlint.tree import descendants
@@ -47,19 +46,6 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
-
-
-_EVAL_DIRS = re.compile(
-    r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
-)
-_EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
-
-
-def evaluation_code(path: str, function: str) -> bool:
-    """Code that measures rather than trains: a `metrics` / `evaluation` package or module
-    (`utils/metrics.py`, `torchmetrics/`), or a function named for a metric, an
-    evaluation or post-processing. Its results are not differentiated."""
-    return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
 
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:

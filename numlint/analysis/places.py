@@ -1,0 +1,33 @@
+"""What kind of code a file or function is: evaluation code (its results are measured, not
+differentiated) and test code (its inputs are built on purpose, its hazards never reach a
+training run)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+
+_EVAL_DIRS = re.compile(
+    r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
+)
+_EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
+_TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
+
+
+def evaluation_code(path: str, function: str) -> bool:
+    """Code that measures rather than trains: a `metrics` / `evaluation` package or module
+    (`utils/metrics.py`, `torchmetrics/`), or a function named for a metric, an
+    evaluation or post-processing. Its results are not differentiated."""
+    return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
+
+
+def is_test_code(path: str, function: str = "", cls: str = "") -> bool:
+    """A test: a file under `tests/` or `testing/`, `test_*.py`, `*_test.py`,
+    `conftest.py`, a `test_*` function or a method of a `Test*` class."""
+    p = PurePath(path)
+    name = p.name
+    if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    if any(part in _TEST_DIRS for part in p.parts[:-1]):
+        return True
+    return function.startswith("test") or cls.startswith("Test")
