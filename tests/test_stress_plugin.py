@@ -20,9 +20,16 @@ def _entry_point_installed() -> bool:
     )
 
 
-#: How a session turns the plugin on: by its entry point's name once numlint is installed with
-#: this pyproject.toml, else by module (never both: pluggy refuses one module under two names).
-PLUGIN = "numlint" if _entry_point_installed() else "numlint.pytest_plugin"
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """Sessions that load only the plugins they name: whichever metadata the working
+    directory shows (an installed entry point, a stale egg-info), `-p numlint.pytest_plugin`
+    then loads the plugin once."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return pytester
+
+
+PLUGIN = "numlint.pytest_plugin"
 
 USER_TESTS = """
 import torch
@@ -58,7 +65,7 @@ def test_linear_is_stable(numlint_stress):
 
 def test_fixture_fails_the_test_with_the_report(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_model=USER_TESTS)
-    result = pytester.runpytest("-p", PLUGIN, "-p", "no:asyncio")
+    result = pytester.runpytest("-p", PLUGIN)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -74,9 +81,7 @@ def test_fixture_fails_the_test_with_the_report(pytester: pytest.Pytester) -> No
 
 def test_fixture_needs_the_plugin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_model=USER_TESTS)
-    result = pytester.runpytest(
-        "-p", "no:numlint", "-p", "no:numlint.pytest_plugin", "-p", "no:asyncio"
-    )
+    result = pytester.runpytest()
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*fixture 'numlint_stress' not found*"])
 
@@ -95,7 +100,6 @@ def test_entry_point_loads_by_name(
 ) -> None:
     """`-p numlint` turns the plugin on where plugins are not loaded automatically."""
     pytester.makepyfile(test_model=USER_TESTS)
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     result = pytester.runpytest_subprocess("-k", "linear")
     result.assert_outcomes(errors=1, deselected=1)
     result = pytester.runpytest_subprocess("-p", "numlint", "-k", "linear")
