@@ -57,10 +57,10 @@ def check_source(
     if source.startswith("\ufeff"):
         source = source[1:]
     if incremental is not None:
-        return cfg.shown(incremental.lint(source, path, cfg.rules_for(path)))
+        return cfg.shown(incremental.lint(source, path, cfg.rules_for(path)), {path: source})
     from numlint.engine import lint
 
-    return cfg.shown(lint(source, path, cfg.rules_for(path)))
+    return cfg.shown(lint(source, path, cfg.rules_for(path)), {path: source})
 
 
 class SourceError(Exception):

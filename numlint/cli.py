@@ -275,6 +275,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "ignore": _codes(args.ignore),
         "exclude": _codes(args.exclude),
         "min_confidence": args.min_confidence,
+        "stress_report": os.path.abspath(args.stress_report) if args.stress_report else None,
     }
 
 

@@ -68,8 +68,16 @@ class Config:
     #: verdicts the findings carry.
     stress_report: str | None = None
 
-    def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-        """The findings at or above `min_confidence`."""
+    def shown(
+        self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None
+    ) -> list[Diagnostic]:
+        """The findings at or above `min_confidence`; with a stress report, after its
+        verdicts (a finding the user's model confirmed is high, one it ran without an
+        incident low). `sources`: file texts newer than the disk (an editor's buffer)."""
+        if self.stress_report:
+            from numlint.stress.verdict import judged
+
+            diagnostics = judged(diagnostics, self.stress_report, sources or {})
         least = confidence_rank(self.min_confidence)
         if least == 0:
             return diagnostics
@@ -160,11 +168,12 @@ class Config:
         ignore: list[str] | None = None,
         exclude: list[str] | None = None,
         min_confidence: str | None = None,
+        stress_report: str | None = None,
     ) -> Config:
         """Command-line flags on top (as in ruff): the rule selection is a second level
         applied after the file's (`select` starts again, `extend_select` and `ignore` change
-        the file's choice, even what it ignores); `min_confidence` replaces, `exclude`
-        extends. Raises ConfigError for a selector that matches no rule."""
+        the file's choice, even what it ignores); `min_confidence` and `stress_report`
+        replace, `exclude` extends. Raises ConfigError for a selector that matches no rule."""
         _check_selectors(select or (), "`--select`")
         _check_selectors(extend_select or (), "`--extend-select`")
         _check_selectors(ignore or (), "`--ignore`")
@@ -179,6 +188,7 @@ class Config:
         return replace(
             self,
             min_confidence=min_confidence or self.min_confidence,
+            stress_report=stress_report or self.stress_report,
             cli=cli,
             exclude=self.exclude + tuple(exclude or ()),
         )

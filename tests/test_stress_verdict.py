@@ -198,3 +198,25 @@ def test_render_without_a_report_is_unchanged(tmp_path: Path) -> None:
     d = _diag(tmp_path / "m.py", 1)
     for name, render in formats().items():
         assert "stress" not in render([d], RenderEnv()), name
+
+
+def test_verdicts_set_the_confidence_the_default_view_uses(project: Path) -> None:
+    """Without --min-confidence: the confirmed low NUM202 is shown (high), the NUM102 that
+    ran without an incident is refuted (low, hidden), the unexercised NUM101 keeps its grade."""
+    args = ("check", "--no-cache", "--output-format", "json", "model.py")
+    judged = run_cli(*args, "--stress-report", "report.json", cwd=project)
+    grades = {d["code"]: d["confidence"] for d in json.loads(judged.stdout)}
+    assert grades == {"NUM202": "high", "NUM101": "high"}
+    plain = run_cli(*args, cwd=project)
+    assert {d["code"] for d in json.loads(plain.stdout)} == {"NUM101", "NUM102"}
+
+
+def test_a_loss_finding_is_not_refuted_by_a_run_without_nan(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    loss = Diagnostic("NUM301", "cross-entropy-on-softmax", "m", str(path), 12, 16, 12, 40)
+    (judged,) = annotate([loss], _report(path), {})
+    assert judged.extra["stress"]["verdict"] == "not confirmed"
+    assert judged.confidence == "high"
+    (norm,) = annotate([_diag(path, 12)], _report(path), {})  # a NaN hazard in the same class
+    assert norm.confidence == "low"

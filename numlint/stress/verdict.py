@@ -11,26 +11,59 @@ import ast
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from numlint.diagnostic import Diagnostic
-from numlint.stress.report import LinkedFinding, StressIncident, StressReport
+from numlint.diagnostic import Confidence, Diagnostic
+from numlint.stress.report import LinkedFinding, StressIncident, StressReport, StressReportError
 
 #: How far (in lines) a finding may have moved since the report was written.
 SHIFT = 50
 
 
+#: A verdict is evidence: what the user's own model did outranks the static grade.
+_GRADE: dict[str, Confidence] = {"confirmed": "high", "not confirmed": "low"}
+#: Rules whose harm is a NaN/Inf, which a run without one refutes; a loss on the wrong input
+#: (NUM3xx) gives wrong gradients, never a NaN, and keeps its grade.
+_REFUTABLE = ("NUM1", "NUM2", "NUM4")
+
+
 def annotate(
     diagnostics: Sequence[Diagnostic], report: StressReport, sources: dict[str, str]
 ) -> list[Diagnostic]:
-    """Each finding the report speaks of, with `extra["stress"]` (verdict and evidence)."""
+    """Each finding the report speaks of, with `extra["stress"]` (verdict and evidence) and
+    the confidence the verdict gives it (confirmed: high; not confirmed: low for a NaN/Inf
+    hazard, which the run refutes)."""
     judge = _Judge(report, sources)
     out = []
     for d in diagnostics:
         verdict = judge.verdict(d)
-        out.append(replace(d, extra={**d.extra, "stress": verdict}) if verdict else d)
+        if verdict:
+            grade = _GRADE[verdict["verdict"]]
+            if grade == "low" and not d.code.startswith(_REFUTABLE):
+                grade = d.confidence
+            d = replace(d, extra={**d.extra, "stress": verdict}, confidence=grade)
+        out.append(d)
     return out
+
+
+def judged(
+    diagnostics: list[Diagnostic], report_path: str, sources: dict[str, str]
+) -> list[Diagnostic]:
+    """`annotate` with the report at `report_path`; unchanged when it cannot be read (the
+    command line and the editor say why)."""
+    try:
+        st = os.stat(report_path)
+        report = _load(os.path.realpath(report_path), st.st_mtime_ns, st.st_size)
+    except (OSError, StressReportError):
+        return diagnostics
+    return annotate(diagnostics, report, sources)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int, size: int) -> StressReport:
+    return StressReport.load(path)
 
 
 def evidence(incidents: Sequence[StressIncident]) -> str:
