@@ -306,3 +306,26 @@ def test_a_loss_is_attributed_to_the_monitor_of_its_own_thread() -> None:
     assert not [e for e in monitors["clean"].events if e["event"].startswith("nonfinite")]
     bad = [e for e in monitors["nan"].events if e["event"] == "nonfinite" and e["origin"]]
     assert bad and bad[0]["phase"] == "loss" and bad[0]["module"] == "<loss>"
+
+
+ROW_NORM = """
+import torch
+from torch import nn
+
+
+class RowNorm(nn.Module):
+    def forward(self, x):
+        return x / x.norm(dim=-1, keepdim=True)
+"""
+
+
+def test_static_findings_of_every_confidence_are_tied_back(tmp_path: Path) -> None:
+    """The division by a norm is a low finding, hidden by default; the NaN that began there
+    is the evidence it lacked, so the event names it."""
+    mod = load_module(tmp_path / "row_norm.py", ROW_NORM, "numlint_test_row_norm")
+    model = nn.Sequential(mod.RowNorm())
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, log=None):
+            model(torch.zeros(2, 4))
+    static = info.value.event["static"]
+    assert [(s["code"], s["confidence"]) for s in static] == [("NUM202", "low")]

@@ -15,7 +15,8 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
 def findings_for_file(path: str | None) -> list[dict[str, Any]]:
-    """Static findings (code, location "file:line", message) for one source file, cached per file.
+    """Static findings (code, location "file:line", message, confidence) of every confidence
+    for one source file, cached per file.
     Empty for torch's own modules, unreadable files, or when the static side fails to load."""
     if not path or not os.path.isfile(path):
         return []
@@ -26,16 +27,19 @@ def findings_for_file(path: str | None) -> list[dict[str, Any]]:
         if path in _cache:
             return _cache[path]
     try:
-        from numlint.api import check_paths
+        from numlint.api import check_paths, resolve_config
 
+        # every confidence: a NaN that began in this code is the evidence a low finding lacks
+        config = resolve_config(None, path, {"min_confidence": "low"})
         found = [
             {
                 "code": d.code,
                 "location": f"{d.filename}:{d.row}",
                 "row": d.row,
                 "message": d.message,
+                "confidence": d.confidence,
             }
-            for d in check_paths([path])
+            for d in check_paths([path], config)
         ]
     except Exception:  # the monitor must keep working whatever the static side does
         found = []
