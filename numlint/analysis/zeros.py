@@ -320,9 +320,23 @@ def nonzero_selected(ctx: Context, value: Value) -> bool:
             if isinstance(index, cst.Index) and _nonzero_test(ctx, index.value, value.env):
                 return True
         return False
-    if isinstance(node, cst.Call):
+    if isinstance(node, cst.Call) and _user_call(ctx, node, value.env):
         return origin_of(ctx, node, ("nonzero",)) is not None
     return False
+
+
+def _user_call(ctx: Context, node: cst.Call, env: Env) -> bool:
+    """A call of a function of the user's code (`drop_empty(x)`, `self.filter(x)`), not of
+    torch or a tensor method: only those can have a summary."""
+    callee = ctx.callee(node, env)
+    if callee.qualname is not None:
+        return not callee.qualname.startswith(("torch.", "numpy.", "math."))
+    func = node.func
+    return isinstance(func, cst.Name) or (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    )
 
 
 def _nonzero_test(ctx: Context, test: cst.BaseExpression, env: Env) -> bool:
