@@ -28,6 +28,7 @@ FUNCTIONS: dict[str, str] = {
     "torch.prod": "prod", "torch.cumprod": "cumprod",
     "torch.norm": "norm", "torch.linalg.norm": "norm", "torch.linalg.vector_norm": "norm",
     "torch.std": "std", "torch.var": "var", "torch.count_nonzero": "count",
+    "torch.diagonal": "diagonal", "torch.diag": "diagonal", "torch.cov": "cov",
     "torch.relu": "relu", "torch.nn.functional.relu": "relu", "torch.nn.functional.relu6": "relu",
     "torch.rand": "rand", "torch.rand_like": "rand",
     "torch.clamp": "clamp", "torch.clip": "clamp", "torch.clamp_min": "clamp_min",
@@ -63,6 +64,7 @@ METHODS: dict[str, str] = {
     "mul": "mul", "multiply": "mul", "reciprocal": "reciprocal", "matmul": "matmul",
     "mm": "matmul", "bmm": "matmul", "dot": "matmul", "add": "add", "where": "where",
     "masked_fill": "masked_fill", "sigmoid": "sigmoid", "softmax": "softmax",
+    "diagonal": "diagonal", "diag": "diagonal",
 }  # fmt: skip
 
 

@@ -87,6 +87,8 @@ def zero_reason(ctx: Context, value: Value, mode: str = "log", depth: int = 0) -
         return sub(node.expression)
     if isinstance(node, cst.BinaryOperation):
         return _binary_reason(ctx, node, env, mode, sub)
+    if isinstance(node, cst.IfExp):  # either branch may be the value
+        return sub(node.body) or sub(node.orelse)
     if isinstance(node, cst.Call):
         return _call_reason(ctx, node, env, mode, sub, value)
     return None
@@ -190,7 +192,29 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
                 return _SUM_SQUARES
         if o.name == "var":
             return "a variance"
+        if o.name == "diagonal" and inp is not None and _covariance(ctx, Value(inp, env)):
+            return "a variance"  # the diagonal of a covariance: 0 for a constant feature
     return None
+
+
+_COV_NAME = re.compile(r"(^|_)(cov|covar|covariance|gram|sigma|var|variance)s?($|_|\d)", re.I)
+
+
+def _covariance(ctx: Context, value: Value) -> bool:
+    """A covariance or Gram matrix: `torch.cov(x)`, `x.T @ x`, or a name saying so."""
+    v = ctx.deref(value)
+    node = v.node
+    o = op(ctx, node, v.env)  # type: ignore[arg-type]
+    if o is not None and o.name in ("cov", "matmul"):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        return True
+    name = (
+        node.value
+        if isinstance(node, cst.Name)
+        else getattr(getattr(node, "attr", None), "value", None)
+    )
+    return bool(name and _COV_NAME.search(name))
 
 
 def _binary_max(ctx: Context, o: Op) -> bool:

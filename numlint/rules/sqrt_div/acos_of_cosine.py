@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.evidence import reduced
 from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.ops import FLOAT32_HALF_ULP_BELOW_ONE, clamp_bounds, const, op, same_code
 from numlint.analysis.summaries import origin_of, related
@@ -20,8 +21,9 @@ class AcosOfCosine(Rule):
     What it does:
     Flags `torch.acos`, `torch.asin`, `torch.arccos`, `torch.arcsin` and their method forms
     applied to a cosine similarity (`F.cosine_similarity`, `nn.CosineSimilarity`), to a dot
-    product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`)
-    or to a dot product divided by norms, unless it is clamped strictly inside (-1, 1).
+    product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`),
+    to a dot product divided by norms, or to a coordinate over its vector's length
+    (`v[..., 2] / v.norm(dim=-1)`), unless it is clamped strictly inside (-1, 1).
 
     Why is this bad?
     Rounding makes the cosine of a vector with itself 1.0000001 for about a fifth of random
@@ -88,6 +90,14 @@ class AcosOfCosine(Rule):
                 return torch.acos(c)
             """,
             "clamped with a named margin in an earlier statement",
+        ),
+        Valid(
+            """
+            import torch
+            def polar_angle(pos, r):
+                return torch.acos(pos[..., 2] / r)
+            """,
+            "divided by something else than the vector's length",
         ),
     ]
     INVALID = [
@@ -191,6 +201,23 @@ class AcosOfCosine(Rule):
             """,
             note="the edge is tested (`d > 1 - eps`) and replaced by a lerp",
         ),
+        Invalid(
+            """
+            import torch
+            def polar_angle(pos):
+                rho = pos.norm(dim=-1)
+                return torch.acos(pos[..., 2] / rho)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def polar_angle(pos):
+                rho = pos.norm(dim=-1)
+                return torch.acos((pos[..., 2] / rho).clamp(-1 + 1e-7, 1 - 1e-7))
+            """,
+            note="a coordinate over its vector's length is +-1 on the axis",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
@@ -278,16 +305,31 @@ def _strict(ctx, bound: cst.BaseExpression | None, env: Env, edge: float) -> boo
 
 
 def _cosine(ctx, value: Value) -> bool:
-    """A cosine similarity, a dot product of normalised vectors, or a dot over norms."""
+    """A cosine similarity, a dot product of normalised vectors, a dot over norms, or a
+    coordinate over its vector's length (`v[..., 2] / v.norm(dim=-1)`: +-1 on the axis)."""
     node, env = value.node, value.env
     o = op(ctx, node, env)  # type: ignore[arg-type]
     if o is not None and o.name == "cosine":
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        if _component_of_norm(ctx, Value(node.left, env), Value(node.right, env)):
+            return True
         return _dot(ctx, Value(node.left, env), normalised=False) and _has_norm(
             ctx, Value(node.right, env)
         )
     return _dot(ctx, value, normalised=True)
+
+
+def _component_of_norm(ctx, num: Value, den: Value) -> bool:
+    """`v[..., 2] / v.norm(dim=-1)`, `v[:, 1] / torch.sqrt((v ** 2).sum(-1))`."""
+    part = ctx.deref(num).node
+    if not isinstance(part, cst.Subscript):
+        return False
+    inner = reduced(ctx, den)
+    if inner is None:
+        return False
+    whole = ctx.deref(inner).node
+    return isinstance(whole, cst.BaseExpression) and same_code(ctx, part.value, whole)
 
 
 def _dot(ctx, value: Value, normalised: bool) -> bool:
