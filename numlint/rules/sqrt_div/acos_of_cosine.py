@@ -21,9 +21,10 @@ class AcosOfCosine(Rule):
     What it does:
     Flags `torch.acos`, `torch.asin`, `torch.arccos`, `torch.arcsin` and their method forms
     applied to a cosine similarity (`F.cosine_similarity`, `nn.CosineSimilarity`), to a dot
-    product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`),
-    to a dot product divided by norms, or to a coordinate over its vector's length
-    (`v[..., 2] / v.norm(dim=-1)`), unless it is clamped strictly inside (-1, 1).
+    product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`)
+    or to a dot product divided by norms, unless it is clamped strictly inside (-1, 1); and,
+    where a gradient flows, to a coordinate over its vector's length
+    (`v[..., 2] / v.norm(dim=-1)`, exactly +-1 on the axis).
 
     Why is this bad?
     Rounding makes the cosine of a vector with itself 1.0000001 for about a fifth of random
@@ -40,7 +41,8 @@ class AcosOfCosine(Rule):
     needs a larger margin (NUM4xx). Cosines computed in another function are not seen.
 
     Confidence:
-    high; low when the function compares the argument with +-1 (`d > 1 - eps`): the edge
+    high; low for a coordinate over its vector's length (a vector exactly on the axis) and
+    when the function compares the argument with +-1 (`d > 1 - eps`): the edge
     is handled on purpose, usually by a `torch.where` or lerp that replaces those entries.
 
     References:
@@ -208,15 +210,10 @@ class AcosOfCosine(Rule):
                 rho = pos.norm(dim=-1)
                 return torch.acos(pos[..., 2] / rho)
             """,
+            confidence="low",
             line=4,
             column=12,
-            fixed="""
-            import torch
-            def polar_angle(pos):
-                rho = pos.norm(dim=-1)
-                return torch.acos((pos[..., 2] / rho).clamp(-1 + 1e-7, 1 - 1e-7))
-            """,
-            note="a coordinate over its vector's length is +-1 on the axis",
+            note="a coordinate over its vector's length: +-1 on the axis; no fix (atan2)",
         ),
     ]
     PROBE = Probe(
@@ -247,6 +244,10 @@ class AcosOfCosine(Rule):
             if not gradient_flows(ctx, o.input):
                 return  # clamped to [-1, 1]: finite; only the gradient at +-1 is infinite
             value = ctx.deref(Value(c.input, value.env))
+        if _component(ctx, value):
+            if gradient_flows(ctx, o.input):
+                self.report(node, _COMPONENT, confidence="low")
+            return
         if not _cosine(ctx, value):
             found = origin_of(ctx, value.node, ("cosine",)) if not clamped else None
             if found is not None:
@@ -305,23 +306,34 @@ def _strict(ctx, bound: cst.BaseExpression | None, env: Env, edge: float) -> boo
 
 
 def _cosine(ctx, value: Value) -> bool:
-    """A cosine similarity, a dot product of normalised vectors, a dot over norms, or a
-    coordinate over its vector's length (`v[..., 2] / v.norm(dim=-1)`: +-1 on the axis)."""
+    """A cosine similarity, a dot product of normalised vectors, or a dot over norms."""
     node, env = value.node, value.env
     o = op(ctx, node, env)  # type: ignore[arg-type]
     if o is not None and o.name == "cosine":
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        if _component_of_norm(ctx, Value(node.left, env), Value(node.right, env)):
-            return True
         return _dot(ctx, Value(node.left, env), normalised=False) and _has_norm(
             ctx, Value(node.right, env)
         )
     return _dot(ctx, value, normalised=True)
 
 
-def _component_of_norm(ctx, num: Value, den: Value) -> bool:
+#: A coordinate over its own vector's length never rounds past 1 (the squared length is at
+#: least the squared coordinate, and rounding is monotone); only the gradient is infinite,
+#: for a vector exactly on the axis.
+_COMPONENT = (
+    "acos / asin of a coordinate over its vector's length: exactly +-1 for a vector on the "
+    "axis, where the gradient is infinite; clamp strictly inside "
+    "(`c.clamp(-1 + 1e-7, 1 - 1e-7)`) or compute the angle with `atan2`"
+)
+
+
+def _component(ctx, value: Value) -> bool:
     """`v[..., 2] / v.norm(dim=-1)`, `v[:, 1] / torch.sqrt((v ** 2).sum(-1))`."""
+    node = value.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)):
+        return False
+    num, den = Value(node.left, value.env), Value(node.right, value.env)
     part = ctx.deref(num).node
     if not isinstance(part, cst.Subscript):
         return False
@@ -329,7 +341,10 @@ def _component_of_norm(ctx, num: Value, den: Value) -> bool:
     if inner is None:
         return False
     whole = ctx.deref(inner).node
-    return isinstance(whole, cst.BaseExpression) and same_code(ctx, part.value, whole)
+    base = ctx.deref(Value(part.value, num.env)).node
+    return base is whole or (
+        isinstance(whole, cst.BaseExpression) and same_code(ctx, part.value, whole)
+    )
 
 
 def _dot(ctx, value: Value, normalised: bool) -> bool:
