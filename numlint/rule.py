@@ -164,11 +164,17 @@ class Rule:
         related: tuple[Related, ...] = (),
     ) -> None:
         """Record a finding at `node` (its start is the reported position). A value hazard
-        (NUM1xx-NUM4xx) in test code is low: tests build their inputs on purpose and their
-        values never reach a training run."""
+        (NUM1xx-NUM4xx) is not reported in a branch for an empty tensor it uses, and is low
+        in test code: tests build their inputs on purpose and their values never reach a
+        training run."""
         grade = confidence or self.CONFIDENCE
-        if grade != "low" and self.CODE[3] in "1234" and self._in_tests():
-            grade = "low"
+        if self.CODE[3] in "1234":
+            from numlint.analysis.guards import in_empty_branch
+
+            if in_empty_branch(self.ctx, node):
+                return  # `if x.numel() == 0:` ... every value there is empty
+            if grade != "low" and self._in_tests():
+                grade = "low"
         self.reports.append(Report(type(self), node, message or self.MESSAGE, fix, grade, related))
 
     def _in_tests(self) -> bool:

@@ -269,3 +269,24 @@ def test_half_evidence_in_another_arm_does_not_reach() -> None:
 def test_removable_singularity_is_high(expr: str, expected: list[str]) -> None:
     code = f"import torch\ndef f(x, v):\n    n = v.norm(dim=-1)\n    return {expr}\n"
     assert _confidence(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("x.numel() == 0", []),
+        ("not x.nelement()", []),
+        ("len(x) == 0", []),
+        ("x.shape[0] == 0", []),
+        ("y.numel() == 0", ["NUM202"]),  # another tensor is empty
+        ("x.numel() == 1", ["NUM202"]),
+    ],
+)
+def test_nothing_is_reported_in_a_branch_for_an_empty_tensor(test: str, expected: list[str]):
+    code = (
+        f"import torch\ndef f(x, y, m):\n    if {test}:\n        return (x * m).sum() / m.sum()\n"
+    )
+    found = check_source(code, "m.py", {"select": ["NUM202"], "min-confidence": "low"})
+    code_m = code.replace("(x * m).sum() / m.sum()", "(x * m).sum() / x.sum()")
+    found += check_source(code_m, "m.py", {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.code for d in found] == expected * (1 if not expected else 2)

@@ -286,6 +286,51 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     return False
 
 
+_SIZES = frozenset({"numel", "nelement"})
+
+
+def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
+    """Inside `if x.numel() == 0:` (or `not x.numel()`, `len(x) == 0`, `x.shape[0] == 0`)
+    where `node` uses x: every value there is empty, none can be bad."""
+    used = names(node)
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(parent, cst.If) and child is parent.body:
+            tested = _emptiness_tested(parent.test)
+            if tested is not None and tested & used:
+                return True
+    return False
+
+
+def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
+    """The names of the tensor a test says is empty when true."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        size = test.expression
+    elif (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.Integer)
+        and test.comparisons[0].comparator.value == "0"
+    ):
+        size = test.left
+    else:
+        return None
+    if isinstance(size, cst.Subscript) and isinstance(size.value, cst.Attribute):
+        if size.value.attr.value == "shape":  # `x.shape[0] == 0`
+            return names(size.value.value)
+    if isinstance(size, cst.Call) and not size.args:
+        func = size.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _SIZES:
+            return names(func.value)
+    if isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
+        return names(size.args[0].value) if len(size.args) == 1 else None
+    return None
+
+
 def _exits(block: cst.BaseSuite) -> bool:
     body = block.body
     last = body[-1] if body else None
