@@ -65,7 +65,8 @@ def sanitised_later(ctx: Context) -> bool:
     """The value the current statement assigns has its non-finite entries replaced by one of
     the next statements of the same block: a finiteness test or `nan_to_num`, or entries
     overwritten with a constant (`d[..., i, i, :] = 0.0` for the diagonal of a pairwise
-    difference, `d.fill_diagonal_(0)`, `d.masked_fill_(m, 0)`)."""
+    difference, `d.fill_diagonal_(0)`, `d.masked_fill_(m, 0)`, `d.masked_fill(m, 0)` used in
+    its place)."""
     here = assigned_here(ctx)
     if here is None:
         return False
@@ -73,7 +74,7 @@ def sanitised_later(ctx: Context) -> bool:
     n = re.escape(name)
     pattern = re.compile(
         rf"(isfinite|isnan|isinf|nan_to_num|isposinf|isneginf)\(\s*{n}\b"
-        rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_|index_fill_)\("
+        rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
     return any(pattern.search(ctx.code(s)) for s in after[:5])

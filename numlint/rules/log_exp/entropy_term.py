@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.guards import guarded_by_mutation, selection
+from numlint.analysis.guards import guarded_by_mutation, sanitised_later, selection
 from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import positive_value, zero_reason
 from numlint.context import Value
@@ -38,7 +38,8 @@ class EntropyTerm(Rule):
 
     Confidence:
     high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0); medium
-    otherwise.
+    otherwise; low when the entries are replaced on the next lines (`t.masked_fill(p == 0, 0)`,
+    `torch.nan_to_num(t)`).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.xlogy.html
@@ -215,5 +216,6 @@ class EntropyTerm(Rule):
                 code = f"{'-' if negated else ''}{func}({text}, {text})"
                 fix = self.fix("unsafe", "Replace with `torch.xlogy`", (node, code))
             known = zero_reason(ctx, value, "log") is not None
-            self.report(node, fix=fix, confidence="high" if known else "medium")
+            grade = "high" if known else "medium"
+            self.report(node, fix=fix, confidence="low" if sanitised_later(ctx) else grade)
             return
