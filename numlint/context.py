@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -32,6 +32,9 @@ class Binding:
     env: Env
     #: Statements that changed the object in place afterwards (`p[p < e] = e`, `p.clamp_(...)`).
     mutations: tuple[cst.CSTNode, ...] = ()
+    #: The name's bindings on the other arms of the `if` statements before this point: this
+    #: one is the last assigned in statement order, which the other arms may have replaced.
+    alternatives: tuple[Binding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class Context:
         self.star_imports: list[str] = []
         self.stack: list[cst.CSTNode] = []
         self.scopes: list[Scope] = [Scope("module", module)]
+        self._ifs: list[_Arms] = []
 
     # ---- traversal bookkeeping (called by the engine) ----
 
@@ -106,9 +110,39 @@ class Context:
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
+        if self._ifs and node is self._ifs[-1].node.body:
+            self._end_if_body()
         handler = _LEAVE.get(type(node))
         if handler is not None:
             handler(self, node)
+
+    def _enter_if(self, node: cst.If) -> None:
+        self._ifs.append(_Arms(node, self.scope, self.scope.env))
+
+    def _end_if_body(self) -> None:
+        arms = self._ifs[-1]
+        if arms.scope is self.scope:
+            arms.after_body = self.scope.env
+            self.scope.env = arms.before  # the `else` arm starts where the `if` started
+
+    def _leave_if(self, node: cst.If) -> None:
+        arms = self._ifs.pop()
+        scope = arms.scope
+        if scope is not self.scope or arms.after_body is None:
+            return
+        body, orelse, before = arms.after_body, scope.env, arms.before
+        merged = dict(orelse)
+        for name, one in body.items():
+            two = orelse.get(name)
+            if one is two:
+                continue
+            if two is None:
+                merged[name] = one
+            elif two is before.get(name):  # only the `if` arm rebinds: it comes later
+                merged[name] = _join(one, two)
+            else:
+                merged[name] = _join(two, one)
+        scope.env = merged
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         self._bind(node.name.value, None)
@@ -287,6 +321,22 @@ class Context:
                 break
         return value
 
+    def alternatives(self, value: Value) -> list[Value | None]:
+        """The values a name may have from the other arms of earlier `if` statements (None:
+        unknown there, a parameter), each followed like `deref`; [] for other expressions."""
+        node = value.node
+        if not isinstance(node, cst.Name):
+            return []
+        binding = self.lookup(node.value, value.env)
+        if binding is None:
+            return []
+        return [
+            None
+            if alt.value is None
+            else self.deref(Value(alt.value, alt.env, value.mutations + alt.mutations))
+            for alt in binding.alternatives
+        ]
+
     def callee(self, call: cst.Call, env: Env | None = None) -> Callee:
         """Resolve what a call calls: an imported function, a method, or a module instance."""
         func = call.func
@@ -403,7 +453,7 @@ class Context:
         if old is None:
             return
         env = dict(scope.env)
-        env[target.value] = Binding(old.value, old.env, old.mutations + (stmt,))
+        env[target.value] = _mutated(old, stmt)
         scope.env = env
 
     def _record_return(self, value: cst.BaseExpression) -> None:
@@ -440,7 +490,33 @@ class Context:
             self.imports[local] = f"{module}.{name}"
 
 
+@dataclass
+class _Arms:
+    """An `if` statement being walked: the environment before it and after its body."""
+
+    node: cst.If
+    scope: Scope
+    before: Env
+    after_body: Env | None = None
+
+
+def _join(main: Binding, other: Binding) -> Binding:
+    """`main` (the later binding in statement order) with `other` as an alternative."""
+    alternatives = (*main.alternatives, replace(other, alternatives=()), *other.alternatives)
+    return replace(main, alternatives=alternatives[:4])
+
+
+def _mutated(old: Binding, stmt: cst.CSTNode) -> Binding:
+    """The binding after an in-place change, on every arm it may come from."""
+    return replace(
+        old,
+        mutations=old.mutations + (stmt,),
+        alternatives=tuple(_mutated(a, stmt) for a in old.alternatives),
+    )
+
+
 _ENTER = {
+    cst.If: Context._enter_if,
     cst.Import: Context._add_import,
     cst.ImportFrom: Context._add_import_from,
     cst.FunctionDef: Context._enter_function,
@@ -452,6 +528,7 @@ _ENTER = {
     **{kind: Context._enter_comprehension for kind in _COMPREHENSIONS},
 }
 _LEAVE = {
+    cst.If: Context._leave_if,
     cst.FunctionDef: Context._pop_scope,
     cst.Lambda: Context._pop_scope,
     cst.ClassDef: Context._pop_scope,

@@ -7,7 +7,7 @@ or executed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -151,7 +151,22 @@ def strip(ctx: Context, value: Value) -> tuple[Value, bool]:
 def activation(
     ctx: Context, value: Value, kinds: tuple[str, ...] = ("softmax", "sigmoid")
 ) -> Activation | None:
-    """The softmax or sigmoid whose output `value` is, following variables and `self.` modules."""
+    """The softmax or sigmoid whose output `value` is, following variables and `self.` modules;
+    also when only another arm of an earlier `if` assigns it (then, as when the arms differ,
+    it counts as indirect: a fix must not rewrite what every arm computes)."""
+    others = ctx.alternatives(value)
+    found = _activation(ctx, value, kinds)
+    if found is None:
+        for alt in others:
+            found = None if alt is None else _activation(ctx, alt, kinds)
+            if found is not None:
+                break
+    if found is not None and others:
+        found = replace(found, indirect=True, through_variable=True)
+    return found
+
+
+def _activation(ctx: Context, value: Value, kinds: tuple[str, ...]) -> Activation | None:
     direct = ctx.deref(Value(value.node, value.env))
     through_variable = direct.node is not value.node
     found, indirect = strip(ctx, value)

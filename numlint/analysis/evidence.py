@@ -88,7 +88,14 @@ def _table(reason: str) -> Confidence:
 
 
 def _source_grade(ctx: Context, value: Value) -> Confidence:
-    """Grade from what a sum, norm or root is taken of."""
+    """Grade from what a sum, norm or root is taken of (the best of the arms of an earlier
+    `if` that assign it)."""
+    grades = [_one_source_grade(ctx, value)]
+    grades += [_one_source_grade(ctx, alt) for alt in ctx.alternatives(value) if alt is not None]
+    return max(grades, key=confidence_rank)
+
+
+def _one_source_grade(ctx: Context, value: Value) -> Confidence:
     inner = reduced(ctx, value)
     if inner is None:
         return "low"

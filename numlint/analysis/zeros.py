@@ -69,6 +69,16 @@ def zero_reason(ctx: Context, value: Value, mode: str = "log", depth: int = 0) -
     """
     if depth > 12:
         return None
+    found = _zero_reason(ctx, value, mode, depth)
+    if found is None:  # a name may hold another value from the other arm of an `if`
+        for alt in ctx.alternatives(value):
+            found = None if alt is None else zero_reason(ctx, alt, mode, depth + 1)
+            if found is not None:
+                break
+    return found
+
+
+def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | None:
     value = ctx.deref(value)
     if guarded_by_mutation(ctx, value):
         return None
@@ -273,6 +283,9 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     reshaped parts."""
     if depth > 8:
         return False
+    for alt in ctx.alternatives(value):  # positive on every arm of an earlier `if`
+        if alt is None or not positive_value(ctx, alt, depth + 1):
+            return False
     value = ctx.deref(value)
     node, env = value.node, value.env
 
@@ -474,9 +487,20 @@ def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
 
 
 def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None:
-    """Why a denominator can be 0: a norm, sum, count, std or variance without a guard."""
+    """Why a denominator can be 0: a norm, sum, count, std or variance without a guard (on
+    any arm of an earlier `if` that assigns it)."""
     if depth > 10:
         return None
+    found = _denominator_reason(ctx, value, depth)
+    if found is None:
+        for alt in ctx.alternatives(value):
+            found = None if alt is None else denominator_reason(ctx, alt, depth + 1)
+            if found is not None:
+                break
+    return found
+
+
+def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     value = ctx.deref(value)
     if guarded_by_mutation(ctx, value):
         return None
