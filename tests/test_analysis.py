@@ -290,3 +290,34 @@ def test_nothing_is_reported_in_a_branch_for_an_empty_tensor(test: str, expected
     code_m = code.replace("(x * m).sum() / m.sum()", "(x * m).sum() / x.sum()")
     found += check_source(code_m, "m.py", {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.code for d in found] == expected * (1 if not expected else 2)
+
+
+def test_every_arm_of_an_if_elif_chain_is_seen() -> None:
+    code = """
+    import torch
+    def f(x, a, b):
+        if a:
+            p = x
+        elif b:
+            p = torch.softmax(x, -1)
+        else:
+            p = x * 2
+        return torch.log(p)
+    """
+    found = check_source(textwrap.dedent(code), "m.py", {"select": ["NUM101"]})
+    assert [(d.row, d.fix is None) for d in found] == [(10, True)]  # no fix: one arm only
+
+
+def test_a_name_assigned_on_one_arm_keeps_its_earlier_value_on_the_other() -> None:
+    code = """
+    import torch
+    def f(x, clamp):
+        n = x.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+        if clamp:
+            n = x.norm(dim=-1, keepdim=True)
+        return x / n
+    """
+    found = check_source(
+        textwrap.dedent(code), "m.py", {"select": ["NUM202"], "min-confidence": "low"}
+    )
+    assert [d.row for d in found] == [7]
