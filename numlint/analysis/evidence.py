@@ -21,6 +21,7 @@ from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, dotted_name, strip
+from numlint.tree import descendants
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -345,12 +346,22 @@ def _cosine_of(ctx: Context, node: cst.BaseExpression, env) -> cst.BaseExpressio
     return None
 
 
+def _squares(node: cst.CSTNode) -> bool:
+    """A square somewhere in a reduction's input (`x ** 2`, `x.pow(2)`, `x.square()`)."""
+    for n in descendants(node):
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Power):
+            return True
+        if isinstance(n, cst.Attribute) and n.attr.value in ("pow", "square"):
+            return True
+    return False
+
+
 def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     """`(x * w).sum() / w.sum()`: the denominator sums the weights (a mask, counts) that
     multiply the numerator, a weighted or masked mean; all-zero weights are the empty case."""
     inner = reduced(ctx, denominator)
-    if inner is None:
-        return False
+    if inner is None or _squares(ctx.deref(denominator).node):
+        return False  # `/ (c**2 + d**2).sum()`: a squared norm, not a sum of weights
     ident = _roots(ctx.deref(inner).node)
     if ident is None:
         return False

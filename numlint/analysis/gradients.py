@@ -39,10 +39,9 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if func is not None and cls is not None:
         if func.name.value in _NO_GRAD_HOOKS:
             return False
-        if func.name.value in ("forward", "backward", "jvp", "vjp") and _autograd_function(
-            ctx, cls.node
-        ):
-            return False  # a custom autograd.Function: its bodies run without autograd
+        if _autograd_function(ctx, cls.node):
+            return False  # a custom autograd.Function: forward, backward and their helpers
+            # run without autograd
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)

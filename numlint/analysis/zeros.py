@@ -688,6 +688,9 @@ def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
         deref = ctx.deref(Value(node, env))
         if deref.node is not node:
             return _is_max_of(ctx, deref, depth + 1)
+        source = unpacked_from(ctx, node, env)  # `m, _ = torch.max(x, dim)`
+        if source is not None:
+            return _is_max_of(ctx, source, depth + 1)
         return "max" in node.value.lower()
     if not isinstance(node, cst.Call):
         return False
