@@ -43,7 +43,8 @@ def test_division_confidence(expr: str, expected: list[str]) -> None:
         ("torch.sqrt(((x[i] - x[j]) ** 2).sum(-1))", ["low"]),  # gathered pairs
         ("torch.sqrt(((x - y) ** 2).sum(-1))", ["low"]),  # two tensors
         ("torch.sqrt((x ** 2).sum(-1))", ["low"]),  # a hand-written norm
-        ("torch.sqrt(x.clamp(min=0))", ["high"]),
+        ("torch.sqrt(x.clamp(min=0))", ["low"]),  # 0 before the clamp only by chance
+        ("torch.sqrt((x - y).clamp(min=0))", ["high"]),  # a difference cancels to 0
         ("torch.sqrt(torch.relu(x))", []),  # ReLU's backward selects 0: no NaN
         ("torch.sqrt(1 - x ** 2)", ["high"]),
         ("torch.sqrt(1 - x.clamp(-1 + 1e-6, 1 - 1e-6) ** 2)", []),
@@ -321,3 +322,18 @@ def test_a_name_assigned_on_one_arm_keeps_its_earlier_value_on_the_other() -> No
         textwrap.dedent(code), "m.py", {"select": ["NUM202"], "min-confidence": "low"}
     )
     assert [d.row for d in found] == [7]
+
+
+def test_self_referential_attributes_do_not_exhaust_the_stack() -> None:
+    """`self.z = self.z * c + nu * s` refers to itself: every question about it ends."""
+    code = """
+    import torch
+    class Sampler:
+        def step(self, nu, t):
+            self.z = self.z * torch.cos(t) + nu * torch.sin(t)
+        def radius(self, nu):
+            p = self.a @ self.z
+            return torch.sqrt(p**2 + (self.a @ nu) ** 2)
+    """
+    found = check_source(textwrap.dedent(code), "m.py", {"min-confidence": "low"})
+    assert [d.code for d in found] == ["NUM201"]

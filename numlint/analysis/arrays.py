@@ -13,9 +13,11 @@ _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
 _TO_HOST = frozenset({"numpy", "tolist", "item"})
 
 
-def not_a_tensor(ctx: Context, value: Value) -> bool:
+def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
     """Whether `value` is visibly NumPy, math or a Python number: a parameter annotated
     `np.ndarray`, the result of `.numpy()` / `.tolist()` / `.item()`, a `numpy.` call."""
+    if depth > 8:  # `self.z = self.z * a + b` refers to itself
+        return False
     if foreign(ctx, value):
         return True
     for _ in range(8):
@@ -36,8 +38,8 @@ def not_a_tensor(ctx: Context, value: Value) -> bool:
         if isinstance(node, cst.Name):
             return _annotated_numpy(ctx, node.value)
         if isinstance(node, cst.BinaryOperation):
-            return not_a_tensor(ctx, Value(node.left, value.env)) and not_a_tensor(
-                ctx, Value(node.right, value.env)
+            return not_a_tensor(ctx, Value(node.left, value.env), depth + 1) and not_a_tensor(
+                ctx, Value(node.right, value.env), depth + 1
             )
         return False
     return False

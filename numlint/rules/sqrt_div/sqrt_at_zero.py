@@ -45,7 +45,10 @@ class SqrtAtZero(Rule):
 
     Confidence:
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
-    (`x[:, None] - x[None]`: the diagonal), a value clamped at 0, a mask, `1 - cos**2`;
+    (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel),
+    a mask, `1 - cos**2`; low for another value clamped at 0 (clamp's backward selects, like
+    ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
+    pivot clamped against rounding is 0 only when degenerate);
     low for the root of a sum of squares of one tensor (a hand-written norm), of a
     difference of two tensors or gathered pairs, of a variance, or of a probability. Not
     reported where no gradient can flow (under `no_grad`, `.item()`, `.detach()`, `.data`,
@@ -244,9 +247,22 @@ class SqrtAtZero(Rule):
                 d2 = torch.sum(torch.square(a - b), dim=-1).clamp(min=0)
                 return d2.pow(0.5)
             """,
+            confidence="low",
             line=4,
             column=12,
             note="`clamp(min=0)` is not a guard: the gradient at 0 is still infinite",
+        ),
+        Invalid(
+            """
+            import torch
+            def cdist(x1, x2):
+                x1n = (x1**2).sum(-1, keepdim=True)
+                x2n = (x2**2).sum(-1, keepdim=True)
+                return (x1n + x2n.T - 2 * x1 @ x2.T).clamp(min=0).sqrt()
+            """,
+            line=5,
+            column=12,
+            note="a difference clamped at 0: equal points cancel to exactly 0",
         ),
         Invalid(
             """
@@ -333,7 +349,17 @@ class SqrtAtZero(Rule):
             self.report(node, message, None, confidence=found.confidence, related=related(found))
             return
         fix = self._fix(node, arg) if name == "sqrt" else None
-        self.report(node, message, fix, confidence=grade(ctx, reason, ctx.value(arg)))
+        confidence = grade(ctx, reason, ctx.value(arg))
+        if (
+            name == "sqrt"
+            and reason == "a value clamped at 0"
+            and not _clamped_difference(ctx, arg)
+        ):
+            # clamp's backward selects like ReLU's: only a value exactly 0 before the clamp
+            # hurts, which a difference reaches by cancellation and a variance, eigenvalue or
+            # pivot clamped against rounding only when degenerate
+            confidence = "low"
+        self.report(node, message, fix, confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
         ctx = self.ctx
@@ -366,6 +392,26 @@ class SqrtAtZero(Rule):
             parts.append(f"keepdim={ctx.code(keep)}")
         code = f"{func}({', '.join(parts)})"
         return self.fix("unsafe", "Replace with `torch.linalg.vector_norm`", (node, code))
+
+
+def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
+    """`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: a difference clamped
+    at 0, which equal terms cancel to exactly 0."""
+    value = ctx.deref(ctx.value(arg))
+    for _ in range(6):
+        o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+        if o is not None and o.name in ("clamp", "clamp_min", "maximum", "max") and o.input:
+            inner = ctx.deref(Value(o.input, value.env)).node
+            while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
+                inner = inner.left  # `a - b + c`: the difference is on the left
+            return isinstance(inner, cst.BinaryOperation) and isinstance(
+                inner.operator, cst.Subtract
+            )
+        callee = ctx.callee(value.node, value.env) if isinstance(value.node, cst.Call) else None
+        if callee is None or callee.method not in TRANSPARENT_METHODS or callee.receiver is None:
+            return False
+        value = ctx.deref(Value(callee.receiver, value.env))
+    return False
 
 
 _FILLS = frozenset({"a tensor filled with 0", "a `torch.where` with a 0 branch"})
