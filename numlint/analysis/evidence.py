@@ -178,13 +178,17 @@ def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
     return v
 
 
-_PADDING = re.compile(r"(attention|attn|pad|padding|len|lens|length|lengths|causal|tril)", re.I)
+_PADDING = re.compile(
+    r"(attention|attn|pad|padding|len|lens|length|lengths|causal|tril"
+    r"|token|text|caption|seq|src|tgt|frame|word)",
+    re.I,
+)
 
 
 def padding_mask(ctx: Context, value: Value) -> bool:
-    """An attention, padding, length or causal mask: every row keeps at least one token (a
-    BOS or CLS token, an utterance of one frame, the diagonal of a causal mask), so its sum
-    is not 0 in practice."""
+    """An attention, padding, length, token or causal mask: every row keeps at least one
+    token (a BOS or CLS token, a caption of one word, an utterance of one frame, the diagonal
+    of a causal mask), so its sum is not 0 in practice."""
     inner = reduced(ctx, value)
     if inner is None:
         return False
