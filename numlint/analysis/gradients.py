@@ -9,6 +9,8 @@ a detached value, in code that PyTorch Lightning runs without gradients
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from numlint.analysis.guards import assigned_here
@@ -244,6 +246,10 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return all(sub(e.value) for e in node.elements)
     if isinstance(node, cst.Attribute) and node.attr.value in ("shape", "ndim"):
         return True
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        if node.value.value == "self" and not integers:
+            return _buffer_value(ctx, node.attr.value, depth)
+        return False
     if not isinstance(node, cst.Call):
         return False
     if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:
@@ -271,6 +277,65 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
 
 
 _SHAPE_METHODS = TRANSPARENT_METHODS | {"repeat", "repeat_interleave", "tile", "sign", "abs"}
+
+
+def _buffer_value(ctx: Context, attr: str, depth: int) -> bool:
+    """`self.<attr>` is a buffer of the module (`self.register_buffer("attr", ...)`, which
+    never requires a gradient) or a property computed from buffers only. Read from the
+    file's CPython tree: the function being linted may be all that was parsed of the class."""
+    cls = ctx.class_scope
+    if cls is None or ctx.syntax is None:
+        return False
+    return attr in _buffers(ctx, cls.node.name.value)  # type: ignore[attr-defined]
+
+
+def _buffers(ctx: Context, name: str) -> frozenset[str]:
+    """The buffers of class `name` and its properties computed from buffers only."""
+    cache = ctx.shared.setdefault("class_buffers", {})
+    found = cache.get(name)
+    if found is None:
+        found = frozenset()
+        for node in ast.walk(ctx.syntax):  # type: ignore[arg-type]
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                found = _class_buffers(node)
+                break
+        cache[name] = found
+    return found
+
+
+def _class_buffers(cls: ast.ClassDef) -> frozenset[str]:
+    buffers = {
+        n.args[0].value
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "register_buffer"
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and isinstance(n.args[0].value, str)
+    }
+    properties = [
+        f
+        for f in cls.body
+        if isinstance(f, ast.FunctionDef)
+        and any(isinstance(d, ast.Name) and d.id == "property" for d in f.decorator_list)
+    ]
+    for _ in range(3):  # properties of properties
+        for f in properties:
+            if f.name not in buffers and _from_buffers(f, buffers):
+                buffers.add(f.name)
+    return frozenset(buffers)
+
+
+def _from_buffers(func: ast.FunctionDef, buffers: set[str]) -> bool:
+    """Every `self.x` the function reads is a buffer, and it reads no parameter."""
+    reads = [
+        n
+        for n in ast.walk(func)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    ]
+    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+    return bool(reads and returns) and all(r.attr in buffers for r in reads)
 
 
 def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:
