@@ -8,7 +8,7 @@ from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows, only_ranked
 from numlint.analysis.guards import sanitised_later, selection
-from numlint.analysis.ops import op
+from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -246,6 +246,8 @@ class LogOfZero(Rule):
         value = ctx.value(o.input)
         if o.name == "log" and _other_rule(ctx, value):
             return
+        if o.name in ("log", "log2") and _entropy_factor(ctx, node, value):
+            return  # `p * log(p)`: NUM109, whose fix (`xlogy`) covers the log too
         reason = zero_reason(ctx, value, "log")
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
@@ -267,6 +269,25 @@ _TAIL_FORWARD = (
     "the result is -inf (no gradient flows here, but the value spreads); clamp it first "
     "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
 )
+
+
+def _entropy_factor(ctx, node: cst.Call, value: Value) -> bool:
+    """The log is a factor of `p * log(p)` (or `-p * log(p)`) with its own argument."""
+    for parent in reversed(ctx.stack[:-1]):
+        if not (
+            isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)
+        ):
+            return False
+        other = (
+            parent.left if parent.right is node else parent.right if parent.left is node else None
+        )
+        if other is None:
+            return False
+        if isinstance(other, cst.UnaryOperation) and isinstance(other.operator, cst.Minus):
+            other = other.expression
+        # NUM109 leaves a softmax or sigmoid `p` to the log rules
+        return same_value(ctx, ctx.value(other), value) and activation(ctx, value) is None
+    return False
 
 
 def _other_rule(ctx, value: Value) -> bool:
