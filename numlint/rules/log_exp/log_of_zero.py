@@ -26,7 +26,8 @@ class LogOfZero(Rule):
     mask, a ReLU output, a `torch.rand` draw, a value clamped at 0, a normalised ratio
     (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
     branch; also when the value reaches the log through a variable of the same function.
-    The natural log of a softmax or sigmoid output itself is NUM101 / NUM102.
+    The natural log of a softmax or sigmoid output itself is NUM101 / NUM102; a log
+    multiplied by its own argument (`p * torch.log(p)`) is NUM109.
 
     Why is this bad?
     `log(0)` is -inf and its gradient is inf; one such element turns the loss into -inf or
