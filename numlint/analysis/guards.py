@@ -20,6 +20,7 @@ import libcst as cst
 from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
 from numlint.context import Context, Env, Value
 from numlint.semantics import TRANSPARENT_METHODS, positional
+from numlint.tree import descendants
 
 
 def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | None]:
@@ -61,12 +62,34 @@ def assigned_here(ctx: Context) -> tuple[str, list[cst.CSTNode]] | None:
     return name, block[block.index(stmt) + 1 :]
 
 
+_NAN_HANDLERS = frozenset({"nansum", "nanmean", "nan_to_num", "nanmedian"})
+
+
+def _inside_nan_handler(ctx: Context) -> bool:
+    """The current node is inside `torch.nansum(...)`, `torch.nan_to_num(...)` or the like
+    (or their method forms) within its statement: the NaN it makes is dropped there."""
+    for parent in reversed(ctx.stack[:-1]):
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(parent, cst.Call):
+            func = parent.func
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
+            if name in _NAN_HANDLERS:
+                return True
+    return False
+
+
 def sanitised_later(ctx: Context) -> bool:
-    """The value the current statement assigns has its non-finite entries replaced by one of
-    the next statements of the same block: a finiteness test or `nan_to_num`, or entries
+    """The value the current statement computes is inside `torch.nansum` / `nan_to_num`, or
+    the value it assigns has its non-finite entries replaced by one of the next statements
+    of the same block: a finiteness test or `nan_to_num`, or entries
     overwritten with a constant (`d[..., i, i, :] = 0.0` for the diagonal of a pairwise
     difference, `d.fill_diagonal_(0)`, `d.masked_fill_(m, 0)`, `d.masked_fill(m, 0)` used in
     its place)."""
+    if _inside_nan_handler(ctx):
+        return True
     here = assigned_here(ctx)
     if here is None:
         return False
@@ -293,7 +316,7 @@ _SIZES = frozenset({"numel", "nelement"})
 def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
     """Inside `if x.numel() == 0:` (or `not x.numel()`, `len(x) == 0`, `x.shape[0] == 0`)
     where `node` uses x: every value there is empty, none can be bad."""
-    used = names(node)
+    used = _identifiers(node)
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
         parent, child = stack[i], stack[i + 1]
@@ -304,6 +327,11 @@ def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
             if tested is not None and tested & used:
                 return True
     return False
+
+
+def _identifiers(node: cst.CSTNode) -> set[str]:
+    """Every plain name in an expression, `self` included."""
+    return {n.value for n in descendants(node) if isinstance(n, cst.Name)}
 
 
 def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
@@ -322,13 +350,13 @@ def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
         return None
     if isinstance(size, cst.Subscript) and isinstance(size.value, cst.Attribute):
         if size.value.attr.value == "shape":  # `x.shape[0] == 0`
-            return names(size.value.value)
+            return _identifiers(size.value.value)
     if isinstance(size, cst.Call) and not size.args:
         func = size.func
         if isinstance(func, cst.Attribute) and func.attr.value in _SIZES:
-            return names(func.value)
+            return _identifiers(func.value)
     if isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
-        return names(size.args[0].value) if len(size.args) == 1 else None
+        return _identifiers(size.args[0].value) if len(size.args) == 1 else None
     return None
 
 
