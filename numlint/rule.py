@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
+from numlint.analysis.guards import in_empty_branch
 from numlint.analysis.places import is_test_code
 from numlint.diagnostic import Applicability, Confidence
 
@@ -169,8 +170,6 @@ class Rule:
         training run."""
         grade = confidence or self.CONFIDENCE
         if self.CODE[3] in "1234":
-            from numlint.analysis.guards import in_empty_branch
-
             if in_empty_branch(self.ctx, node):
                 return  # `if x.numel() == 0:` ... every value there is empty
             if grade != "low" and self._in_tests():
