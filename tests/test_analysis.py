@@ -337,3 +337,17 @@ def test_self_referential_attributes_do_not_exhaust_the_stack() -> None:
     """
     found = check_source(textwrap.dedent(code), "m.py", {"min-confidence": "low"})
     assert [d.code for d in found] == ["NUM201"]
+
+
+def test_an_arm_that_returns_leaves_nothing_behind() -> None:
+    code = """
+    import torch
+    def f(x, training):
+        if training:
+            p = torch.softmax(x, -1)
+        else:
+            raise ValueError("no")
+        return torch.log(p)
+    """
+    found = check_source(textwrap.dedent(code), "m.py", {"select": ["NUM101"]})
+    assert [(d.row, d.fix is not None) for d in found] == [(8, True)]  # one arm: fixable
