@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.evidence import grade as evidence_grade
 from numlint.analysis.guards import guarded_by_mutation, sanitised_later, selection
 from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import positive_value, zero_reason
@@ -11,6 +12,17 @@ from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
 from numlint.semantics import activation
+
+
+def _averaged(ctx, value: Value) -> bool:
+    """`p` is a mean over many entries (`probs.mean(0)`, `w.abs().mean(-1) / total`): 0 only
+    where every entry is, unlike a distribution's own entries or a histogram's counts (a
+    class never seen sums to 0)."""
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return _averaged(ctx, ctx.deref(Value(node.left, value.env)))
+    o = op(ctx, node, value.env)  # type: ignore[arg-type]
+    return o is not None and o.name == "mean"
 
 
 class EntropyTerm(Rule):
@@ -37,9 +49,10 @@ class EntropyTerm(Rule):
     `-(z.softmax(-1) * z.log_softmax(-1)).sum(-1)`.
 
     Confidence:
-    high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0); medium
-    otherwise; low when the entries are replaced on the next lines (`t.masked_fill(p == 0, 0)`,
-    `torch.nan_to_num(t)`).
+    high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0, a
+    probability that underflows); low when `p` is a mean over many entries (0 only where all
+    are) or when the entries are replaced on the next lines (`t.masked_fill(p == 0, 0)`,
+    `torch.nan_to_num(t)`); medium otherwise (a normalised ratio, an unknown `p`).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.xlogy.html
@@ -215,7 +228,9 @@ class EntropyTerm(Rule):
                 text = bare(ctx, base)
                 code = f"{'-' if negated else ''}{func}({text}, {text})"
                 fix = self.fix("unsafe", "Replace with `torch.xlogy`", (node, code))
-            known = zero_reason(ctx, value, "log") is not None
-            grade = "high" if known else "medium"
+            reason = zero_reason(ctx, value, "log")
+            grade = "medium" if reason is None else evidence_grade(ctx, reason, value, log=True)
+            if grade != "high" and _averaged(ctx, value):
+                grade = "low"
             self.report(node, fix=fix, confidence="low" if sanitised_later(ctx) else grade)
             return
