@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from numlint.tree import exits
+
 if TYPE_CHECKING:
     from numlint.analysis.summaries import Project
 
@@ -131,9 +133,9 @@ class Context:
         if scope is not self.scope or arms.after_body is None:
             return
         body, orelse, before = arms.after_body, scope.env, arms.before
-        if _exits(node.body):
+        if exits(node.body):
             return  # `if ...: return`: what the `if` arm binds never reaches what follows
-        if isinstance(node.orelse, cst.Else) and _exits(node.orelse.body):
+        if isinstance(node.orelse, cst.Else) and exits(node.orelse.body):
             scope.env = body
             return
         merged = dict(orelse)
@@ -503,17 +505,6 @@ class _Arms:
     scope: Scope
     before: Env
     after_body: Env | None = None
-
-
-def _exits(block: cst.BaseSuite) -> bool:
-    """A block whose last statement returns, raises, continues or breaks."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        return any(
-            isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body
-        )
-    return False
 
 
 def _join(main: Binding, other: Binding) -> Binding:

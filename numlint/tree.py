@@ -85,3 +85,24 @@ def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current, every))))
+
+
+def exits(block: cst.BaseSuite) -> bool:
+    """A block whose last statement line returns, raises, continues or breaks."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, _EXITS) for s in last.body)
+    return False
+
+
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def call_name(call: cst.Call) -> str:
+    """The last name of what a call calls: `f` for `f(x)`, `nansum` for `torch.nansum(x)` or
+    `x.nansum()` ("" for anything else)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""

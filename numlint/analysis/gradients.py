@@ -17,7 +17,7 @@ from numlint.analysis.guards import assigned_here
 from numlint.analysis.places import evaluation_code
 from numlint.context import Context, Value
 from numlint.semantics import TRANSPARENT_METHODS
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants
 
 #: Methods after which no gradient flows back.
 _DETACHING = frozenset({"item", "tolist", "numpy", "detach", "detach_"})
@@ -173,11 +173,7 @@ class _Uses(cst.CSTVisitor):
         if isinstance(p, cst.Attribute) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
             return p.attr.value in self.harmless
         if isinstance(p, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
-            func = parents[-2].func
-            last = (
-                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-            )
-            return last in self.harmless
+            return call_name(parents[-2]) in self.harmless
         return False
 
 

@@ -20,7 +20,7 @@ import libcst as cst
 from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
 from numlint.context import Context, Env, Value
 from numlint.semantics import TRANSPARENT_METHODS, positional
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants, exits
 
 
 def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | None]:
@@ -71,13 +71,8 @@ def _inside_nan_handler(ctx: Context) -> bool:
     for parent in reversed(ctx.stack[:-1]):
         if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return False
-        if isinstance(parent, cst.Call):
-            func = parent.func
-            name = (
-                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-            )
-            if name in _NAN_HANDLERS:
-                return True
+        if isinstance(parent, cst.Call) and call_name(parent) in _NAN_HANDLERS:
+            return True
     return False
 
 
@@ -262,9 +257,6 @@ def _mask_condition(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpressio
     return None
 
 
-_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
-
-
 def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     """Whether control flow keeps `operand` away from 0 at the current node.
 
@@ -299,7 +291,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if (
                     isinstance(stmt, cst.If)
                     and _nonzero_test(ctx, stmt.test, wanted, False)
-                    and _exits(stmt.body)
+                    and exits(stmt.body)
                 ):
                     return True
                 if isinstance(stmt, cst.SimpleStatementLine) and any(
@@ -358,14 +350,6 @@ def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
     if isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
         return _identifiers(size.args[0].value) if len(size.args) == 1 else None
     return None
-
-
-def _exits(block: cst.BaseSuite) -> bool:
-    body = block.body
-    last = body[-1] if body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(s, _EXITS) for s in last.body)
-    return False
 
 
 def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool) -> bool:
