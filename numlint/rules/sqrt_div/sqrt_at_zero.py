@@ -394,24 +394,28 @@ class SqrtAtZero(Rule):
         return self.fix("unsafe", "Replace with `torch.linalg.vector_norm`", (node, code))
 
 
+def _under_views(ctx, arg: cst.BaseExpression) -> Value:
+    """The value `arg` is a view or cast of (`x.clamp(min=0).float()` -> the clamp)."""
+    value = ctx.deref(ctx.value(arg))
+    for _ in range(6):
+        callee = ctx.callee(value.node, value.env) if isinstance(value.node, cst.Call) else None
+        if callee is None or callee.method not in TRANSPARENT_METHODS or callee.receiver is None:
+            break
+        value = ctx.deref(Value(callee.receiver, value.env))
+    return value
+
+
 def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
     """`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: a difference clamped
     at 0, which equal terms cancel to exactly 0."""
-    value = ctx.deref(ctx.value(arg))
-    for _ in range(6):
-        o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
-        if o is not None and o.name in ("clamp", "clamp_min", "maximum", "max") and o.input:
-            inner = ctx.deref(Value(o.input, value.env)).node
-            while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
-                inner = inner.left  # `a - b + c`: the difference is on the left
-            return isinstance(inner, cst.BinaryOperation) and isinstance(
-                inner.operator, cst.Subtract
-            )
-        callee = ctx.callee(value.node, value.env) if isinstance(value.node, cst.Call) else None
-        if callee is None or callee.method not in TRANSPARENT_METHODS or callee.receiver is None:
-            return False
-        value = ctx.deref(Value(callee.receiver, value.env))
-    return False
+    value = _under_views(ctx, arg)
+    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
+    if o is None or o.name not in ("clamp", "clamp_min", "maximum", "max") or not o.input:
+        return False
+    inner = ctx.deref(Value(o.input, value.env)).node
+    while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
+        inner = inner.left  # `a - b + c`: the difference is on the left
+    return isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)
 
 
 _FILLS = frozenset({"a tensor filled with 0", "a `torch.where` with a 0 branch"})
@@ -423,12 +427,7 @@ def _selected_zero(ctx, arg: cst.BaseExpression, reason: str) -> bool:
     those zeros never reaches an input."""
     if reason not in _FILLS:
         return False
-    value = ctx.deref(ctx.value(arg))
-    for _ in range(6):
-        callee = ctx.callee(value.node, value.env) if isinstance(value.node, cst.Call) else None
-        if callee is None or callee.method not in TRANSPARENT_METHODS or callee.receiver is None:
-            break
-        value = ctx.deref(Value(callee.receiver, value.env))
+    value = _under_views(ctx, arg)
     o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
     return o is not None and o.name in ("masked_fill", "where")
 
