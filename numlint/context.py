@@ -9,9 +9,9 @@ environment it was evaluated in, so `p = p.clamp(min=eps)` still refers to the o
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
@@ -19,6 +19,8 @@ from numlint.tree import exits
 
 if TYPE_CHECKING:
     from numlint.analysis.summaries import Project
+
+T = TypeVar("T")
 
 #: Names visible in a scope, each with its current binding. Never mutated once shared.
 Env = Mapping[str, "Binding"]
@@ -343,6 +345,16 @@ class Context:
             else self.deref(Value(alt.value, alt.env, value.mutations + alt.mutations))
             for alt in binding.alternatives
         ]
+
+    def on_any_arm(self, value: Value, ask: Callable[[Value], T | None]) -> T | None:
+        """`ask(value)`, else the first answer `ask` gives for one of its `alternatives`."""
+        found = ask(value)
+        if found is None:
+            for alt in self.alternatives(value):
+                found = None if alt is None else ask(alt)
+                if found is not None:
+                    break
+        return found
 
     def callee(self, call: cst.Call, env: Env | None = None) -> Callee:
         """Resolve what a call calls: an imported function, a method, or a module instance."""

@@ -154,14 +154,8 @@ def activation(
     """The softmax or sigmoid whose output `value` is, following variables and `self.` modules;
     also when only another arm of an earlier `if` assigns it (then, as when the arms differ,
     it counts as indirect: a fix must not rewrite what every arm computes)."""
-    others = ctx.alternatives(value)
-    found = _activation(ctx, value, kinds)
-    if found is None:
-        for alt in others:
-            found = None if alt is None else _activation(ctx, alt, kinds)
-            if found is not None:
-                break
-    if found is not None and others:
+    found = ctx.on_any_arm(value, lambda v: _activation(ctx, v, kinds))
+    if found is not None and ctx.alternatives(value):
         found = replace(found, indirect=True, through_variable=True)
     return found
 

@@ -69,13 +69,8 @@ def zero_reason(ctx: Context, value: Value, mode: str = "log", depth: int = 0) -
     """
     if depth > 12:
         return None
-    found = _zero_reason(ctx, value, mode, depth)
-    if found is None:  # a name may hold another value from the other arm of an `if`
-        for alt in ctx.alternatives(value):
-            found = None if alt is None else zero_reason(ctx, alt, mode, depth + 1)
-            if found is not None:
-                break
-    return found
+    # a name may hold another value from the other arm of an `if`
+    return ctx.on_any_arm(value, lambda v: _zero_reason(ctx, v, mode, depth))
 
 
 def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | None:
@@ -491,13 +486,7 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     any arm of an earlier `if` that assigns it)."""
     if depth > 10:
         return None
-    found = _denominator_reason(ctx, value, depth)
-    if found is None:
-        for alt in ctx.alternatives(value):
-            found = None if alt is None else denominator_reason(ctx, alt, depth + 1)
-            if found is not None:
-                break
-    return found
+    return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
 
 
 def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
