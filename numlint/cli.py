@@ -367,7 +367,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     if args.probe:
         diagnostics = _probe(diagnostics, env, args.probe_device)
-    diagnostics = _stress(diagnostics, env, args, config, overrides)
+    _stress(diagnostics, args, config, overrides)
     out = sys.stderr if stdin and args.fix else sys.stdout
     if args.diff:
         text = "".join(diffs)
@@ -503,39 +503,30 @@ def _print_statistics(diagnostics: list[Diagnostic], args: argparse.Namespace, o
 
 def _stress(
     diagnostics: list[Diagnostic],
-    env: RenderEnv,
     args: argparse.Namespace,
     config: Config | None,
     overrides: dict[str, Any],
-) -> list[Diagnostic]:
-    """The findings with the verdicts of the stress report (`--stress-report`, else the
-    `stress-report` of each file's configuration); exit 2 for a report that cannot be read."""
-    from numlint.stress.report import StressReport, StressReportError
-    from numlint.stress.verdict import annotate
+) -> None:
+    """Exit 2 for a stress report (`--stress-report`, else the `stress-report` of a linted
+    file's configuration) that cannot be read; its verdicts are already on the findings
+    (`Config.shown` applies them)."""
+    from numlint.stress.report import StressReportError
+    from numlint.stress.verdict import cached_report
 
-    named: dict[str, list[Diagnostic]] = {}
-    if args.stress_report:
-        named[args.stress_report] = diagnostics
-    else:
-        report_of: dict[str, str | None] = {}
+    reports = {args.stress_report} if args.stress_report else set()
+    if not reports:
+        seen: set[str] = set()
         for d in diagnostics:
-            if d.filename not in report_of:
-                cfg = api.resolve_config(config, d.filename, overrides)
-                report_of[d.filename] = cfg.stress_report
-            path = report_of[d.filename]
-            if path:
-                named.setdefault(path, []).append(d)
-    if not named:
-        return diagnostics
-    judged: dict[int, Diagnostic] = {}
-    for path, found in named.items():
+            if d.filename not in seen:
+                seen.add(d.filename)
+                report = api.resolve_config(config, d.filename, overrides).stress_report
+                if report:
+                    reports.add(report)
+    for path in sorted(reports):
         try:
-            report = StressReport.load(path)
+            cached_report(path)
         except StressReportError as exc:
             raise UsageError(str(exc)) from None
-        for d, new in zip(found, annotate(found, report, env.sources), strict=True):
-            judged[id(d)] = new
-    return [judged.get(id(d), d) for d in diagnostics]
 
 
 def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[Diagnostic]:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -123,42 +123,26 @@ def lint_document(
                 f"(more than {max_chars:,}); run `numlint check` on it"
             )
             return snap
+        # the stress report's verdicts are applied where the findings are filtered
         snap.diagnostics = api.check_source(source, path, cfg, incremental)
-        if cfg.stress_report:
-            snap.diagnostics, problem = with_stress(
-                snap.diagnostics, cfg.stress_report, path, source
-            )
-            if problem:
-                snap.warnings = (*snap.warnings, problem)
+        if cfg.stress_report and (problem := stress_problem(cfg.stress_report)):
+            snap.warnings = (*snap.warnings, problem)
     except Exception as exc:  # a bug in a rule must not take the server down
         logger.exception("linting %s failed", uri)
         snap.failure = f"{type(exc).__name__}: {exc}"
     return snap
 
 
-def with_stress(
-    diagnostics: list[Diagnostic], report_path: str, path: str, source: str
-) -> tuple[list[Diagnostic], str | None]:
-    """The findings with the verdicts of the configured stress report, and the problem (shown
-    once) when the report cannot be read."""
+def stress_problem(report_path: str) -> str | None:
+    """Why the configured stress report cannot be used (shown once), or None."""
     from numlint.stress.report import StressReportError
-    from numlint.stress.verdict import annotate
+    from numlint.stress.verdict import cached_report
 
     try:
-        st = os.stat(report_path)
-        report = _stress_report(report_path, st.st_mtime_ns, st.st_size)
-    except FileNotFoundError:
-        return diagnostics, f"numlint: stress-report {report_path}: no such file"
-    except (OSError, StressReportError) as exc:
-        return diagnostics, f"numlint: {exc}"
-    return annotate(diagnostics, report, {path: source}), None
-
-
-@lru_cache(maxsize=8)
-def _stress_report(path: str, mtime_ns: int, size: int) -> Any:
-    from numlint.stress.report import StressReport
-
-    return StressReport.load(path)
+        cached_report(report_path)
+    except StressReportError as exc:
+        return f"numlint: {exc}"
+    return None
 
 
 class _Protocol(LanguageServerProtocol):

@@ -52,13 +52,22 @@ def judged(
     diagnostics: list[Diagnostic], report_path: str, sources: dict[str, str]
 ) -> list[Diagnostic]:
     """`annotate` with the report at `report_path`; unchanged when it cannot be read (the
-    command line and the editor say why)."""
+    command line and the editor say why, through `cached_report`)."""
     try:
-        st = os.stat(report_path)
-        report = _load(os.path.realpath(report_path), st.st_mtime_ns, st.st_size)
-    except (OSError, StressReportError):
+        report = cached_report(report_path)
+    except StressReportError:
         return diagnostics
     return annotate(diagnostics, report, sources)
+
+
+def cached_report(path: str) -> StressReport:
+    """The report at `path`, read again only when the file changes; StressReportError (with
+    the reason) when it cannot be used."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return StressReport.load(path)  # raises, saying why
+    return _load(os.path.realpath(path), st.st_mtime_ns, st.st_size)
 
 
 @lru_cache(maxsize=8)
