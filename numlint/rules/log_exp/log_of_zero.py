@@ -274,21 +274,16 @@ _TAIL_FORWARD = (
 
 def _entropy_factor(ctx, node: cst.Call, value: Value) -> bool:
     """The log is a factor of `p * log(p)` (or `-p * log(p)`) with its own argument."""
-    for parent in reversed(ctx.stack[:-1]):
-        if not (
-            isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)
-        ):
-            return False
-        other = (
-            parent.left if parent.right is node else parent.right if parent.left is node else None
-        )
-        if other is None:
-            return False
-        if isinstance(other, cst.UnaryOperation) and isinstance(other.operator, cst.Minus):
-            other = other.expression
-        # NUM109 leaves a softmax or sigmoid `p` to the log rules
-        return same_value(ctx, ctx.value(other), value) and activation(ctx, value) is None
-    return False
+    parent = ctx.parent
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)):
+        return False
+    other = parent.left if parent.right is node else parent.right if parent.left is node else None
+    if other is None:
+        return False
+    if isinstance(other, cst.UnaryOperation) and isinstance(other.operator, cst.Minus):
+        other = other.expression
+    # NUM109 leaves a softmax or sigmoid `p` to the log rules
+    return same_value(ctx, ctx.value(other), value) and activation(ctx, value) is None
 
 
 def _other_rule(ctx, value: Value) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import libcst as cst
 
 from numlint.analysis.gradients import gradient_flows, gradient_free
@@ -223,12 +225,12 @@ class WhereBranchNan(Rule):
 
 
 _HOLDS = {
-    cst.LessThan: lambda a, b: a < b,
-    cst.LessThanEqual: lambda a, b: a <= b,
-    cst.GreaterThan: lambda a, b: a > b,
-    cst.GreaterThanEqual: lambda a, b: a >= b,
-    cst.Equal: lambda a, b: a == b,
-    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
 }
 
 
