@@ -244,7 +244,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
         if node.value.value == "self" and not integers:
-            return _buffer_value(ctx, node.attr.value, depth)
+            return _buffer_value(ctx, node.attr.value)
         return False
     if not isinstance(node, cst.Call):
         return False
@@ -275,7 +275,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
 _SHAPE_METHODS = TRANSPARENT_METHODS | {"repeat", "repeat_interleave", "tile", "sign", "abs"}
 
 
-def _buffer_value(ctx: Context, attr: str, depth: int) -> bool:
+def _buffer_value(ctx: Context, attr: str) -> bool:
     """`self.<attr>` is a buffer of the module (`self.register_buffer("attr", ...)`, which
     never requires a gradient) or a property computed from buffers only. Read from the
     file's CPython tree: the function being linted may be all that was parsed of the class."""

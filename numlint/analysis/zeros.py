@@ -380,7 +380,8 @@ def _nonzero_test(ctx: Context, test: cst.BaseExpression, env: Env) -> bool:
     )
 
 
-_AT_MOST_ONE = frozenset({"sigmoid", "softmax", "cos", "sin", "tanh", "cosine"})
+#: Ops (numlint.analysis.ops names) whose result never exceeds 1.
+_AT_MOST_ONE = frozenset({"sigmoid", "softmax", "cosine"})
 
 
 def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
@@ -428,7 +429,7 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
         return 1.0 if activation(ctx, value) is not None else None
     if o.name in _AT_MOST_ONE:
         return 1.0
-    if o.name in ("clamp", "clip"):
+    if o.name == "clamp":  # `clip` too: the op table names both "clamp"
         high = clamp_bounds(o)[1]
         return None if high is None else const(ctx, high, env)
     return None
