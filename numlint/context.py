@@ -330,20 +330,25 @@ class Context:
                 break
         return value
 
+    def _arms(self, value: Value) -> tuple[Binding, ...]:
+        node = value.node
+        if not isinstance(node, cst.Name):
+            return ()
+        binding = self.lookup(node.value, value.env)
+        return () if binding is None else binding.alternatives
+
+    def has_alternatives(self, value: Value) -> bool:
+        """Whether `value` is a name another arm of an earlier `if` assigns differently."""
+        return bool(self._arms(value))
+
     def alternatives(self, value: Value) -> list[Value | None]:
         """The values a name may have from the other arms of earlier `if` statements (None:
         unknown there, a parameter), each followed like `deref`; [] for other expressions."""
-        node = value.node
-        if not isinstance(node, cst.Name):
-            return []
-        binding = self.lookup(node.value, value.env)
-        if binding is None:
-            return []
         return [
             None
             if alt.value is None
             else self.deref(Value(alt.value, alt.env, value.mutations + alt.mutations))
-            for alt in binding.alternatives
+            for alt in self._arms(value)
         ]
 
     def on_any_arm(self, value: Value, ask: Callable[[Value], T | None]) -> T | None:

@@ -155,7 +155,7 @@ def activation(
     also when only another arm of an earlier `if` assigns it (then, as when the arms differ,
     it counts as indirect: a fix must not rewrite what every arm computes)."""
     found = ctx.on_any_arm(value, lambda v: _activation(ctx, v, kinds))
-    if found is not None and ctx.alternatives(value):
+    if found is not None and ctx.has_alternatives(value):
         found = replace(found, indirect=True, through_variable=True)
     return found
 
