@@ -100,6 +100,9 @@ class Context:
         self._project: Project | None | bool = False
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
+        #: Names imported from more than one place (`if new: from a import X` / `else: from b
+        #: import X`): every target.
+        self.import_targets: dict[str, set[str]] = {}
         self.stack: list[cst.CSTNode] = []
         self.scopes: list[Scope] = [Scope("module", module)]
         self._ifs: list[_Arms] = []
@@ -494,10 +497,10 @@ class Context:
             if alias.asname is not None:
                 local = alias.asname.name
                 if isinstance(local, cst.Name):
-                    self.imports[local.value] = dotted
+                    self._bind_import(local.value, dotted)
             else:
                 root = dotted.split(".")[0]
-                self.imports[root] = root
+                self._bind_import(root, root)
 
     def _add_import_from(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
@@ -511,7 +514,13 @@ class Context:
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.imports[local] = f"{module}.{name}"
+            self._bind_import(local, f"{module}.{name}")
+
+    def _bind_import(self, local: str, target: str) -> None:
+        old = self.imports.get(local)
+        if old is not None and old != target:
+            self.import_targets.setdefault(local, {old}).add(target)
+        self.imports[local] = target
 
 
 @dataclass

@@ -88,7 +88,10 @@ def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]
 
 
 def exits(block: cst.BaseSuite) -> bool:
-    """A block whose last statement line returns, raises, continues or breaks."""
+    """A block whose last statement line returns, raises, continues or breaks (`if c: return`
+    on one line included)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return any(isinstance(s, _EXITS) for s in block.body)
     body = getattr(block, "body", ())
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):

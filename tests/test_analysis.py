@@ -21,17 +21,21 @@ def _confidence(code: str, rule: str) -> list[str]:
     ("expr", "expected"),
     [
         ("x / x.norm(dim=-1, keepdim=True)", ["low"]),  # a learned vector would need to be 0
-        ("(x * m).sum() / m.sum()", ["high"]),  # weights that multiply the numerator
+        ("(x * m).sum() / m.sum()", ["low"]),  # a mask the caller gives: valid entries
+        ("(x * (y > 0)).sum() / (y > 0).sum()", ["high"]),  # a mask computed here
         ("x.sum() / (y > 0).sum()", ["high"]),  # a count of a comparison
-        ("x.sum() / valid_mask.sum()", ["high"]),  # a mask by name
+        ("x.sum() / fg_mask.sum()", ["high"]),  # a given mask that selects by content
+        ("x.sum() / valid_mask.sum()", ["low"]),  # a given mask of valid entries
         ("x.sum() / attention_mask.sum()", ["low"]),  # a padding mask keeps one token
+        ("x.sum() / (idx >= 0).sum()", ["low"]),  # a padding test of indices
         ("x.sum() / x.relu().sum()", ["high"]),  # dead ReLUs
         ("(x - x.mean()) / x.std()", ["low"]),  # constant input only
         ("x / x.clamp(min=0)", ["high"]),  # clamped at exactly 0
     ],
 )
 def test_division_confidence(expr: str, expected: list[str]) -> None:
-    code = f"import torch\ndef f(x, y, m, valid_mask, attention_mask):\n    return {expr}\n"
+    params = "x, y, m, idx, fg_mask, valid_mask, attention_mask"
+    code = f"import torch\ndef f({params}):\n    return {expr}\n"
     assert _confidence(code, "NUM202") == expected
 
 
@@ -117,18 +121,22 @@ def test_numpy_values_are_not_tensors() -> None:
 def test_guards() -> None:
     code = """
     import torch
-    def asserted(x, m):
+    def asserted(x, s):
+        m = s > 0
         assert m.sum() > 0
         return (x * m).sum() / m.sum()
-    def early(x, m):
+    def early(x, s):
+        m = s > 0
         if m.sum() == 0:
             return x.new_zeros(())
         return (x * m).sum() / m.sum()
-    def emptiness(x, m):
+    def emptiness(x, s):
+        m = s > 0
         if not m.any():
             return x.new_zeros(())
         return (x * m).sum() / m.sum()
-    def unguarded(x, m):
+    def unguarded(x, s):
+        m = s > 0
         return (x * m).sum() / m.sum()
     """
     assert _confidence(code, "NUM202") == ["high"]

@@ -37,6 +37,8 @@ def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
             return False
         if isinstance(node, cst.Name):
             return _annotated_numpy(ctx, node.value)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            return not_a_tensor(ctx, Value(node.left, value.env), depth + 1)  # `span > 0`
         if isinstance(node, cst.BinaryOperation):
             return not_a_tensor(ctx, Value(node.left, value.env), depth + 1) and not_a_tensor(
                 ctx, Value(node.right, value.env), depth + 1

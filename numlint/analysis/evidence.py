@@ -20,7 +20,7 @@ from numlint.analysis.summaries import passed_names
 from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.semantics import TRANSPARENT_METHODS, dotted_name, strip
+from numlint.semantics import TRANSPARENT_METHODS, dotted_name, positional, strip
 from numlint.tree import descendants
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
@@ -72,10 +72,32 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
     if not log and reason in _ROOT_LOW:
         return "low"
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
+    if value is not None and reason in ("a 0/1 mask", "a count"):
+        counted = _counted(ctx, value) if reason == "a count" else value
+        if counted is not None and not mask_computed(ctx, counted):
+            return "low"  # a mask the code is given, or a padding test: a row keeps an entry
     if value is None or base == "high":
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _counted(ctx: Context, value: Value) -> Value | None:
+    """What `torch.count_nonzero(x)` (or `x.count_nonzero()`) counts."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        for side in (node.left, node.right):  # `count_nonzero(m) * batch_size`
+            found = _counted(ctx, Value(side, v.env, v.mutations))
+            if found is not None:
+                return found
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    o = op(ctx, node, v.env)
+    if o is None or o.name != "count" or o.input is None:
+        return None
+    return Value(o.input, v.env, v.mutations)
 
 
 def _table(reason: str) -> Confidence:
@@ -101,7 +123,7 @@ def _one_source_grade(ctx: Context, value: Value) -> Confidence:
     if inner is None:
         return "low"
     if mask_like(ctx, inner):
-        return "high"
+        return "high" if mask_computed(ctx, inner) else "low"
     node = ctx.deref(inner).node
     diff = _difference(node)
     if diff is not None:
@@ -111,9 +133,30 @@ def _one_source_grade(ctx: Context, value: Value) -> Confidence:
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
         return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
     reason = zero_reason(ctx, inner, "log")
+    if reason == "a tensor filled with 0" and _padding_fill(ctx, inner):
+        return "low"  # `w.masked_fill(idx == -1, 0)`: padding entries, a row keeps real ones
     if reason in _EVERYDAY_ZEROS:
         return "high"
     return "low"
+
+
+def _padding_fill(ctx: Context, value: Value) -> bool:
+    """`w.masked_fill(idx == -1, 0)` (through variables): zeros only at padding."""
+    for _ in range(8):
+        v = ctx.deref(value)
+        node = v.node
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            value = Value(node.left, v.env, v.mutations)
+            continue
+        if not isinstance(node, cst.Call):
+            return False
+        o = op(ctx, node, v.env)
+        if o is None or o.name != "masked_fill":
+            return False
+        mask = positional(node, 0, "mask")
+        found = strip(ctx, Value(mask, v.env))[0].node if mask is not None else None
+        return isinstance(found, cst.Comparison) and _padding_test(ctx, found)
+    return False
 
 
 #: Values that are exactly 0 in ordinary use (a sum of them is 0 when all are).
@@ -254,6 +297,167 @@ def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
     return ident is not None and bool(_MASK_NAME.search(ident))
 
 
+def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A 0/1 mask that this code computes from values by a test that can fail everywhere
+    (`scores > t`, `iou >= thr`, `d != -1` on scores): it can be all 0. Not a mask the
+    function is given (a parameter, an attribute: valid-entry masks, whose rows keep an entry
+    by construction) nor a padding test on indices (`idx >= 0`, `species == -1`,
+    `tokens.ne(pad_idx)`), which leaves every real row an entry."""
+    if depth > 6 or _structural(value.node):
+        return False
+    given = given_name(ctx, value)
+    if given is not None:
+        return bool(_CONTENT_MASK.search(given))  # a parameter, however it is rebound
+    v, _ = strip(ctx, value)
+    node = v.node
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return mask_computed(ctx, Value(expr, v.env), depth + 1)
+
+    if isinstance(node, cst.Comparison):
+        return not _padding_test(ctx, node) and not _support_test(ctx, node)
+    if _structural(node):
+        return False  # `valid`, `atom_exists`, `attention_mask`: a row keeps an entry
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.Multiply, cst.BitAnd, cst.BitOr)):
+            left, right = node.left, node.right
+            masks = [e for e in (left, right) if mask_like(ctx, Value(e, v.env), depth + 1)]
+            return any(sub(e) for e in masks)
+        return False
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, v.env)
+        if callee.method in _CASTS and callee.receiver is not None:
+            return sub(callee.receiver)
+        name = (callee.qualname or callee.method or "").rsplit(".", 1)[-1]
+        if name in _MASK_OPS:
+            if callee.receiver is not None and name in ("eq", "ne", "gt", "lt", "ge", "le"):
+                return not _padding_parts(ctx, callee.receiver, positional(node, 0, "other"))
+            args = [a.value for a in node.args if a.keyword is None]
+            if callee.receiver is not None:
+                args.append(callee.receiver)
+            return any(sub(a) for a in args)
+        if (callee.qualname or "").startswith("torch.") and name.startswith(("ones", "full")):
+            return False  # an all-ones default mask
+        return True  # a helper's result: computed somewhere
+    given = given_name(ctx, v)
+    if given is not None:
+        return bool(_CONTENT_MASK.search(given))  # `fg_mask`: foreground can be empty
+    return isinstance(node, cst.Name)  # unpacked from a call's result, a loop target
+
+
+#: Masks that select by content (can be empty: an image without objects), not validity.
+_CONTENT_MASK = re.compile(
+    r"(^|_)(fg|foreground|pos|positive|positives|match|matched|matches|inlier|inliers|"
+    r"selected|keep|hit|hits|detected|active|visible|occupied|obj|object|correct|found)"
+    r"($|_|\d)",
+    re.I,
+)
+
+
+def given_name(ctx: Context, value: Value) -> str | None:
+    """The name of a value the function is given rather than computes: one of its
+    parameters or an attribute (`mask`, `self.mask`, `mask[:, None].float()`)."""
+    node = value.node
+    for _ in range(8):
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in TRANSPARENT_METHODS
+        ):
+            node = node.func.value
+        else:
+            break
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    func = ctx.function
+    if func is None:
+        return None
+    params = func.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return node.value if any(p.name.value == node.value for p in every) else None
+
+
+#: Masks of entries that exist (every row has one), whatever computed them.
+_STRUCTURAL_MASK = re.compile(
+    r"(valid|exists?|present|available|attention|attn|padding|nonpad|non_pad)", re.I
+)
+_PROBABILITY = re.compile(r"(prob|probs|probabilities|proba|distribution)(_|$)", re.I)
+
+
+def _structural(node: cst.CSTNode) -> bool:
+    ident = _identifier(node) or _key(node)
+    return ident is not None and bool(_STRUCTURAL_MASK.search(ident))
+
+
+def _key(node: cst.CSTNode) -> str | None:
+    """`out["atom_exists"]` -> "atom_exists"."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return (
+                index.value.evaluated_value
+                if isinstance(index.value.evaluated_value, str)
+                else None
+            )
+    return None
+
+
+def _support_test(ctx: Context, node: cst.Comparison) -> bool:
+    """`probs > 0`: a distribution's entries, of which one at least is positive."""
+    if len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.GreaterThan, cst.NotEqual)):
+        return False
+    if const(ctx, target.comparator, ctx.env) != 0.0:
+        return False
+    found = strip(ctx, ctx.value(node.left))[0].node
+    ident = _identifier(found) or _identifier(node.left)
+    return ident is not None and bool(_PROBABILITY.search(ident))
+
+
+_INDEX_NAME = re.compile(
+    r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens|label|labels|target|targets)$",
+    re.I,
+)
+_SENTINEL = re.compile(r"pad|ignore", re.I)
+
+
+def _padding_test(ctx: Context, node: cst.Comparison) -> bool:
+    if len(node.comparisons) != 1:
+        return False
+    return _padding_parts(ctx, node.left, node.comparisons[0].comparator)
+
+
+def _padding_parts(
+    ctx: Context, subject: cst.BaseExpression, other: cst.BaseExpression | None
+) -> bool:
+    """`idx >= 0`, `species == -1`, `labels != -100`, `tokens.ne(self.pad_idx)`: a test of
+    an index tensor against its padding value."""
+    if other is None:
+        return False
+    for a, b in ((subject, other), (other, subject)):
+        ident = _identifier(strip(ctx, ctx.value(a))[0].node) or _identifier(a)
+        if ident is None:
+            continue
+        if _PADDING.search(ident) and "mask" not in ident.lower():
+            return True
+        sentinel = const(ctx, b, ctx.env)
+        named = _identifier(b)
+        if _INDEX_NAME.search(ident) and (
+            sentinel in (0.0, -1.0, -100.0) or (named is not None and _SENTINEL.search(named))
+        ):
+            return True
+    return False
+
+
 def _identifier(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -360,15 +564,40 @@ def _squares(node: cst.CSTNode) -> bool:
     return False
 
 
+def _outer_op(ctx: Context, value: Value) -> str | None:
+    """The op a value is the result of, through variables and `.float()`-like methods."""
+    for _ in range(8):
+        v = ctx.deref(value)
+        if not isinstance(v.node, cst.Call):
+            return None
+        callee = ctx.callee(v.node, v.env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            value = Value(callee.receiver, v.env, v.mutations)
+            continue
+        o = op(ctx, v.node, v.env)
+        return o.name if o is not None else None
+    return None
+
+
 def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     """`(x * w).sum() / w.sum()`: the denominator sums the weights (a mask, counts) that
     multiply the numerator, a weighted or masked mean; all-zero weights are the empty case."""
     inner = reduced(ctx, denominator)
     if inner is None or _squares(ctx.deref(denominator).node):
         return False  # `/ (c**2 + d**2).sum()`: a squared norm, not a sum of weights
+    if _outer_op(ctx, denominator) not in ("sum", "nansum"):
+        return False  # `x * y / x.norm()`: a normalisation, not a weighted mean
     ident = _roots(ctx.deref(inner).node)
     if ident is None:
         return False
+    if _structural(inner.node):
+        return False  # `(x * valid).sum() / valid.sum()`: a valid-entry mask
+    weights, _ = strip(ctx, inner)
+    if _structural(weights.node):
+        return False
+    given = given_name(ctx, inner) or given_name(ctx, weights)
+    if given is not None and not _CONTENT_MASK.search(given):
+        return False  # weights the caller passes: a valid-entry mask, positive weights
     node = ctx.deref(numerator).node
     found = False
 

@@ -192,6 +192,14 @@ CONSTRUCTORS = frozenset(
 
 #: Functions that combine tensors without creating a gradient of their own.
 _COMBINERS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.flatten"})
+#: Functions whose result has a gradient only if their tensor arguments have one.
+_COUNTING = frozenset(
+    {"torch.sum", "torch.cumsum", "torch.count_nonzero", "torch.any", "torch.all"}
+)
+_BOOLEAN_OPS = frozenset(
+    {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not",
+     "logical_xor", "count_nonzero", "any", "all"}
+)  # fmt: skip
 
 
 _PY_NUMBERS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "range"})
@@ -229,6 +237,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True
     if isinstance(node, cst.Float):
         return not integers
+    if isinstance(node, cst.Comparison):
+        return True  # a bool tensor: `(x > t).sum()` counts, it carries no gradient
     if isinstance(node, cst.UnaryOperation):
         return sub(node.expression)
     if isinstance(node, cst.BinaryOperation):
@@ -254,6 +264,11 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         )
     callee = ctx.callee(node, env)
     args = [a.value for a in node.args if a.keyword is None]
+    name = (callee.qualname or "").rsplit(".", 1)[-1] if callee.qualname else callee.method
+    if name in _NON_DIFFERENTIABLE or name in _BOOLEAN_OPS:
+        return True  # indices, rounded or boolean values
+    if callee.qualname in _COUNTING and args:
+        return all(sub(a) for a in args)
     if integers:
         if callee.qualname in _INTEGER_CONSTRUCTORS:
             return all(sub(a) for a in args if not isinstance(a, (cst.Attribute, cst.Name)))

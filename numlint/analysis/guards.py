@@ -12,7 +12,7 @@ non-finite and handles it (forward; a gradient can still be NaN).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -95,7 +95,31 @@ def sanitised_later(ctx: Context) -> bool:
         rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
-    return any(pattern.search(ctx.code(s)) for s in after[:5])
+    if any(pattern.search(ctx.code(s)) for s in after[:5]):
+        return True
+    return _derived_sanitised(ctx, name, after[:8])
+
+
+def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
+    """A value computed from `name` in the next statements goes through `nan_to_num`
+    (`v = normalize(x * m + mean); s, v = map(nan_to_num, (s, v))`)."""
+    tracked = {name}
+    for stmt in after:
+        code = ctx.code(stmt)
+        names = set(_WORD.findall(code))
+        if not names & tracked:
+            continue
+        if "nan_to_num" in code:
+            for call in re.finditer(r"nan_to_num\b(.*)", code):
+                if set(_WORD.findall(call.group(1))) & tracked:
+                    return True
+        target = assigned_name(stmt)
+        if target is not None:
+            tracked.add(target)
+    return False
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 _GUARD_METHODS = frozenset({"clamp_", "clamp_min_", "clip_", "add_", "masked_fill_"})
@@ -299,6 +323,21 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     for s in stmt.body
                 ):
                     return True  # `assert n > 0`
+                if _indexes_minus_one(ctx, stmt, wanted):
+                    return True
+    return False
+
+
+def _indexes_minus_one(ctx: Context, stmt: cst.CSTNode, wanted: set[str]) -> bool:
+    """`tau = cumsum.gather(dim, k - 1)`, `x[k - 1]` before `/ k`: the code indexes with
+    k - 1, so it relies on k >= 1 (a sparsemax's support size)."""
+    code = ctx.code(stmt)
+    for name in wanted:
+        n = re.escape(name)
+        if re.search(rf"(gather|index_select|take_along_dim)\([^()]*\b{n}\s*-\s*1\b", code):
+            return True
+        if re.search(rf"\[[^\[\]]*\b{n}\s*-\s*1\s*\]", code):
+            return True
     return False
 
 
@@ -364,7 +403,8 @@ def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], take
     if isinstance(test, cst.Name):
         bound = ctx.deref(ctx.value(test)).node
         if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
-            return _nonzero_test(ctx, bound, wanted, taken)  # `ok = n > 0` ... `if ok:`
+            if _nonzero_test(ctx, bound, wanted, taken):
+                return True  # `ok = n > 0` ... `if ok:`
     if isinstance(test, (cst.Name, cst.Attribute)) and taken:
         return bool(wanted & names(test))  # `if n:`
     if isinstance(test, cst.Call):

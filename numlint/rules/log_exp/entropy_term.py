@@ -20,9 +20,25 @@ def _averaged(ctx, value: Value) -> bool:
     class never seen sums to 0)."""
     node = value.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        return _averaged(ctx, ctx.deref(Value(node.left, value.env)))
+        left = node.left
+        if _summed(ctx, left, value):
+            return True  # `total_probs / n`: a mean written out
+        return _averaged(ctx, ctx.deref(Value(left, value.env)))
     o = op(ctx, node, value.env)  # type: ignore[arg-type]
     return o is not None and o.name == "mean"
+
+
+def _summed(ctx, node: cst.BaseExpression, value: Value) -> bool:
+    """A sum of probabilities over examples: `probs.softmax(-1).sum(0)`, or a name saying so
+    (`self._sum_of_probabilities`); not a histogram of counts (a class never seen is 0)."""
+    name = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", None)
+    if isinstance(name, str) and "sum" in name.lower() and "prob" in name.lower():
+        return True
+    found = ctx.deref(Value(node, value.env))
+    o = op(ctx, found.node, found.env)  # type: ignore[arg-type]
+    if o is None or o.name != "sum" or o.input is None:
+        return False
+    return activation(ctx, Value(o.input, found.env), ("softmax", "sigmoid")) is not None
 
 
 class EntropyTerm(Rule):

@@ -6,13 +6,15 @@ import operator
 
 import libcst as cst
 
+from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows, gradient_free
 from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
 from numlint.analysis.ops import clamp_bounds, const, op, positive_bound, same_code
-from numlint.analysis.zeros import positive_value
+from numlint.analysis.zeros import denominator_reason, positive_value, zero_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
 from numlint.semantics import positional
+from numlint.tree import call_name
 
 _ROOTS = ("log", "log2", "log10", "sqrt", "rsqrt")
 
@@ -39,10 +41,17 @@ class WhereBranchNan(Rule):
     Known limitations:
     The NaN is in the gradient only: nothing is reported inside `torch.no_grad()` /
     `inference_mode()` (an optimizer's `step`), or for an operand built only from
-    constructors and constants.
+    constructors and constants, nor where no operand of a division carries one (counts of
+    comparisons: `torch.where(n > 0, hits / n, 1.0)`).
     The operation must be written inside the `where` call or the masked product itself;
     a log computed in an earlier statement is not followed. Operands with an eps or clamp are
     not reported.
+
+    Confidence:
+    high where the condition tests the operand against 0 (`x > 0`, `n != 0`: the author
+    expects zeros) or the operand is 0 in ordinary use (a count, a mask, a ReLU output);
+    otherwise graded like NUM202 / NUM103 (low for a norm: `torch.where(r < eps, 1, v / r)`
+    needs an all-zero vector, and for a value tested against another bound).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.where.html
@@ -199,18 +208,27 @@ class WhereBranchNan(Rule):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide) and const(self.ctx, node.right) is None:
-            self._check(node, node.right)
+            self._check(node, node.right, node.left)
 
-    def _check(self, node: cst.CSTNode, operand: cst.BaseExpression) -> None:
+    def _check(
+        self,
+        node: cst.CSTNode,
+        operand: cst.BaseExpression,
+        other: cst.BaseExpression | None = None,
+    ) -> None:
         ctx = self.ctx
         if _guarded(ctx, operand):
             return
         sel = selection(ctx, operand)
-        if sel is None or gradient_free(ctx, operand) or not gradient_flows(ctx, operand):
+        if sel is None or not gradient_flows(ctx, operand):
             return  # the NaN is in the gradient only: nothing to report where none flows
+        if all(gradient_free(ctx, e) for e in (operand, other) if e is not None):
+            return  # `where(n > 0, hits / n, 0)` of counts: no operand carries a gradient
         if _selected_at_zero(ctx, sel, operand):
             return  # `where(n < 50, 5000 / n, ...)`: 0 is in the branch taken, not masked
-        self.report(node, fix=self._fix(operand, sel))
+        self.report(
+            node, fix=self._fix(operand, sel), confidence=_confidence(ctx, node, sel, operand)
+        )
 
     def _fix(self, operand: cst.BaseExpression, sel: Selection) -> FixSpec | None:
         if sel.kind != "where" or "." not in sel.where_func and sel.where_func != "where":
@@ -232,6 +250,35 @@ _HOLDS = {
     cst.Equal: operator.eq,
     cst.NotEqual: operator.ne,
 }
+
+
+def _confidence(ctx, node: cst.CSTNode, sel: Selection, operand: cst.BaseExpression) -> str:
+    """As sure as the evidence that the operand is exactly 0 where the other branch is
+    taken: what it is (a count, a ReLU output: high; a norm: low), or a condition that tests
+    it against 0 (`where(n != 0, s / n, 0)`: the author expects zeros)."""
+    value = ctx.value(operand)
+    if isinstance(node, cst.BinaryOperation):
+        reason = denominator_reason(ctx, value)
+        found = grade(ctx, reason, value) if reason else "low"
+    else:
+        root = isinstance(node, cst.Call) and call_name(node) in ("sqrt", "rsqrt")
+        reason = zero_reason(ctx, value, "sqrt" if root else "log")
+        found = grade(ctx, reason, value, log=not root) if reason else "low"
+    if _tests_zero(ctx, sel.condition, operand):
+        return "high"
+    return found
+
+
+def _tests_zero(ctx, cond: cst.BaseExpression, operand: cst.BaseExpression) -> bool:
+    if isinstance(cond, cst.Name):
+        cond = ctx.deref(ctx.value(cond)).node
+    if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
+        return False
+    right = cond.comparisons[0].comparator
+    for a, b in ((cond.left, right), (right, cond.left)):
+        if same_code(ctx, a, operand) and const(ctx, b) == 0.0:
+            return True
+    return False
 
 
 def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression) -> bool:

@@ -41,9 +41,12 @@ class AcosOfCosine(Rule):
     needs a larger margin (NUM4xx). Cosines computed in another function are not seen.
 
     Confidence:
-    high; low for a coordinate over its vector's length (a vector exactly on the axis) and
-    when the function compares the argument with +-1 (`d > 1 - eps`): the edge
-    is handled on purpose, usually by a `torch.where` or lerp that replaces those entries.
+    high (also for a margin that rounds to 1, `1 - 1e-9`); low for a cosine clamped to
+    exactly [-1, 1] (finite: only the gradient at +-1,
+    which needs exactly equal or opposite vectors, is infinite), for a coordinate over its
+    vector's length (a vector exactly on the axis) and when the function compares the
+    argument with +-1 (`d > 1 - eps`): the edge is handled on purpose, usually by a
+    `torch.where` or lerp that replaces those entries.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
@@ -129,6 +132,7 @@ class AcosOfCosine(Rule):
             """,
             line=7,
             column=12,
+            confidence="low",
             note="clamped to exactly [-1, 1]: the gradient at +-1 is still infinite; no fix",
         ),
         Invalid(
@@ -241,6 +245,9 @@ class AcosOfCosine(Rule):
             if _strict(ctx, low, value.env, -1.0) and _strict(ctx, high, value.env, 1.0):
                 return
             clamped = True
+            exact = all(
+                b is not None and const(ctx, b, value.env) in (-1.0, 1.0) for b in (low, high)
+            )
             if not gradient_flows(ctx, o.input):
                 return  # clamped to [-1, 1]: finite; only the gradient at +-1 is infinite
             value = ctx.deref(Value(c.input, value.env))
@@ -253,6 +260,10 @@ class AcosOfCosine(Rule):
             if found is not None:
                 self.report(node, f"{self.MESSAGE} ({found.what})", related=related(found))
             return
+        if clamped and exact:
+            # finite; the infinite gradient needs a cosine of exactly +-1 (equal vectors)
+            self.report(node, _CLAMPED, confidence="low")
+            return
         edge = not clamped and _edge_tested(ctx, o.input)
         self.report(
             node, fix=None if clamped else self._fix(o.input), confidence="low" if edge else None
@@ -264,6 +275,13 @@ class AcosOfCosine(Rule):
             text = f"({text})"
         code = f"{text}.clamp(-1 + 1e-7, 1 - 1e-7)"
         return self.fix("unsafe", "Clamp strictly inside (-1, 1)", (arg, code))
+
+
+_CLAMPED = (
+    "acos / asin of a cosine clamped to exactly [-1, 1]: finite, but the gradient at +-1 "
+    "(equal or opposite vectors) is infinite; clamp strictly inside: "
+    "`c.clamp(-1 + 1e-7, 1 - 1e-7)`"
+)
 
 
 def _edge_tested(ctx, operand: cst.BaseExpression) -> bool:

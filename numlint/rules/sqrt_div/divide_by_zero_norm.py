@@ -50,11 +50,15 @@ class DivideByZeroNorm(Rule):
     precision is NUM4xx's concern.
 
     Confidence:
-    high for a count or sum of a mask (`(x * m).sum() / m.sum()`, `(y > 0).sum()`, a name
-    saying mask/valid/keep), of a ReLU output or of a value clamped at 0; low for the norm
-    or sum of some tensor (it would need an all-zero vector), a standard deviation or
-    variance (a constant input), and the count of an attention, padding or length mask
-    (every row keeps a token).
+    high for a count or sum of a mask this code computes by a test that can fail everywhere
+    (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
+    (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
+    ReLU output or of a value clamped at 0; low for the norm or sum of some tensor (it would
+    need an all-zero vector), a standard deviation or variance (a constant input), a mask
+    the function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry
+    per row by construction), a padding test of indices (`idx >= 0`, `species == -1`,
+    `tokens.ne(pad_idx)`) and the count of an attention, padding or length mask (every row
+    keeps a token).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
@@ -269,8 +273,8 @@ class DivideByZeroNorm(Rule):
         Invalid(
             """
             import torch
-            def renorm(p, mask):
-                p = p * mask
+            def renorm(p, threshold):
+                p = p * (p > threshold)
                 return p / p.sum(-1, keepdim=True)
             """,
             line=4,
@@ -279,9 +283,20 @@ class DivideByZeroNorm(Rule):
         Invalid(
             """
             import torch
-            def masked_mean(x, m):
+            def masked_mean(x, scores):
+                m = scores > 0.5
                 return (x * m).sum() / m.sum()
             """,
+            line=4,
+            column=12,
+        ),
+        Invalid(
+            """
+            import torch
+            def masked_mean(x, mask):
+                return (x * mask).sum() / mask.sum()
+            """,
+            confidence="low",
             line=3,
             column=12,
         ),

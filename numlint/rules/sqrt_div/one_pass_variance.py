@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.ops import Op, op, same_code
+from numlint.analysis.ops import Op, clamp_bounds, const, op, same_code
 from numlint.analysis.zeros import square_of
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
@@ -34,6 +34,10 @@ class OnePassVariance(Rule):
     Known limitations:
     Only means are recognised (not `sum / n`). The tensor must be written the same way in
     both terms.
+
+    Confidence:
+    high; low where the difference is clamped at 0 on the spot (`.clamp_min(0)`): no
+    negative variance reaches a root, only the lost precision remains.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.var.html
@@ -148,7 +152,8 @@ class OnePassVariance(Rule):
         mean = _mean(ctx, Value(base, right.env))
         if mean is None or mean.input is None or not same_code(ctx, mean.input, squared):
             return
-        self.report(node, fix=self._fix(node, left, mean, squared))
+        confidence = "low" if _clamped_at_zero(ctx) else None
+        self.report(node, fix=self._fix(node, left, mean, squared), confidence=confidence)
 
     def _fix(
         self, node: cst.BinaryOperation, left: Op, right: Op, x: cst.BaseExpression
@@ -181,6 +186,27 @@ class OnePassVariance(Rule):
         parts.append("correction=0")
         code = f"{func}({', '.join(parts)})"
         return self.fix("unsafe", "Replace with `torch.var`", (node, code))
+
+
+def _clamped_at_zero(ctx) -> bool:
+    """The difference is clamped at 0 where it is computed (`(...).clamp_min(0)`,
+    `torch.clamp(..., min=0)`, `F.relu(...)`): no negative variance reaches a sqrt, only
+    the lost digits remain."""
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.Call):
+            o = op(ctx, parent)
+            if o is None:
+                return False
+            if o.name == "relu":
+                return True
+            if o.name in ("clamp", "clamp_min"):
+                low = clamp_bounds(o)[0]
+                return low is not None and const(ctx, low) == 0.0
+            return False
+        if isinstance(parent, (cst.Attribute, cst.Arg)):
+            continue
+        return False
+    return False
 
 
 def _mean(ctx, value: Value) -> Op | None:

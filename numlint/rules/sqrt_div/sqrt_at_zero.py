@@ -13,7 +13,8 @@ from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings
+from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings, strip
+from numlint.tree import call_name
 
 
 class SqrtAtZero(Rule):
@@ -46,7 +47,9 @@ class SqrtAtZero(Rule):
     Confidence:
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
     (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel),
-    a mask, `1 - cos**2`; low for another value clamped at 0 (clamp's backward selects, like
+    a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp or a value not computed here);
+    low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
+    value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
     pivot clamped against rounding is 0 only when degenerate);
     low for the root of a sum of squares of one tensor (a hand-written norm), of a
@@ -359,6 +362,8 @@ class SqrtAtZero(Rule):
             # hurts, which a difference reaches by cancellation and a variance, eigenvalue or
             # pivot clamped against rounding only when degenerate
             confidence = "low"
+        if reason == "`1 - x**2`" and not _unit_bounded(ctx, ctx.value(arg)):
+            confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
@@ -442,3 +447,28 @@ def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
     if value == -0.5:
         return "rsqrt"
     return ""
+
+
+_UNIT_OPS = frozenset(
+    {"cos", "sin", "tanh", "cosine", "cosine_similarity", "hardtanh", "clamp", "clip", "erf"}
+)
+
+
+def _unit_bounded(ctx, value: Value) -> bool:
+    """In `1 - x**2`, x may reach +-1: a cosine, sine, tanh, a clamp, or a value not
+    computed here. Not `exp(-k)` or another op whose range stops short of 1."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        base = square_of(ctx, node.right, v.env)
+        if base is None:
+            return False
+        b, _ = strip(ctx, Value(base, v.env))
+        if isinstance(b.node, cst.Call):
+            o = op(ctx, b.node, b.env)
+            name = o.name if o is not None else call_name(b.node)
+            return name in _UNIT_OPS
+        # a parameter or attribute: unknown, may well be a cosine; a computed value: only
+        # the ops above reach +-1
+        return isinstance(b.node, (cst.Name, cst.Attribute))
+    return True  # not the plain form: keep the grade

@@ -102,6 +102,11 @@ class Event:
     def optimizer(self) -> str | None:
         return self.arg if self.kind in (SCALER_STEP, UNSCALE) else self.receiver
 
+    def on_every_path_to(self, other: Event) -> bool:
+        """True when every branch this event sits in also holds `other`: whenever `other`
+        runs, this one ran too (not `if bad: reset()` before it, nor an `except` handler)."""
+        return set(self.path) <= set(other.path)
+
     def compatible(self, other: Event) -> bool:
         """False when the two sit in different branches of one `if`: no path runs both."""
         mine = dict(self.path)
@@ -404,8 +409,30 @@ class _Builder:
                     branch = path + ((id(stmt), i),)
                     self._walk_block(function, case.body, indent, branch, loops, depth, out)
                 continue
-            for block in _blocks(stmt):  # try / except / else / finally
+            if isinstance(stmt, (cst.Try, cst.TryStar)):
+                self._walk_try(function, stmt, indent, path, loops, depth, out)
+                continue
+            for block in _blocks(stmt):
                 self._walk_block(function, block, indent, path, loops, depth, out)
+
+    def _walk_try(
+        self,
+        function: cst.CSTNode,
+        stmt: cst.Try | cst.TryStar,
+        indent: str | None,
+        path: Path,
+        loops: tuple[int, ...],
+        depth: int,
+        out: list[Event],
+    ) -> None:
+        """The body, `else` and `finally` run in order; each handler is a branch of its own."""
+        self._walk_block(function, stmt.body, indent, path, loops, depth, out)
+        for handler in stmt.handlers:
+            branch = path + ((id(handler), 0),)
+            self._walk_block(function, handler.body, indent, branch, loops, depth, out)
+        for block in (stmt.orelse, stmt.finalbody):
+            if block is not None:
+                self._walk_block(function, block.body, indent, path, loops, depth, out)
 
     def _walk_if(
         self,
@@ -633,6 +660,8 @@ def misplaced_clips(ctx: Context, seq: Sequence[Event]) -> Iterator[tuple[Event,
             opt = clip_optimizer(since, after)
             root = params_root(ctx, clip.call)
             for ev in since:
+                if not ev.on_every_path_to(clip):
+                    continue  # `if not finite: recover()` — a step on one branch only
                 if ev.kind in STEPS + (ZERO_GRAD,) and _same(ev.optimizer, opt, root, seq):
                     yield clip, "after-step" if ev.kind in STEPS else "after-zero-grad"
                     break

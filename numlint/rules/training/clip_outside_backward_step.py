@@ -39,7 +39,8 @@ class ClipOutsideBackwardStep(_steps.StepRule):
     several optimizers are used, a `step()` or `zero_grad()` only counts if it concerns the
     clipped gradients (same optimizer, or the module whose parameters are clipped).
     Conditions are not evaluated: two `if` statements on the same flag are treated as
-    independent.
+    independent, and a step or `zero_grad()` counts only when it runs on every path to
+    the clip (not one on a recovery branch or in an `except` handler).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html
@@ -159,6 +160,41 @@ class ClipOutsideBackwardStep(_steps.StepRule):
                 optimizer.zero_grad()
             """,
             "Accelerate's clip unscales and runs in the right place",
+        ),
+        Valid(
+            """
+            import torch
+            class Fitter:
+                def warm_up(self):
+                    for _ in range(10):
+                        self.opt.zero_grad()
+                        self.loss().backward()
+                        self.opt.step()
+                def train_step(self):
+                    self.opt.zero_grad()
+                    loss = self.loss()
+                    loss.backward()
+                    if not torch.isfinite(loss):
+                        self.warm_up()
+                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+                    self.opt.step()
+            """,
+            "a step on a recovery branch only: the usual path clips after backward",
+        ),
+        Valid(
+            """
+            import torch
+            for batch in loader:
+                try:
+                    model(batch).backward()
+                except RuntimeError:
+                    optimizer.zero_grad()
+                    break
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            "zero_grad in an `except` handler that leaves the loop",
         ),
     ]
     INVALID = [

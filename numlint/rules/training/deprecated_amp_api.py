@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.tree import exits
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ _NO_SPACE = cst.AssignEqual(
 )
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 #: Tests that select an API by torch version: the old spelling is a deliberate fallback.
-_VERSION_TEST = re.compile(r"version|VERSION|_GREATER|_LESS|_TORCH_|hasattr\(torch")
+_VERSION_TEST = re.compile(
+    r"version|VERSION|_GREATER|_LESS|_TORCH_|TORCH_?\d|torch_?\d|_\d+_\d+\b|hasattr\(torch"
+)
 
 
 class DeprecatedAmpApi(Rule):
@@ -131,6 +134,31 @@ class DeprecatedAmpApi(Rule):
             ctx = torch.amp.autocast("cuda") if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.autocast()
             """,
             "a fallback for old torch releases",
+        ),
+        Valid(
+            """
+            import torch
+            if TORCH_2_4:
+                from torch.amp import GradScaler
+            else:
+                from torch.cuda.amp import GradScaler
+            scaler = GradScaler("cuda", enabled=amp)
+            def autocast(enabled):
+                if TORCH_1_13:
+                    return torch.amp.autocast("cuda", enabled=enabled)
+                return torch.cuda.amp.autocast(enabled)
+            """,
+            "a name imported from either module by version, and a version flag",
+        ),
+        Valid(
+            """
+            import torch
+            if use_device_api:
+                scaler = torch.amp.GradScaler(device)
+            else:
+                scaler = torch.cuda.amp.GradScaler()
+            """,
+            "the other branch uses torch.amp: a deliberate fallback",
         ),
         Valid(
             """
@@ -276,7 +304,7 @@ class DeprecatedAmpApi(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualname(node.func)
         api = _DEPRECATED.get(qual or "")
-        if api is None or self._version_gated():
+        if api is None or self._version_gated() or self._imported_both_ways(node.func):
             return
         self.report(node, self._message(qual or "", api), self._fix_call(node, api))
 
@@ -288,6 +316,8 @@ class DeprecatedAmpApi(Rule):
         api = _DEPRECATED.get(qual or "")
         if api is None or api.kind != "decorator" or self._version_gated():
             return
+        if self._imported_both_ways(expr):
+            return
         fix = None
         new = self.ctx.spell(api.new)
         if new is not None:
@@ -297,15 +327,42 @@ class DeprecatedAmpApi(Rule):
 
     def _version_gated(self) -> bool:
         """Inside an `if` / conditional expression that tests the torch version or API, or
-        in the `except` fallback of a `try` that uses the new API (old torch only)."""
+        whose other branch uses `torch.amp`, or in the `except` fallback of a `try` that
+        uses the new API (old torch only)."""
+        inner: cst.CSTNode | None = None
         for node in self.ctx.ancestors():
             if isinstance(node, cst.ExceptHandler):
                 return True
             if isinstance(node, (cst.If, cst.IfExp)):
-                test = self.ctx.code(node.test)
-                if _VERSION_TEST.search(test):
+                if _VERSION_TEST.search(self.ctx.code(node.test)):
                     return True
+                other = node.orelse if inner is node.body else node.body
+                if other is not None and "torch.amp." in self.ctx.code(other):
+                    return True
+            if isinstance(node, (cst.IndentedBlock, cst.Module)) and inner in node.body:
+                earlier = node.body[: node.body.index(inner)]
+                if any(self._fallback_before(stmt) for stmt in earlier):
+                    return True
+            inner = node
         return False
+
+    def _fallback_before(self, stmt: cst.CSTNode) -> bool:
+        """`if new_torch: return torch.amp...`: what follows is the old-torch fallback."""
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None or not exits(stmt.body):
+            return False
+        return bool(_VERSION_TEST.search(self.ctx.code(stmt.test))) or (
+            "torch.amp." in self.ctx.code(stmt.body)
+        )
+
+    def _imported_both_ways(self, func: cst.BaseExpression) -> bool:
+        """`GradScaler` imported from `torch.amp` on one branch and `torch.cuda.amp` on
+        another (a version switch): the name is the current API where it exists."""
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        if not isinstance(func, cst.Name):
+            return False
+        targets = self.ctx.import_targets.get(func.value, set())
+        return any(t.startswith("torch.amp") or t == "torch" for t in targets)
 
     @staticmethod
     def _message(qual: str, api: _Api) -> str:
