@@ -166,15 +166,23 @@ class Rule:
     ) -> None:
         """Record a finding at `node` (its start is the reported position). A value hazard
         (NUM1xx-NUM4xx) is not reported in a branch for an empty tensor it uses, and is low
-        in test code: tests build their inputs on purpose and their values never reach a
-        training run."""
+        in test code and a module's `if __name__ == "__main__":` block that does not train (a
+        demo or self-check):
+        tests build their inputs on purpose and their values never reach a training run."""
         grade = confidence or self.CONFIDENCE
         if self.CODE[3] in "1234":
             if in_empty_branch(self.ctx, node):
                 return  # `if x.numel() == 0:` ... every value there is empty
-            if grade != "low" and self._in_tests():
+            if grade != "low" and (self._in_tests() or self._in_demo()):
                 grade = "low"
         self.reports.append(Report(type(self), node, message or self.MESSAGE, fix, grade, related))
+
+    def _in_demo(self) -> bool:
+        """In a module's `if __name__ == "__main__":` block that does not train."""
+        stack = self.ctx.stack
+        if len(stack) > 1 and _main_block(stack[1]):
+            return ".backward(" not in self.ctx.code(stack[1])
+        return False
 
     def _in_tests(self) -> bool:
         ctx = self.ctx
@@ -247,3 +255,14 @@ def rule_by_selector(selector: str) -> type[Rule] | None:
         if selector in (rule.CODE, rule.NAME):
             return rule
     return None
+
+
+def _main_block(node: cst.CSTNode) -> bool:
+    """A module-level `if __name__ == "__main__":`."""
+    if not isinstance(node, cst.If) or not isinstance(node.test, cst.Comparison):
+        return False
+    test = node.test
+    sides = [test.left, *(c.comparator for c in test.comparisons)]
+    names = {s.value for s in sides if isinstance(s, cst.Name)}
+    texts = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
+    return names == {"__name__"} and texts == {"__main__"}

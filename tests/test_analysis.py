@@ -359,3 +359,20 @@ def test_an_arm_that_returns_leaves_nothing_behind() -> None:
     """
     found = check_source(textwrap.dedent(code), "m.py", {"select": ["NUM101"]})
     assert [(d.row, d.fix is not None) for d in found] == [(8, True)]  # one arm: fixable
+
+
+def test_anomaly_detection_is_left_alone_in_tests() -> None:
+    code = (
+        "import torch\ndef check(model, x):\n"
+        "    with torch.autograd.set_detect_anomaly(True):\n        model(x).sum().backward()\n"
+    )
+    config = {"select": ["NUM507"]}
+    found = {
+        path: len(check_source(code, path, config))
+        for path in ("pkg/train.py", "pkg/utils/unittests/model_tests_basic.py", "tests/m.py")
+    }
+    assert found == {
+        "pkg/train.py": 1,
+        "pkg/utils/unittests/model_tests_basic.py": 0,
+        "tests/m.py": 0,
+    }

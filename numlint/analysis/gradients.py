@@ -44,6 +44,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
         if _autograd_function(ctx, cls.node):
             return False  # a custom autograd.Function: forward, backward and their helpers
             # run without autograd
+        if _optimizer_class(ctx, cls.node):
+            return False  # an optimizer: `step` and its helpers update parameters in place
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
@@ -56,6 +58,17 @@ def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
     for base in node.bases:
         qual = ctx.qualname(base.value) or ""
         if qual.endswith(("autograd.Function", "autograd.function.Function")):
+            return True
+    return False
+
+
+def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
+    """A subclass of an optimizer (`torch.optim.Optimizer`, a library's `BaseOptimizer`)."""
+    if not isinstance(node, cst.ClassDef):
+        return False
+    for base in node.bases:
+        name = ctx.qualname(base.value) or ctx.code(base.value)
+        if name.rsplit(".", 1)[-1].endswith("Optimizer"):
             return True
     return False
 
@@ -252,6 +265,12 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return all(sub(e.value) for e in node.elements)
     if isinstance(node, cst.Attribute) and node.attr.value in ("shape", "ndim"):
         return True
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        qual = ctx.qualname(node, env)
+        if qual is not None and qual.startswith("math."):
+            return not integers  # `math.pi`: a Python float
+        if isinstance(node, cst.Name) and _number_parameter(ctx, node.value, integers):
+            return True
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
         if node.value.value == "self" and not integers:
             return _buffer_value(ctx, node.attr.value)
@@ -284,6 +303,20 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         if callee.method in _SHAPE_METHODS:
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
+    return False
+
+
+def _number_parameter(ctx: Context, name: str, integers: bool) -> bool:
+    """A parameter of the enclosing function annotated as a Python number (`factor: int`)."""
+    func = ctx.function
+    if func is None:
+        return False
+    params = func.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value == name and p.annotation is not None:
+            ann = p.annotation.annotation
+            kinds = ("int",) if integers else ("int", "float", "bool")
+            return isinstance(ann, cst.Name) and ann.value in kinds
     return False
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
-
 import libcst as cst
 
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -44,8 +42,9 @@ class DetectAnomalyLeftOn(Rule):
     Known limitations:
     A literal `True` is required (`set_detect_anomaly(args.debug)` is a deliberate switch);
     any enclosing `if` counts as a debug switch, and `detect_anomaly(check_nan=False)` (used
-    for its forward tracebacks) is left alone. A debugging utility that switches anomaly mode
-    on for its own run is still flagged.
+    for its forward tracebacks) is left alone, as are tests (`tests/`, `unittests/`,
+    `test_*` files and functions), which switch it on to check gradients on purpose. A
+    debugging utility that switches anomaly mode on for its own run is still flagged.
 
     References:
     - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
@@ -166,7 +165,7 @@ class DetectAnomalyLeftOn(Rule):
             return
         if not (isinstance(on, cst.Name) and on.value == "True"):
             return
-        if _is_test_file(self.ctx.path) or self._conditional():
+        if self._in_tests() or self._conditional():
             return
         self.report(node)
 
@@ -180,8 +179,3 @@ class DetectAnomalyLeftOn(Rule):
             ):
                 return True
         return False
-
-
-def _is_test_file(path: str) -> bool:
-    name = posixpath.basename(path.replace("\\", "/"))
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
