@@ -228,6 +228,87 @@ _PADDING = re.compile(
 )
 
 
+def zero_tested(ctx: Context, value: Value) -> bool:
+    """The function compares the value, or what its root or norm is taken of, with 0 (or a
+    tiny eps) somewhere: `k = where(sin_sq > 0, two_theta / sin_theta, 2)` after
+    `sin_theta = sqrt(sin_sq)`. The author expects exact zeros there (the identity
+    rotation, the principal point); a test that guards the operation itself is a guard,
+    which the rules check first."""
+    func = ctx.function
+    if func is None:
+        return False
+    wanted: set[str] = set()
+    current: Value | None = value
+    for _ in range(4):
+        if current is None:
+            break
+        node = current.node
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        name = dotted_name(node)
+        if name is not None:
+            wanted.add(name)
+        following = ctx.deref(Value(node, current.env, current.mutations))
+        if following.node is not node:
+            current = following
+            continue
+        current = None
+        if isinstance(node, cst.Call):
+            callee = ctx.callee(node, following.env)
+            if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+                current = Value(callee.receiver, following.env)
+                continue
+            o = op(ctx, node, following.env)
+            if o is not None and o.name in _THROUGH and o.input is not None:
+                current = Value(o.input, following.env)  # sqrt(s): what s is
+    if not wanted:
+        return False
+    filters = {
+        id(c)
+        for n in descendants(func)
+        if isinstance(n, cst.Subscript)
+        for c in descendants(n)
+        if c is not n and isinstance(c, cst.Comparison)
+    }  # `p = p[p > 0]` keeps the positive entries: a filter, not an expected zero
+    for node in descendants(func):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        if id(node) in filters:
+            continue
+        left, right = node.left, node.comparisons[0].comparator
+        operator = node.comparisons[0].operator
+        for a, b, flipped in ((left, right, False), (right, left, True)):
+            while isinstance(a, cst.Subscript):
+                a = a.value
+            bound = const(ctx, b, ctx.env)
+            if (
+                dotted_name(a) in wanted
+                and bound is not None
+                and _singles_out_zero(operator, bound, flipped)
+            ):
+                return True
+    return False
+
+
+def _singles_out_zero(operator: cst.BaseCompOp, bound: float, flipped: bool) -> bool:
+    """`x == 0`, `x != 0`, `x > 0`, `x <= 0`, `x < 1e-8`: a test that tells 0 apart (not
+    `x < 0` or `x >= 0`, which test the sign)."""
+    if abs(bound) > 1e-6:
+        return False
+    if isinstance(operator, (cst.Equal, cst.NotEqual)):
+        return True
+    if flipped:  # `0 < x` is `x > 0`
+        operator = {
+            cst.LessThan: cst.GreaterThan(),
+            cst.GreaterThan: cst.LessThan(),
+            cst.LessThanEqual: cst.GreaterThanEqual(),
+            cst.GreaterThanEqual: cst.LessThanEqual(),
+        }.get(type(operator), operator)
+    if isinstance(operator, (cst.GreaterThan, cst.LessThanEqual)):
+        return bound >= 0
+    return isinstance(operator, (cst.LessThan, cst.GreaterThanEqual)) and bound > 0
+
+
 def padding_mask(ctx: Context, value: Value) -> bool:
     """An attention, padding, length, token or causal mask: every row keeps at least one
     token (a BOS or CLS token, a caption of one word, an utterance of one frame, the diagonal

@@ -97,7 +97,30 @@ def sanitised_later(ctx: Context) -> bool:
     )
     if any(pattern.search(ctx.code(s)) for s in after[:5]):
         return True
+    if _zero_entries_replaced(ctx, name, after[:5]):
+        return True
     return _derived_sanitised(ctx, name, after[:8])
+
+
+def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
+    """`score[den == 0] = ...`, or `zeros = den == 0; score[zeros] = torch.where(...)`: the
+    entries where the denominator was 0 are overwritten."""
+    tests: set[str] = set()
+    n = re.escape(name)
+    for stmt in after:
+        code = ctx.code(stmt)
+        target = assigned_name(stmt)
+        if target is not None and re.search(r"==\s*0(\.0*)?\b", code):
+            tests.add(target)  # `denom_zeros = denom == 0`
+        found = re.match(rf"\s*{n}\[([^\n]*?)\]\s*=[^=]", code)
+        if found is None:
+            continue
+        index = found.group(1)
+        if re.search(r"==\s*0(\.0*)?\b|isnan|isinf|isfinite", index):
+            return True
+        if set(_WORD.findall(index)) & tests:
+            return True
+    return False
 
 
 def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:

@@ -6,7 +6,13 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
-from numlint.analysis.evidence import grade, padding_mask, vanishes_together, weights_sum
+from numlint.analysis.evidence import (
+    grade,
+    padding_mask,
+    vanishes_together,
+    weights_sum,
+    zero_tested,
+)
 from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.zeros import denominator_reason
@@ -409,6 +415,8 @@ class DivideByZeroNorm(Rule):
             confidence = "high"
         if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
             confidence = "low"
+        elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
+            confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.evidence import grade
+from numlint.analysis.evidence import grade, zero_tested
 from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.guards import selection
 from numlint.analysis.ops import const, has_tensor_op, op
@@ -364,6 +364,8 @@ class SqrtAtZero(Rule):
             confidence = "low"
         if reason == "`1 - x**2`" and not _unit_bounded(ctx, ctx.value(arg)):
             confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
+        elif confidence == "low" and zero_tested(ctx, ctx.value(arg)):
+            confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
