@@ -72,6 +72,8 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
     if not log and reason in _ROOT_LOW:
         return "low"
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
+    if value is not None and reason == "a normalised ratio" and _ratio_of_norms(ctx, value):
+        return "low"  # `log10(x.norm() / (x - y).norm())`: 0 only for an all-zero tensor
     if value is not None and reason in ("a 0/1 mask", "a count"):
         counted = _counted(ctx, value) if reason == "a count" else value
         if counted is not None and not mask_computed(ctx, counted):
@@ -80,6 +82,17 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _ratio_of_norms(ctx: Context, value: Value) -> bool:
+    """`a / b` whose numerator is a norm, standard deviation or variance."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Divide):
+        return False
+    top = ctx.deref(Value(node.left, v.env))
+    o = op(ctx, top.node, top.env) if isinstance(top.node, cst.Call) else None
+    return o is not None and o.name in ("norm", "std", "var")
 
 
 def _counted(ctx: Context, value: Value) -> Value | None:

@@ -10,6 +10,7 @@ a detached value, in code that PyTorch Lightning runs without gradients
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
@@ -204,7 +205,10 @@ CONSTRUCTORS = frozenset(
 
 
 #: Functions that combine tensors without creating a gradient of their own.
-_COMBINERS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.flatten"})
+_COMBINERS = frozenset(
+    {"torch.stack", "torch.cat", "torch.concat", "torch.flatten", "einops.rearrange",
+     "einops.reduce", "einops.repeat"}
+)  # fmt: skip
 #: Functions whose result has a gradient only if their tensor arguments have one.
 _COUNTING = frozenset(
     {"torch.sum", "torch.cumsum", "torch.count_nonzero", "torch.any", "torch.all"}
@@ -252,6 +256,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return not integers
     if isinstance(node, cst.Comparison):
         return True  # a bool tensor: `(x > t).sum()` counts, it carries no gradient
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        return True  # an einops pattern
     if isinstance(node, cst.UnaryOperation):
         return sub(node.expression)
     if isinstance(node, cst.BinaryOperation):
@@ -271,6 +277,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
             return not integers  # `math.pi`: a Python float
         if isinstance(node, cst.Name) and _number_parameter(ctx, node.value, integers):
             return True
+        if isinstance(node, cst.Name) and not integers and _mask_parameter(ctx, node.value):
+            return True  # `id_mask`: masks select, they are not differentiated
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
         if node.value.value == "self" and not integers:
             return _buffer_value(ctx, node.attr.value)
@@ -304,6 +312,21 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+_MASK_PARAMETER = re.compile(r"(^|_)masks?$")
+
+
+def _mask_parameter(ctx: Context, name: str) -> bool:
+    """A parameter of the enclosing function named as a mask (`mask`, `prediction_mask`)."""
+    func = ctx.function
+    if func is None or not _MASK_PARAMETER.search(name):
+        return False
+    params = func.params
+    return any(
+        p.name.value == name
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
 
 
 def _number_parameter(ctx: Context, name: str, integers: bool) -> bool:

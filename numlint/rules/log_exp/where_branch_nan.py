@@ -220,9 +220,12 @@ class WhereBranchNan(Rule):
         if _guarded(ctx, operand):
             return
         sel = selection(ctx, operand)
-        if sel is None or not gradient_flows(ctx, operand):
+        if sel is None:
+            return
+        operands = [e for e in (operand, other) if e is not None]
+        if not any(gradient_flows(ctx, e) for e in operands):
             return  # the NaN is in the gradient only: nothing to report where none flows
-        if all(gradient_free(ctx, e) for e in (operand, other) if e is not None):
+        if all(gradient_free(ctx, e) for e in operands):
             return  # `where(n > 0, hits / n, 0)` of counts: no operand carries a gradient
         if _selected_at_zero(ctx, sel, operand):
             return  # `where(n < 50, 5000 / n, ...)`: 0 is in the branch taken, not masked

@@ -59,7 +59,9 @@ class DivideByZeroNorm(Rule):
     high for a count or sum of a mask this code computes by a test that can fail everywhere
     (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
     (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
-    ReLU output or of a value clamped at 0; low for the norm or sum of some tensor (it would
+    ReLU output or of a value clamped at 0, and where the function tests the denominator
+    (or what its norm or root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos,
+    ...)`: the author expects exact zeros); low for the norm or sum of some tensor (it would
     need an all-zero vector), a standard deviation or variance (a constant input), a mask
     the function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry
     per row by construction), a padding test of indices (`idx >= 0`, `species == -1`,

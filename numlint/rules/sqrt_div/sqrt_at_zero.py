@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
@@ -47,8 +49,10 @@ class SqrtAtZero(Rule):
     Confidence:
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
     (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel),
-    a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp or a value not computed here);
-    low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
+    a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp or a value named so), a
+    value the function tests against 0 elsewhere (`mask = theta_sq > 0`);
+    low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`) or of an unknown
+    one, for another
     value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
     pivot clamped against rounding is 0 only when degenerate);
@@ -224,12 +228,23 @@ class SqrtAtZero(Rule):
         Invalid(
             """
             import torch
-            def sin_from_cos(c):
-                return torch.sqrt(1 - c ** 2)
+            def sin_from_cos(cos):
+                return torch.sqrt(1 - cos ** 2)
             """,
             line=3,
             column=12,
             note="`1 - cos**2` is 0 at cos = +-1",
+        ),
+        Invalid(
+            """
+            import torch
+            def periodicity(a):
+                return torch.sqrt(1 - a * a)
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            note="`1 - a**2` of an unknown value: 0 only if it reaches +-1",
         ),
         Invalid(
             """
@@ -456,9 +471,13 @@ _UNIT_OPS = frozenset(
 )
 
 
+_COSINE_NAME = re.compile(r"(cos|sin|corr|rho|tanh|dot|sim)", re.I)
+
+
 def _unit_bounded(ctx, value: Value) -> bool:
-    """In `1 - x**2`, x may reach +-1: a cosine, sine, tanh, a clamp, or a value not
-    computed here. Not `exp(-k)` or another op whose range stops short of 1."""
+    """In `1 - x**2`, x may reach +-1: a cosine, sine, tanh, a clamp, or a value whose name
+    says so (`cos`, `rho`). Not `exp(-k)`, another op whose range stops short of 1, or an
+    unknown `x` (an aperiodicity, a decay rate)."""
     v, _ = strip(ctx, value)
     node = v.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
@@ -470,7 +489,9 @@ def _unit_bounded(ctx, value: Value) -> bool:
             o = op(ctx, b.node, b.env)
             name = o.name if o is not None else call_name(b.node)
             return name in _UNIT_OPS
-        # a parameter or attribute: unknown, may well be a cosine; a computed value: only
-        # the ops above reach +-1
-        return isinstance(b.node, (cst.Name, cst.Attribute))
+        # a parameter or attribute: unknown, a cosine when its name says so; a computed
+        # value: only the ops above reach +-1
+        node = b.node
+        ident = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+        return isinstance(ident, str) and bool(_COSINE_NAME.search(ident))
     return True  # not the plain form: keep the grade
