@@ -480,6 +480,16 @@ def _unit_bounded(ctx, value: Value) -> bool:
     unknown `x` (an aperiodicity, a decay rate)."""
     v, _ = strip(ctx, value)
     node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        # `n * m * (1 - c**2)`: the factors that are `1 - x**2`
+        factors, pending = [], [node]
+        while pending:
+            f = pending.pop()
+            if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
+                pending += [f.left, f.right]
+            elif isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Subtract):
+                factors.append(f)
+        return not factors or any(_unit_bounded(ctx, Value(f, v.env)) for f in factors)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         base = square_of(ctx, node.right, v.env)
         if base is None:
