@@ -17,11 +17,11 @@ import libcst as cst
 
 from numlint.analysis.ops import const, op
 from numlint.analysis.summaries import passed_names
-from numlint.analysis.zeros import square_of, zero_reason
+from numlint.analysis.zeros import is_max_of, square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, dotted_name, positional, strip
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -399,7 +399,7 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
     `tokens.ne(pad_idx)`), which leaves every real row an entry."""
     if depth > 6 or _structural(value.node):
         return False
-    given = given_name(ctx, value)
+    given = given_name(ctx, value) or _unpacked_name(ctx, value)
     if given is not None:
         return bool(_CONTENT_MASK.search(given))  # a parameter, however it is rebound
     v, _ = strip(ctx, value)
@@ -409,6 +409,10 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         return mask_computed(ctx, Value(expr, v.env), depth + 1)
 
     if isinstance(node, cst.Comparison):
+        if len(node.comparisons) == 1 and _always_hit(
+            ctx, node.left, node.comparisons[0].comparator, node.comparisons[0].operator, v.env
+        ):
+            return False
         return not _padding_test(ctx, node) and not _support_test(ctx, node)
     if _structural(node):
         return False  # `valid`, `atom_exists`, `attention_mask`: a row keeps an entry
@@ -426,8 +430,18 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
             return sub(callee.receiver)
         name = (callee.qualname or callee.method or "").rsplit(".", 1)[-1]
         if name in _MASK_OPS:
+            other = positional(node, 0, "other")
+            if callee.receiver is not None and name in ("eq", "ge") and other is not None:
+                operator = cst.Equal() if name == "eq" else cst.GreaterThanEqual()
+                if _always_hit(ctx, callee.receiver, other, operator, v.env):
+                    return False
+            if callee.qualname in ("torch.eq", "torch.ge") and len(node.args) >= 2:
+                operator = cst.Equal() if name == "eq" else cst.GreaterThanEqual()
+                a, b = node.args[0].value, node.args[1].value
+                if _always_hit(ctx, a, b, operator, v.env):
+                    return False
             if callee.receiver is not None and name in ("eq", "ne", "gt", "lt", "ge", "le"):
-                return not _padding_parts(ctx, callee.receiver, positional(node, 0, "other"))
+                return not _padding_parts(ctx, callee.receiver, other)
             args = [a.value for a in node.args if a.keyword is None]
             if callee.receiver is not None:
                 args.append(callee.receiver)
@@ -450,6 +464,18 @@ _CONTENT_MASK = re.compile(
 )
 
 
+def _unpacked_name(ctx: Context, value: Value) -> str | None:
+    """A name bound by unpacking a call's result (`x, x_mask = self.encoder(...)`): what
+    the mask is, only its name says."""
+    node = value.node
+    if not isinstance(node, cst.Name):
+        return None
+    binding = ctx.lookup(node.value, value.env)
+    if binding is None or binding.value is not None:
+        return None
+    return node.value if given_name(ctx, value) is None and ctx.function is not None else None
+
+
 def given_name(ctx: Context, value: Value) -> str | None:
     """The name of a value the function is given rather than computes: one of its
     parameters or an attribute (`mask`, `self.mask`, `mask[:, None].float()`)."""
@@ -460,7 +486,7 @@ def given_name(ctx: Context, value: Value) -> str | None:
         elif (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in TRANSPARENT_METHODS
+            and (node.func.attr.value in TRANSPARENT_METHODS or node.func.attr.value in _CASTS)
         ):
             node = node.func.value
         else:
@@ -483,6 +509,51 @@ _STRUCTURAL_MASK = re.compile(
     r"(valid|exists?|present|available|attention|attn|padding|nonpad|non_pad)", re.I
 )
 _PROBABILITY = re.compile(r"(prob|probs|probabilities|proba|distribution)(_|$)", re.I)
+
+
+def _always_hit(
+    ctx: Context,
+    a: cst.BaseExpression,
+    b: cst.BaseExpression,
+    operator: cst.BaseCompOp,
+    env,
+) -> bool:
+    """A test some entry always passes: `x == x.max(-1, keepdim=True)` (a maximum is
+    attained: ties count at least 1), `idx == torch.cat([idx.t(), queue], 1)` (each entry
+    meets itself)."""
+    if not isinstance(operator, (cst.Equal, cst.GreaterThanEqual)):
+        return False
+    for x, y in ((a, b), (b, a)):
+        top = ctx.deref(Value(y, env))
+        root = _roots(x)
+        if root and is_max_of(ctx, top) and _mentions(ctx, top.node, root):
+            return True  # the maximum of x itself
+    if isinstance(operator, cst.Equal):
+        for x, y in ((a, b), (b, a)):
+            root = _roots(x)
+            target = ctx.deref(Value(y, env)).node
+            if root and isinstance(target, cst.Call) and call_name(target) in ("cat", "concat"):
+                inside = {
+                    _roots(e) for e in descendants(target) if isinstance(e, cst.BaseExpression)
+                }
+                if root in inside:
+                    return True
+    return False
+
+
+def _mentions(ctx: Context, node: cst.CSTNode, root: str) -> bool:
+    """`root` is what the expression (through one variable) is computed from."""
+    for n in descendants(node):
+        if isinstance(n, cst.Name) and n.value == root.split(".")[0]:
+            return True
+        if isinstance(n, cst.Name):
+            bound = ctx.deref(ctx.value(n)).node
+            if bound is not n and any(
+                isinstance(m, cst.Name) and m.value == root.split(".")[0]
+                for m in descendants(bound)
+            ):
+                return True
+    return False
 
 
 def _structural(node: cst.CSTNode) -> bool:
@@ -545,6 +616,8 @@ def _padding_parts(
             return True
         sentinel = const(ctx, b, ctx.env)
         named = _identifier(b)
+        if named is not None and _SENTINEL.search(named):
+            return True  # `ref != self.ignore_id`, `x.ne(pad_idx)`
         if _INDEX_NAME.search(ident) and (
             sentinel in (0.0, -1.0, -100.0) or (named is not None and _SENTINEL.search(named))
         ):

@@ -349,7 +349,12 @@ def nonzero_selected(ctx: Context, value: Value) -> bool:
     if isinstance(node, cst.Subscript):
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and _nonzero_test(ctx, index.value, value.env):
+            if not isinstance(index, cst.Index):
+                continue
+            test = index.value
+            if isinstance(test, cst.Name):  # `keep = m.sum(1) > 0; m = m[keep]`
+                test = ctx.deref(Value(test, value.env)).node
+            if _nonzero_test(ctx, test, value.env):
                 return True
         return False
     if isinstance(node, cst.Call) and _user_call(ctx, node, value.env):
@@ -527,6 +532,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name == "sum" and o.input is not None:
         if positive_value(ctx, Value(o.input, env)):
             return None
+        if nonzero_selected(ctx, Value(o.input, env)):
+            return None  # `m = m[m.sum(1) > 0]; ... / m.sum(1)`: the empty rows are gone
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
         if o.name == "pow":
@@ -557,19 +564,21 @@ def exp_bounded(
     With `shifted_only`, only `x - max(x)` counts (its largest term is exactly 1, so a sum of
     exponentials can neither overflow nor underflow to 0).
     """
+    if _shifted_in_place(ctx, Value(arg, env)):
+        return True  # `logits.sub_(logits_max)` earlier: the stabilisation idiom in place
     value = ctx.deref(Value(arg, env))
     node, env = value.node, value.env
     if const(ctx, node, env) is not None:
         return True
     if shifted_only:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-            return _is_max_of(ctx, ctx.deref(Value(node.right, env)))
+            return is_max_of(ctx, ctx.deref(Value(node.right, env)))
         return False
     if _non_positive(ctx, value):
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         right = ctx.deref(Value(node.right, env))
-        return _is_max_of(ctx, right)
+        return is_max_of(ctx, right)
     o = op(ctx, node, env)
     if o is not None and o.name in ("clamp",):
         return clamp_bounds(o)[1] is not None
@@ -578,6 +587,28 @@ def exp_bounded(
         if qual in ("torch.minimum", "torch.nn.functional.logsigmoid", "torch.log_softmax"):
             return True
         if qual == "torch.nn.functional.log_softmax":
+            return True
+    return False
+
+
+def _shifted_in_place(ctx: Context, value: Value) -> bool:
+    """The name was shifted by its maximum in place since it was bound: `x.sub_(m)` or
+    `x -= m` with m a maximum."""
+    node = value.node
+    if not isinstance(node, cst.Name):
+        return False
+    binding = ctx.lookup(node.value, value.env)
+    if binding is None:
+        return False
+    for stmt in binding.mutations:
+        shift = None
+        if isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.SubtractAssign):
+            shift = stmt.value
+        elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            call = stmt.value
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "sub_":
+                shift = positional(call, 0, "other")
+        if shift is not None and is_max_of(ctx, ctx.deref(Value(shift, binding.env))):
             return True
     return False
 
@@ -664,7 +695,7 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     return False
 
 
-def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
+def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     """A maximum (`x.max(d).values`, `torch.amax`, `torch.maximum`, a `*max*` helper's result)
     through masking, detaching and reshaping: subtracting it is the stabilisation idiom."""
     if depth > 6:
@@ -677,10 +708,10 @@ def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Name):
         deref = ctx.deref(Value(node, env))
         if deref.node is not node:
-            return _is_max_of(ctx, deref, depth + 1)
+            return is_max_of(ctx, deref, depth + 1)
         source = unpacked_from(ctx, node, env)  # `m, _ = torch.max(x, dim)`
         if source is not None:
-            return _is_max_of(ctx, source, depth + 1)
+            return is_max_of(ctx, source, depth + 1)
         return "max" in node.value.lower()
     if not isinstance(node, cst.Call):
         return False
@@ -688,10 +719,10 @@ def _is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if callee.receiver is not None and (
         callee.method in TRANSPARENT_METHODS or callee.method in ("masked_fill", "squeeze")
     ):
-        return _is_max_of(ctx, ctx.deref(Value(callee.receiver, env)), depth + 1)
+        return is_max_of(ctx, ctx.deref(Value(callee.receiver, env)), depth + 1)
     if callee.qualname in ("torch.masked_fill", "torch.squeeze", "torch.unsqueeze"):
         inp = positional(node, 0, "input")
-        return inp is not None and _is_max_of(ctx, ctx.deref(Value(inp, env)), depth + 1)
+        return inp is not None and is_max_of(ctx, ctx.deref(Value(inp, env)), depth + 1)
     o = op(ctx, node, env)  # type: ignore[arg-type]
     if o is not None and o.name in ("max", "maximum"):
         return True

@@ -9,7 +9,7 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade, zero_tested
 from numlint.analysis.gradients import gradient_flows
-from numlint.analysis.guards import selection
+from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import square_of, zero_reason
@@ -344,7 +344,7 @@ class SqrtAtZero(Rule):
         if reason is None:
             found = origin_of(ctx, ctx.deref(ctx.value(arg)).node, ("sum_of_squares",))
             reason = f"a sum of squares ({found.what})" if found is not None else None
-        if reason is None or selection(ctx, arg) is not None:
+        if reason is None or selection(ctx, arg) is not None or guarded_by_condition(ctx, arg):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
             return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
