@@ -98,6 +98,9 @@ def test_custom_autograd_function_bodies_have_no_gradient() -> None:
         ("src/model.py", "postprocess", True),
         ("src/model.py", "forward", False),
         ("src/geometric/conv.py", "", False),
+        ("deepinv/sampling/sde_solver.py", "step", True),
+        ("pkg/inference/generate.py", "", True),
+        ("pkg/models/sampler.py", "", False),
     ],
 )
 def test_evaluation_code(path: str, function: str, expected: bool) -> None:

@@ -752,6 +752,8 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     inner = reduced(ctx, denominator)
     if inner is None or _squares(ctx.deref(denominator).node):
         return False  # `/ (c**2 + d**2).sum()`: a squared norm, not a sum of weights
+    if _squares(strip(ctx, inner)[0].node):
+        return False  # `psf = field.abs().pow(2)`: an energy, positive where the field is not 0
     if _outer_op(ctx, denominator) not in ("sum", "nansum"):
         return False  # `x * y / x.norm()`: a normalisation, not a weighted mean
     ident = _roots(ctx.deref(inner).node)

@@ -9,15 +9,17 @@ from pathlib import PurePath
 
 _EVAL_DIRS = re.compile(
     r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
+    r"|(^|[/\\])(sampling|samplers|inference)[/\\]"
 )
 _EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
 _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
 
 
 def evaluation_code(path: str, function: str) -> bool:
-    """Code that measures rather than trains: a `metrics` / `evaluation` package or module
-    (`utils/metrics.py`, `torchmetrics/`), or a function named for a metric, an
-    evaluation or post-processing. Its results are not differentiated."""
+    """Code that measures or samples rather than trains: a `metrics` / `evaluation` package
+    or module (`utils/metrics.py`, `torchmetrics/`), a `sampling/`, `samplers/` or
+    `inference/` package, or a function named for a metric, an evaluation or
+    post-processing. Its results are not differentiated."""
     return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.dtypes import dtype_branch, is_half
+from numlint.analysis.dtypes import dtype_branch, evidence, is_half, traced_dtype
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import format_args, keyword, positional
+from numlint.tree import descendants
 
 #: Softmax functions and the position of their `dtype` argument.
 _FUNCTIONS = {
@@ -43,6 +44,11 @@ class HalfSoftmaxWithoutFloat32(Rule):
     The dtype is followed within one function; values whose dtype cannot be followed are judged
     by their class, function or module, so an attention softmax in a class that calls `.half()`
     is flagged although its small weights rarely matter. `nn.Softmax` modules are not checked.
+
+    Confidence:
+    high where the values are float16 by their data flow, or the function itself converts to
+    float16 (`model.half()` before sampling); low where only the enclosing class or module
+    does (an attention softmax in a half model, whose small weights rarely matter).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -218,7 +224,9 @@ class HalfSoftmaxWithoutFloat32(Rule):
             return  # dtype given positionally
         if not is_half(ctx, ctx.value(source)) or dtype_branch(ctx):
             return
-        self.report(node, fix=self._fix(node))
+        traced = traced_dtype(ctx, ctx.value(source)) == "float16"
+        confidence = "high" if traced or _converts_here(ctx) else "low"
+        self.report(node, fix=self._fix(node), confidence=confidence)
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
         ctx = self.ctx
@@ -228,3 +236,12 @@ class HalfSoftmaxWithoutFloat32(Rule):
         args = [*format_args(ctx, node.args), f"dtype={f32}"]
         code = f"{ctx.code(node.func)}({', '.join(args)})"
         return self.fix("unsafe", "Compute the softmax in float32", (node, code))
+
+
+def _converts_here(ctx) -> bool:
+    """A float16 conversion in the function being linted (not only in its class or module)."""
+    func = ctx.function
+    if func is None:
+        return False
+    inside = {id(n) for n in descendants(func)}
+    return any(e.kind != "autocast" and id(e.node) in inside for e in evidence(ctx))

@@ -748,7 +748,8 @@ def unscales_after_step(seq: Sequence[Event]) -> Iterator[tuple[Event, Event]]:
             if ev.kind in BACKWARDS:
                 break
             if ev.kind == SCALER_STEP and ev.receiver == un.receiver and ev.arg == un.arg:
-                yield un, ev
+                if ev.on_every_path_to(un):  # not `if step: scaler.step(...)` on one branch
+                    yield un, ev
                 break
 
 

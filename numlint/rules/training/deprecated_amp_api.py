@@ -362,7 +362,7 @@ class DeprecatedAmpApi(Rule):
         if not isinstance(func, cst.Name):
             return False
         targets = self.ctx.import_targets.get(func.value, set())
-        return any(t.startswith("torch.amp") or t == "torch" for t in targets)
+        return any(t not in _DEPRECATED for t in targets)  # `torch.GradScaler`, `torch.amp.*`
 
     @staticmethod
     def _message(qual: str, api: _Api) -> str:
