@@ -92,6 +92,8 @@ def _ratio_of_norms(ctx: Context, value: Value) -> bool:
         return False
     top = ctx.deref(Value(node.left, v.env))
     o = op(ctx, top.node, top.env) if isinstance(top.node, cst.Call) else None
+    if o is not None and o.name == "sum" and o.input is not None:
+        return _squares(strip(ctx, Value(o.input, top.env))[0].node)  # an energy ratio (dB)
     return o is not None and o.name in ("norm", "std", "var")
 
 
@@ -397,7 +399,7 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
     function is given (a parameter, an attribute: valid-entry masks, whose rows keep an entry
     by construction) nor a padding test on indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`), which leaves every real row an entry."""
-    if depth > 6 or _structural(value.node):
+    if depth > 6 or _structural(value.node) or _set_true(ctx, value):
         return False
     given = given_name(ctx, value) or _unpacked_name(ctx, value)
     if given is not None:
@@ -462,6 +464,31 @@ _CONTENT_MASK = re.compile(
     r"($|_|\d)",
     re.I,
 )
+
+
+def _set_true(ctx: Context, value: Value) -> bool:
+    """The mask has entries set to True in place after it was computed
+    (`m.scatter_(1, top1, True)`, `m[idx] = 1`): it is not empty."""
+    v = ctx.deref(value)
+    for stmt in v.mutations:
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            call = stmt.value
+            if call_name(call) in ("scatter_", "index_fill_", "fill_") and call.args:
+                fill = call.args[-1].value
+                if _true(ctx, fill):
+                    return True
+        if isinstance(stmt, cst.Assign) and all(
+            isinstance(t.target, cst.Subscript) for t in stmt.targets
+        ):
+            if _true(ctx, stmt.value):
+                return True
+    return False
+
+
+def _true(ctx: Context, node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    return const(ctx, node, ctx.env) == 1.0
 
 
 def _unpacked_name(ctx: Context, value: Value) -> str | None:
