@@ -460,7 +460,8 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
 #: Masks that select by content (can be empty: an image without objects), not validity.
 _CONTENT_MASK = re.compile(
     r"(^|_)(fg|foreground|pos|positive|positives|match|matched|matches|inlier|inliers|"
-    r"selected|keep|hit|hits|detected|active|visible|occupied|obj|object|correct|found)"
+    r"selected|keep|hit|hits|detected|active|visible|occupied|obj|object|correct|found|"
+    r"loss|label|labels|target|targets|completion|response|answer)"
     r"($|_|\d)",
     re.I,
 )
@@ -616,10 +617,12 @@ def _support_test(ctx: Context, node: cst.Comparison) -> bool:
 
 
 _INDEX_NAME = re.compile(
-    r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens|label|labels|target|targets)$",
+    r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens)$",
     re.I,
 )
-_SENTINEL = re.compile(r"pad|ignore", re.I)
+#: Padding values. Not an ignore index: the tokens of a label mask (`labels != -100`) that
+#: count in a loss can all be gone (a prompt truncated before its completion).
+_SENTINEL = re.compile(r"pad", re.I)
 
 
 def _padding_test(ctx: Context, node: cst.Comparison) -> bool:
@@ -644,9 +647,9 @@ def _padding_parts(
         sentinel = const(ctx, b, ctx.env)
         named = _identifier(b)
         if named is not None and _SENTINEL.search(named):
-            return True  # `ref != self.ignore_id`, `x.ne(pad_idx)`
+            return True  # `x.ne(pad_idx)`, `tokens != self.padding_idx`
         if _INDEX_NAME.search(ident) and (
-            sentinel in (0.0, -1.0, -100.0) or (named is not None and _SENTINEL.search(named))
+            sentinel in (0.0, -1.0) or (named is not None and _SENTINEL.search(named))
         ):
             return True
     return False

@@ -315,6 +315,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted = names(operand)
     if not wanted:
         return False
+    wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
         parent, child = stack[i], stack[i + 1]
@@ -349,6 +350,18 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if _indexes_minus_one(ctx, stmt, wanted):
                     return True
     return False
+
+
+def _same_value_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
+    """Names bound in this function to the operand's expression, written the same way."""
+    if ctx.function is None or isinstance(operand, cst.Name):
+        return set()
+    text = ctx.code(operand)
+    return {
+        name
+        for name, binding in ctx.env.items()
+        if binding.value is not None and ctx.code(binding.value) == text
+    }
 
 
 def _indexes_minus_one(ctx: Context, stmt: cst.CSTNode, wanted: set[str]) -> bool:
