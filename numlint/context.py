@@ -403,6 +403,16 @@ class Context:
         """The source text of a node."""
         return self.module.code_for_node(node)
 
+    def parameter(self, name: str) -> cst.Param | None:
+        """The parameter `name` of the function being visited (None: not one of its own)."""
+        func = self.function
+        if func is None:
+            return None
+        params = func.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        return next((p for p in every if p.name.value == name), None)
+
     def ancestors(self) -> Iterator[cst.CSTNode]:
         """Enclosing nodes, innermost first, excluding the node being visited."""
         return reversed(self.stack[:-1])

@@ -49,15 +49,11 @@ def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
 
 def _annotated_numpy(ctx: Context, name: str) -> bool:
     """A parameter of the enclosing function annotated as a NumPy array."""
-    func = ctx.function
-    if func is None:
+    param = ctx.parameter(name)
+    if param is None or param.annotation is None:
         return False
-    params = func.params
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if p.name.value == name and p.annotation is not None:
-            ann = p.annotation.annotation
-            if isinstance(ann, cst.Subscript):
-                ann = ann.value
-            qual = ctx.qualname(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
-            return qual is not None and qual.startswith(_NUMPY_ANNOTATIONS)
-    return False
+    ann = param.annotation.annotation
+    if isinstance(ann, cst.Subscript):
+        ann = ann.value
+    qual = ctx.qualname(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
+    return qual is not None and qual.startswith(_NUMPY_ANNOTATIONS)

@@ -523,13 +523,7 @@ def given_name(ctx: Context, value: Value) -> str | None:
         return node.attr.value
     if not isinstance(node, cst.Name):
         return None
-    func = ctx.function
-    if func is None:
-        return None
-    params = func.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return node.value if any(p.name.value == node.value for p in every) else None
+    return node.value if ctx.parameter(node.value) is not None else None
 
 
 #: Masks of entries that exist (every row has one), whatever computed them.

@@ -319,28 +319,17 @@ _MASK_PARAMETER = re.compile(r"(^|_)masks?$")
 
 def _mask_parameter(ctx: Context, name: str) -> bool:
     """A parameter of the enclosing function named as a mask (`mask`, `prediction_mask`)."""
-    func = ctx.function
-    if func is None or not _MASK_PARAMETER.search(name):
-        return False
-    params = func.params
-    return any(
-        p.name.value == name
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-    )
+    return bool(_MASK_PARAMETER.search(name)) and ctx.parameter(name) is not None
 
 
 def _number_parameter(ctx: Context, name: str, integers: bool) -> bool:
     """A parameter of the enclosing function annotated as a Python number (`factor: int`)."""
-    func = ctx.function
-    if func is None:
+    param = ctx.parameter(name)
+    if param is None or param.annotation is None:
         return False
-    params = func.params
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if p.name.value == name and p.annotation is not None:
-            ann = p.annotation.annotation
-            kinds = ("int",) if integers else ("int", "float", "bool")
-            return isinstance(ann, cst.Name) and ann.value in kinds
-    return False
+    ann = param.annotation.annotation
+    kinds = ("int",) if integers else ("int", "float", "bool")
+    return isinstance(ann, cst.Name) and ann.value in kinds
 
 
 _SHAPE_METHODS = TRANSPARENT_METHODS | {"repeat", "repeat_interleave", "tile", "sign", "abs"}
