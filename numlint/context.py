@@ -408,10 +408,7 @@ class Context:
         func = self.function
         if func is None:
             return None
-        params = func.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-        return next((p for p in every if p.name.value == name), None)
+        return next((p for p in _param_nodes(func.params) if p.name.value == name), None)
 
     def ancestors(self) -> Iterator[cst.CSTNode]:
         """Enclosing nodes, innermost first, excluding the node being visited."""
@@ -626,12 +623,16 @@ def _dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
-def _params(params: cst.Parameters) -> Iterator[str]:
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        yield p.name.value
+def _param_nodes(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from (*params.posonly_params, *params.params, *params.kwonly_params)
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
-            yield star.name.value
+            yield star
+
+
+def _params(params: cst.Parameters) -> Iterator[str]:
+    for p in _param_nodes(params):
+        yield p.name.value
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:

@@ -433,14 +433,14 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         name = (callee.qualname or callee.method or "").rsplit(".", 1)[-1]
         if name in _MASK_OPS:
             other = positional(node, 0, "other")
-            if callee.receiver is not None and name in ("eq", "ge") and other is not None:
+            if name in ("eq", "ge"):  # `x.eq(m)` or `torch.eq(x, m)`
+                sides = None
+                if callee.receiver is not None and other is not None:
+                    sides = (callee.receiver, other)
+                elif callee.qualname in ("torch.eq", "torch.ge") and len(node.args) >= 2:
+                    sides = (node.args[0].value, node.args[1].value)
                 operator = cst.Equal() if name == "eq" else cst.GreaterThanEqual()
-                if _always_hit(ctx, callee.receiver, other, operator, v.env):
-                    return False
-            if callee.qualname in ("torch.eq", "torch.ge") and len(node.args) >= 2:
-                operator = cst.Equal() if name == "eq" else cst.GreaterThanEqual()
-                a, b = node.args[0].value, node.args[1].value
-                if _always_hit(ctx, a, b, operator, v.env):
+                if sides is not None and _always_hit(ctx, *sides, operator, v.env):
                     return False
             if callee.receiver is not None and name in ("eq", "ne", "gt", "lt", "ge", "le"):
                 return not _padding_parts(ctx, callee.receiver, other)
@@ -499,9 +499,9 @@ def _unpacked_name(ctx: Context, value: Value) -> str | None:
     if not isinstance(node, cst.Name):
         return None
     binding = ctx.lookup(node.value, value.env)
-    if binding is None or binding.value is not None:
+    if binding is None or binding.value is not None or ctx.function is None:
         return None
-    return node.value if given_name(ctx, value) is None and ctx.function is not None else None
+    return node.value
 
 
 def given_name(ctx: Context, value: Value) -> str | None:
@@ -565,16 +565,19 @@ def _always_hit(
 
 def _mentions(ctx: Context, node: cst.CSTNode, root: str) -> bool:
     """`root` is what the expression (through one variable) is computed from."""
+    head = root.split(".")[0]
+
+    def named(tree: cst.CSTNode) -> bool:
+        return any(isinstance(m, cst.Name) and m.value == head for m in descendants(tree))
+
     for n in descendants(node):
-        if isinstance(n, cst.Name) and n.value == root.split(".")[0]:
+        if not isinstance(n, cst.Name):
+            continue
+        if n.value == head:
             return True
-        if isinstance(n, cst.Name):
-            bound = ctx.deref(ctx.value(n)).node
-            if bound is not n and any(
-                isinstance(m, cst.Name) and m.value == root.split(".")[0]
-                for m in descendants(bound)
-            ):
-                return True
+        bound = ctx.deref(ctx.value(n)).node
+        if bound is not n and named(bound):
+            return True
     return False
 
 

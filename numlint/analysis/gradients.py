@@ -54,24 +54,25 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of `torch.autograd.Function`."""
-    if not isinstance(node, cst.ClassDef):
-        return False
-    for base in node.bases:
-        qual = ctx.qualname(base.value) or ""
-        if qual.endswith(("autograd.Function", "autograd.function.Function")):
-            return True
-    return False
+    return any(
+        qual.endswith(("autograd.Function", "autograd.function.Function"))
+        for qual, _ in _bases(ctx, node)
+    )
 
 
 def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of an optimizer (`torch.optim.Optimizer`, a library's `BaseOptimizer`)."""
+    return any(
+        (qual or written).rsplit(".", 1)[-1].endswith("Optimizer")
+        for qual, written in _bases(ctx, node)
+    )
+
+
+def _bases(ctx: Context, node: cst.CSTNode) -> list[tuple[str, str]]:
+    """The base classes of a class: (qualified name, "" where not imported; as written)."""
     if not isinstance(node, cst.ClassDef):
-        return False
-    for base in node.bases:
-        name = ctx.qualname(base.value) or ctx.code(base.value)
-        if name.rsplit(".", 1)[-1].endswith("Optimizer"):
-            return True
-    return False
+        return []
+    return [(ctx.qualname(b.value) or "", ctx.code(b.value)) for b in node.bases]
 
 
 def _through_data(node: cst.CSTNode) -> bool:

@@ -360,7 +360,7 @@ def _same_value_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
     return {
         name
         for name, binding in ctx.env.items()
-        if binding.value is not None and ctx.code(binding.value) == text
+        if type(binding.value) is type(operand) and ctx.code(binding.value) == text
     }
 
 

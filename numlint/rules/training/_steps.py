@@ -410,29 +410,17 @@ class _Builder:
                     self._walk_block(function, case.body, indent, branch, loops, depth, out)
                 continue
             if isinstance(stmt, (cst.Try, cst.TryStar)):
-                self._walk_try(function, stmt, indent, path, loops, depth, out)
+                # the body, `else` and `finally` run in order; each handler is a branch
+                self._walk_block(function, stmt.body, indent, path, loops, depth, out)
+                for handler in stmt.handlers:
+                    branch = path + ((id(handler), 0),)
+                    self._walk_block(function, handler.body, indent, branch, loops, depth, out)
+                for block in (stmt.orelse, stmt.finalbody):
+                    if block is not None:
+                        self._walk_block(function, block.body, indent, path, loops, depth, out)
                 continue
             for block in _blocks(stmt):
                 self._walk_block(function, block, indent, path, loops, depth, out)
-
-    def _walk_try(
-        self,
-        function: cst.CSTNode,
-        stmt: cst.Try | cst.TryStar,
-        indent: str | None,
-        path: Path,
-        loops: tuple[int, ...],
-        depth: int,
-        out: list[Event],
-    ) -> None:
-        """The body, `else` and `finally` run in order; each handler is a branch of its own."""
-        self._walk_block(function, stmt.body, indent, path, loops, depth, out)
-        for handler in stmt.handlers:
-            branch = path + ((id(handler), 0),)
-            self._walk_block(function, handler.body, indent, branch, loops, depth, out)
-        for block in (stmt.orelse, stmt.finalbody):
-            if block is not None:
-                self._walk_block(function, block.body, indent, path, loops, depth, out)
 
     def _walk_if(
         self,
