@@ -9,6 +9,7 @@ environment it was evaluated in, so `p = p.clamp(min=eps)` still refers to the o
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -382,14 +383,19 @@ class Context:
     def in_no_grad(self) -> bool:
         """Inside `with torch.no_grad()` / `inference_mode()` / `set_grad_enabled(False)`, or a
         function decorated with one: no gradient flows, so gradient-only hazards do not apply."""
+        nested: cst.FunctionDef | None = None
         for node in reversed(self.stack):
             if isinstance(node, cst.With):
                 if any(_disables_grad(self, item.item) for item in node.items):
                     return True
             elif isinstance(node, cst.FunctionDef):
+                if nested is not None and _returns_name(self, node, nested.name.value):
+                    return False  # a closure handed out: it runs wherever the caller runs it
                 if any(_disables_grad(self, d.decorator) for d in node.decorators):
                     return True
-                return False  # an enclosing function's context does not reach a nested def
+                nested = node  # a helper defined and called inside: the enclosing context holds
+            elif isinstance(node, (cst.ClassDef, cst.Lambda)):
+                return False
         return False
 
     def method_returns(self, name: str) -> list[Value]:
@@ -643,3 +649,9 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
             yield from _target_names(el.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_names(target.value)
+
+
+def _returns_name(ctx: Context, function: cst.FunctionDef, name: str) -> bool:
+    """`function` returns (or yields) the nested function `name` itself, not its result."""
+    pattern = re.compile(rf"^\s*(return|yield)\b[^\n]*\b{re.escape(name)}\b(?!\s*\()", re.M)
+    return bool(pattern.search(ctx.code(function)))

@@ -17,7 +17,7 @@ import libcst as cst
 
 from numlint.analysis.ops import const, op
 from numlint.analysis.summaries import passed_names
-from numlint.analysis.zeros import is_max_of, square_of, zero_reason
+from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, dotted_name, positional, strip
@@ -791,6 +791,8 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     weights, _ = strip(ctx, inner)
     if _structural(weights.node):
         return False
+    if positive_value(ctx, inner):
+        return False  # sigmoid / softmax / exp weights: all 0 only if every one underflows
     given = given_name(ctx, inner) or given_name(ctx, weights)
     if given is not None and not _CONTENT_MASK.search(given):
         return False  # weights the caller passes: a valid-entry mask, positive weights

@@ -37,8 +37,9 @@ def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | Non
     return None, None
 
 
-def assigned_name(stmt: cst.CSTNode) -> str | None:
-    """`name` for a statement `name = ...`."""
+def assigned_name(stmt: cst.CSTNode, attributes: bool = False) -> str | None:
+    """`name` for a statement `name = ...` (with `attributes`, also `self.name` for
+    `self.name = ...`)."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
         return None
     small = stmt.body[0]
@@ -46,17 +47,20 @@ def assigned_name(stmt: cst.CSTNode) -> str | None:
         target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
         if isinstance(small, cst.Assign) and len(small.targets) != 1:
             return None
-        return target.value if isinstance(target, cst.Name) else None
+        if isinstance(target, cst.Name):
+            return target.value
+        if attributes and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            return f"{target.value.value}.{target.attr.value}"
     return None
 
 
-def assigned_here(ctx: Context) -> tuple[str, list[cst.CSTNode]] | None:
+def assigned_here(ctx: Context, attributes: bool = False) -> tuple[str, list[cst.CSTNode]] | None:
     """`name = ...` for the statement being visited: the name, and the statements after it
     in the same block."""
     stmt, block = statement(ctx)
     if stmt is None or block is None:
         return None
-    name = assigned_name(stmt)
+    name = assigned_name(stmt, attributes)
     if name is None:
         return None
     return name, block[block.index(stmt) + 1 :]
@@ -85,7 +89,8 @@ def sanitised_later(ctx: Context) -> bool:
     its place)."""
     if _inside_nan_handler(ctx):
         return True
-    here = assigned_here(ctx)
+    # also `self.mean = ...; self.mean = nan_to_num(self.mean)`
+    here = assigned_here(ctx, attributes=True)
     if here is None:
         return False
     name, after = here
@@ -316,6 +321,8 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     if not wanted:
         return False
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
+    if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted):
+        return True
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
         parent, child = stack[i], stack[i + 1]
@@ -350,6 +357,62 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if _indexes_minus_one(ctx, stmt, wanted):
                     return True
     return False
+
+
+def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """`r[keep]` with `keep = (r > 1e-9).reshape(-1)`: only the entries that pass a nonzero
+    test of the denominator itself are divided by."""
+    if not isinstance(operand, cst.Subscript):
+        return False
+    wanted = names(operand.value)
+    for element in operand.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index):
+            continue
+        test = _mask_condition(ctx, _bound_expression(ctx, index.value))
+        if test is not None and _nonzero_test(ctx, test, wanted, True):
+            return True
+    return False
+
+
+def _bound_expression(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The expression a plain name is bound to (itself otherwise)."""
+    if isinstance(expr, cst.Name):
+        bound = ctx.deref(ctx.value(expr)).node
+        if isinstance(bound, cst.BaseExpression):
+            return bound
+    return expr
+
+
+def _used_where_nonzero(ctx: Context, wanted: set[str]) -> bool:
+    """The quotient is assigned to a name that the rest of the block only reads through a
+    mask testing the denominator (`c = s / n.sum(-1)`, `ok = n.sum(-1) > 0`, `x[ok] = c[ok]`):
+    the entries where it was 0 are never used."""
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, after = here
+    n = re.escape(name)
+    masks: set[str] = set()
+    reads = 0
+    for stmt in after:
+        code = ctx.code(stmt)
+        target = assigned_name(stmt)
+        if target == name and re.fullmatch(rf"\s*{n}\s*=\s*{n}\.\w+\([^()]*\)\s*", code):
+            continue  # `c = c.to(boxes)`: the same value
+        if target is not None and target != name and isinstance(stmt, cst.SimpleStatementLine):
+            small = stmt.body[0]
+            value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+            if value is not None and _nonzero_test(ctx, value, wanted, True):
+                masks.add(target)
+                continue
+        for use in re.finditer(rf"\b{n}\b(\s*\[\s*(\w+))?", code):
+            if use.group(2) not in masks:
+                return False
+            reads += 1
+        if target == name:
+            break  # rebound to something else
+    return reads > 0
 
 
 def _same_value_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
