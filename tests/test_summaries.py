@@ -120,3 +120,19 @@ def test_a_function_of_the_same_name_elsewhere_is_not_a_caller(tmp_path: Path) -
         "def step(x, t):\n    return nll(torch.softmax(x, -1), t)\n"
     )
     assert _found([tmp_path / "losses.py"]) == []
+
+
+def test_many_reassignments_take_linear_steps() -> None:
+    """`h = layer(h)` forty times: each name is looked up once per question, not once per
+    path through the reassignments (which took minutes on a 1,500-line model file)."""
+    import ast
+
+    from numlint.analysis.summaries import Project
+
+    lines = ["import torch", "", "def run(x):", "    h = torch.softmax(x, -1)"]
+    lines += [f"    h = h.float() + h.view(-1) * {i}" for i in range(40)]
+    lines += ["    return h", "", "def use(x):", "    p = run(x)", "    return p"]
+    project = Project("<m>", "\n".join(lines) + "\n")
+    expr = ast.parse("p", mode="eval").body
+    project.origin(expr, "use", ("softmax",))
+    assert 0 < project._steps < 400

@@ -43,6 +43,8 @@ _TRANSPARENT = frozenset(
 )  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum"})
 _DEPTH = 12
+#: Steps one question may take: a bound on fan-out through many reassignments.
+_STEPS = 5000
 #: Files larger than this are not read for summaries (generated code).
 _MAX_BYTES = 2_000_000
 
@@ -305,6 +307,9 @@ class Project:
         #: Other files whose contents a finding depended on.
         self.dependencies: set[str] = set()
         self._stack: set[tuple[int, str]] = set()
+        #: Per question: what each name was found to hold, and how many steps were taken.
+        self._names: dict[tuple[str, str, str, bool], Origin | None] = {}
+        self._steps = 0
 
     # ---- modules ----
 
@@ -362,13 +367,16 @@ class Project:
         mod = self.main
         if mod is None:
             return None
+        self._names.clear()
+        self._steps = 0
         found = self._kind(mod, expr, func, 0, params)
         return found if found is not None and found.kind in kinds else None
 
     def _kind(
         self, mod: Module, expr: ast.expr, func: str | None, depth: int, params: bool = False
     ) -> Origin | None:
-        if depth > _DEPTH:
+        self._steps += 1
+        if depth > _DEPTH or self._steps > _STEPS:
             return None
         key = (id(expr), func or "")
         if key in self._stack:
@@ -444,6 +452,17 @@ class Project:
         return self._constructed(mod, fn, func, depth)
 
     def _name(
+        self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,
+        params: bool,
+    ) -> Origin | None:  # fmt: skip
+        key = (mod.path, func or "", name, params)
+        if key in self._names:  # found already, or being found (a cycle: `h = layer(h)`)
+            return self._names[key]
+        self._names[key] = None
+        found = self._names[key] = self._name_of(mod, name, f, func, depth, params)
+        return found
+
+    def _name_of(
         self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,
         params: bool,
     ) -> Origin | None:  # fmt: skip
