@@ -507,9 +507,14 @@ def _unpacked_name(ctx: Context, value: Value) -> str | None:
 def given_name(ctx: Context, value: Value) -> str | None:
     """The name of a value the function is given rather than computes: one of its
     parameters or an attribute (`mask`, `self.mask`, `mask[:, None].float()`)."""
-    node = value.node
+    node, env = value.node, value.env
     for _ in range(8):
-        if isinstance(node, cst.Subscript):
+        if isinstance(node, cst.Name) and ctx.parameter(node.value) is None:
+            bound = ctx.deref(Value(node, env))  # `w = self.class_weights.to(x.device)`
+            if bound.node is node or not isinstance(bound.node, cst.BaseExpression):
+                break
+            node, env = bound.node, bound.env
+        elif isinstance(node, cst.Subscript):
             node = node.value
         elif (
             isinstance(node, cst.Call)

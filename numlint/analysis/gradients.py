@@ -14,7 +14,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.guards import assigned_here
+from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.places import evaluation_code
 from numlint.context import Context, Value
 from numlint.semantics import TRANSPARENT_METHODS
@@ -151,6 +151,72 @@ def only_ranked(ctx: Context) -> bool:
     for s in later:
         s.visit(uses)
     return uses.count > 0 and uses.count == uses.without_gradient
+
+
+#: Calls that keep a threshold a threshold: `r = torch.min(r, one)[0]`, `r.clamp(max=1)`.
+_BOUNDING = frozenset({"min", "max", "minimum", "maximum", "clamp", "clamp_min", "clamp_max"})
+
+
+def only_thresholds(ctx: Context) -> bool:
+    """The value computed by the statement being visited is assigned to a name that the rest
+    of the block only compares against (`r = h / m`, `keep = u > 1 - r`), possibly after
+    bounding it (`r = torch.min(r, one)[0]`): a NaN or inf there makes a comparison False or
+    True, never a NaN value."""
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, later = here
+    uses = _Thresholds(name)
+    for s in later:
+        if _bounds_itself(s, name):
+            continue
+        s.visit(uses)
+        if assigned_name(s) == name:
+            break
+    return uses.count > 0 and uses.count == uses.compared
+
+
+def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
+    """`r = min(r, 1)`, `r = torch.min(r, t)[0]`, `r = r.clamp(max=1)`."""
+    if assigned_name(stmt) != name:
+        return False
+    value = stmt.body[0].value  # type: ignore[attr-defined]
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+    return called in _BOUNDING
+
+
+class _Thresholds(cst.CSTVisitor):
+    """Counts the reads of a name, and those that reach a comparison through arithmetic."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.compared = 0
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value == self.name:
+            if not (self.stack and isinstance(self.stack[-1], cst.AssignTarget)):
+                self.count += 1
+                self.compared += self._compared()
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _compared(self) -> bool:
+        for parent in reversed(self.stack):
+            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+                return True
+            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+                return False
+        return False
 
 
 class _Uses(cst.CSTVisitor):

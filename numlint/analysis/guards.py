@@ -346,9 +346,9 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if (
                     isinstance(stmt, cst.If)
                     and _nonzero_test(ctx, stmt.test, wanted, False)
-                    and exits(stmt.body)
+                    and (exits(stmt.body) or _rebinds(stmt.body, wanted))
                 ):
-                    return True
+                    return True  # `if n == 0: return ...` / `if n == 0: n = ones.norm()`
                 if isinstance(stmt, cst.SimpleStatementLine) and any(
                     isinstance(s, cst.Assert) and _nonzero_test(ctx, s.test, wanted, True)
                     for s in stmt.body
@@ -359,9 +359,15 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     return False
 
 
+def _rebinds(body: cst.BaseSuite, wanted: set[str]) -> bool:
+    """The block assigns one of `wanted` at its top level (a zero denominator replaced)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return any(assigned_name(stmt) in wanted for stmt in statements)
+
+
 def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
-    """`r[keep]` with `keep = (r > 1e-9).reshape(-1)`: only the entries that pass a nonzero
-    test of the denominator itself are divided by."""
+    """`r[keep]` with `keep = (r > 1e-9).reshape(-1)` (or `wrong * keep`, `wrong & keep`):
+    only the entries that pass a nonzero test of the denominator itself are divided by."""
     if not isinstance(operand, cst.Subscript):
         return False
     wanted = names(operand.value)
@@ -369,10 +375,20 @@ def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
         index = element.slice
         if not isinstance(index, cst.Index):
             continue
-        test = _mask_condition(ctx, _bound_expression(ctx, index.value))
-        if test is not None and _nonzero_test(ctx, test, wanted, True):
-            return True
+        for part in _mask_factors(index.value):
+            test = _mask_condition(ctx, _bound_expression(ctx, part))
+            if test is not None and _nonzero_test(ctx, test, wanted, True):
+                return True
     return False
+
+
+def _mask_factors(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The masks a conjunction combines: `a * b`, `a & b` (each a mask that must hold)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+        expr.operator, (cst.Multiply, cst.BitAnd)
+    ):
+        return _mask_factors(expr.left) + _mask_factors(expr.right)
+    return [expr]
 
 
 def _bound_expression(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression:

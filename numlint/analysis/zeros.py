@@ -189,6 +189,12 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
     if o.name == "sqrt" and inp is not None:
         return sub(inp)
     if mode == "sqrt":
+        if (
+            o.name in ("sum", "mean", "var")
+            and inp is not None
+            and random_sample(ctx, Value(inp, env))
+        ):
+            return None  # a sum of squares of Gaussian noise is 0 with probability 0
         if o.name in ("sum", "mean") and inp is not None:
             if square_of(ctx, ctx.deref(Value(inp, env)).node, env) is not None:
                 return _SUM_SQUARES
@@ -338,6 +344,48 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
+    return False
+
+
+_CONTINUOUS_RANDOM = frozenset(
+    f"torch.{name}" for name in ("randn", "randn_like", "rand", "rand_like", "normal")
+)
+_CONTINUOUS_RANDOM_METHODS = frozenset({"normal_", "uniform_", "exponential_"})
+
+
+def random_sample(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A continuous random sample (`torch.randn(...)`, `torch.rand_like(x)`, `t.normal_()`)
+    through reshaping, `abs`, squaring and scaling by constants: a whole sample of it is
+    never exactly 0."""
+    if depth > 8:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression | None) -> bool:
+        return expr is not None and random_sample(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Power):
+            return sub(node.left)
+        if isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            if const(ctx, node.right, env) is not None:
+                return sub(node.left)
+            if const(ctx, node.left, env) is not None:
+                return sub(node.right)
+            return isinstance(node.operator, cst.Multiply) and sub(node.left) and sub(node.right)
+        return False
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)
+    if callee.qualname in _CONTINUOUS_RANDOM:
+        return True
+    if callee.receiver is None:
+        return False
+    if callee.method in _CONTINUOUS_RANDOM_METHODS:
+        return True
+    if callee.method in TRANSPARENT_METHODS or callee.method in ("abs", "square", "pow"):
+        return sub(callee.receiver)
     return False
 
 
@@ -521,6 +569,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     o = op(ctx, node, env)
     if o is None or o.input is None and o.name not in ("count",):
         return None
+    if o.name in ("norm", "sum", "std", "var") and random_sample(ctx, Value(o.input, env)):
+        return None  # a norm of Gaussian noise is 0 with probability 0
     if o.name == "norm":
         return "a norm"
     if o.name == "std":
@@ -570,6 +620,9 @@ def exp_bounded(
     node, env = value.node, value.env
     if const(ctx, node, env) is not None:
         return True
+    scaled = _scaled_part(ctx, node, env)  # `(x - m) / t`, `self.r * (x - m)`
+    if scaled is not None:
+        node = ctx.deref(Value(scaled, env)).node
     if shifted_only:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
             return is_max_of(ctx, ctx.deref(Value(node.right, env)))
@@ -589,6 +642,23 @@ def exp_bounded(
         if qual == "torch.nn.functional.log_softmax":
             return True
     return False
+
+
+def _scaled_part(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """`d` in `d / t`, `c * d`, `d * c` with `c`/`t` a constant or a plain name or attribute
+    (a temperature or a pooling exponent): scaling keeps a max-shifted term at exp(0)."""
+    if not isinstance(node, cst.BinaryOperation):
+        return None
+    scalar = (cst.Name, cst.Attribute, cst.Integer, cst.Float)
+    if isinstance(node.operator, cst.Divide) and isinstance(node.right, scalar):
+        return node.left
+    if isinstance(node.operator, cst.Multiply):
+        left, right = node.left, node.right
+        if isinstance(left, scalar) and isinstance(right, cst.BinaryOperation):
+            return right
+        if isinstance(right, scalar) and isinstance(left, cst.BinaryOperation):
+            return left
+    return None
 
 
 def _shifted_in_place(ctx: Context, value: Value) -> bool:

@@ -33,7 +33,7 @@ class HandWrittenLogsumexp(Rule):
 
     Known limitations:
     The stable hand-written form `m + torch.log(torch.exp(x - m).sum(d))` with m a maximum is
-    not reported. Values are followed within one function.
+    not reported, also when the shifted argument is scaled (`exp((x - m) / t)`). Values are followed within one function.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
@@ -88,6 +88,17 @@ class HandWrittenLogsumexp(Rule):
                 return torch.log(torch.sum(torch.exp(x - m), dim=1)) + m.squeeze(1)
             """,
             "max-shifted with `torch.amax`",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def lse_pool(x, r):
+                x_max = F.adaptive_max_pool2d(x, 1)
+                e = torch.exp(r * (x - x_max))
+                return x_max + torch.log(e.mean(dim=(2, 3), keepdim=True)) / r
+            """,
+            "max-shifted, then scaled by a pooling exponent",
         ),
     ]
     INVALID = [
@@ -176,6 +187,17 @@ class HandWrittenLogsumexp(Rule):
                 return torch.logsumexp(-d ** 2, dim=-1)
             """,
             note="exp of a non-positive argument cannot overflow but underflows to log(0)",
+        ),
+        Invalid(
+            """
+            import torch
+            def lse_pool(x, r):
+                e = torch.exp(r * x)
+                return torch.log(e.mean(dim=(2, 3), keepdim=True)) / r
+            """,
+            line=4,
+            column=12,
+            note="scaled but not max-shifted: no fix for a mean",
         ),
     ]
     PROBE = Probe(

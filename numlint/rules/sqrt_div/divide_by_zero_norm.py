@@ -13,6 +13,7 @@ from numlint.analysis.evidence import (
     weights_sum,
     zero_tested,
 )
+from numlint.analysis.gradients import only_thresholds
 from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.zeros import denominator_reason
@@ -415,7 +416,7 @@ class DivideByZeroNorm(Rule):
             ctx, ctx.value(num), ctx.value(den)
         ):
             confidence = "high"
-        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
+        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx) or only_thresholds(ctx):
             confidence = "low"
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
