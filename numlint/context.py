@@ -381,8 +381,9 @@ class Context:
         return Callee()
 
     def in_no_grad(self) -> bool:
-        """Inside `with torch.no_grad()` / `inference_mode()` / `set_grad_enabled(False)`, or a
-        function decorated with one: no gradient flows, so gradient-only hazards do not apply."""
+        """Inside `with torch.no_grad()` / `inference_mode()` / `set_grad_enabled(False)`, a
+        function decorated with one, or a function the project only calls from such places: no
+        gradient flows, so gradient-only hazards do not apply."""
         nested: cst.FunctionDef | None = None
         for node in reversed(self.stack):
             if isinstance(node, cst.With):
@@ -394,9 +395,19 @@ class Context:
                 if any(_disables_grad(self, d.decorator) for d in node.decorators):
                     return True
                 nested = node  # a helper defined and called inside: the enclosing context holds
-            elif isinstance(node, (cst.ClassDef, cst.Lambda)):
+            elif isinstance(node, cst.Lambda):
                 return False
-        return False
+            elif isinstance(node, cst.ClassDef):
+                break
+        return self._called_without_grad()
+
+    def _called_without_grad(self) -> bool:
+        """Every caller of the function being visited runs it with gradients off."""
+        from numlint.analysis.summaries import function_key
+
+        func = function_key(self)
+        project = self.project if func is not None else None
+        return project is not None and project.called_without_grad(func)  # type: ignore[arg-type]
 
     def method_returns(self, name: str) -> list[Value]:
         """Return values of a method of the enclosing class seen so far."""

@@ -121,8 +121,10 @@ def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]
         if found is None:
             continue
         index = found.group(1)
-        if re.search(r"==\s*0(\.0*)?\b|isnan|isinf|isfinite", index):
-            return True
+        if re.search(
+            r"==\s*(0(\.0*)?\b|-?\s*(np|numpy|math|torch)\.inf\b)|isnan|isinf|isfinite", index
+        ):
+            return True  # `d[d == 0] = ...`, `log_det[log_det == -np.inf] = floor`
         if set(_WORD.findall(index)) & tests:
             return True
     return False

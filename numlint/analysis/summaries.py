@@ -43,6 +43,10 @@ _TRANSPARENT = frozenset(
 )  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum"})
 _DEPTH = 12
+_NO_GRAD = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+     "torch.autograd.grad_mode.no_grad"}
+)  # fmt: skip
 #: Steps one question may take: a bound on fan-out through many reassignments.
 _STEPS = 5000
 #: Files larger than this are not read for summaries (generated code).
@@ -310,6 +314,7 @@ class Project:
         #: Per question: what each name was found to hold, and how many steps were taken.
         self._names: dict[tuple[str, str, str, bool], Origin | None] = {}
         self._steps = 0
+        self._no_grad: dict[tuple[str, str], bool] = {}
 
     # ---- modules ----
 
@@ -680,6 +685,62 @@ class Project:
                 if found is not None and found.kind:
                     return _crossed(found)
         return None
+
+    def called_without_grad(self, func: str) -> bool:
+        """Whether every known call of function `func` of the file being linted (at least one)
+        runs with gradients off: inside `with torch.no_grad()`, in a function decorated with
+        it, or in a function whose own callers all are (`@torch.no_grad() def initialize`
+        calling a k-means helper)."""
+        mod = self.main
+        return mod is not None and self._without_grad(mod, func, 0)
+
+    def _without_grad(self, mod: Module, func: str, depth: int) -> bool:
+        key = (mod.path, func)
+        if key in self._no_grad:
+            return self._no_grad[key]
+        self._no_grad[key] = False  # a recursive call is not evidence
+        f = mod.functions.get(func)
+        found = False
+        if f is not None and depth <= 3:
+            # a method's callers are looked for in its own file (`self.m(...)`), a function's
+            # in the project
+            modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
+            calls = [
+                (cmod, caller, call)
+                for cmod in modules
+                for caller, call in cmod.calls_of(f.node.name)
+                if self._calls_this(cmod, call, f, mod, caller)
+            ]
+            found = bool(calls) and all(
+                caller is not None and self._call_without_grad(cmod, caller, call, depth)
+                for cmod, caller, call in calls
+            )
+        self._no_grad[key] = found
+        return found
+
+    def _call_without_grad(self, mod: Module, caller: str, call: ast.Call, depth: int) -> bool:
+        f = mod.functions.get(caller)
+        if f is None:
+            return False
+        if any(self._disables_grad(mod, d) for d in f.node.decorator_list):
+            return True
+        for node in _walk_body(f.node):
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                self._disables_grad(mod, item.context_expr) for item in node.items
+            ):
+                if any(inner is call for inner in ast.walk(node)):
+                    return True
+        return self._without_grad(mod, caller, depth + 1)
+
+    def _disables_grad(self, mod: Module, expr: ast.expr) -> bool:
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        qual = self.qualname(mod, func)
+        if qual in _NO_GRAD:
+            return True
+        if qual == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+            arg = expr.args[0]
+            return isinstance(arg, ast.Constant) and arg.value is False
+        return False
 
     def passed(self, func: str, param: str) -> list[tuple[Module, str | None, ast.expr]]:
         """What the known callers of function `func` of the file being linted pass as

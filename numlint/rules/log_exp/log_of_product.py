@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.guards import sanitised_later
 from numlint.analysis.ops import op
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find
@@ -162,7 +163,8 @@ class LogOfProduct(Rule):
         if found is None:
             return
         fix = self._fix(node, o.name, o.spelling, found, absolute)
-        self.report(node, fix=fix)
+        # `log_det[log_det == -inf] = floor` on the next line: the code handles the underflow
+        self.report(node, fix=fix, confidence="low" if sanitised_later(ctx) else None)
 
     def _fix(
         self, node: cst.Call, log: str, spelling: str, found: Found, absolute: bool
