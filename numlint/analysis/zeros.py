@@ -139,6 +139,8 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
 
 def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) -> str | None:
     callee = ctx.callee(node, env)
+    if _picked_by_sampling(ctx, node, callee, env):
+        return None
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return sub(callee.receiver)
     act = activation(ctx, Value(node, env))
@@ -209,6 +211,44 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
 
 
 _COV_NAME = re.compile(r"(^|_)(cov|covar|covariance|gram|sigma|var|variance)s?($|_|\d)", re.I)
+
+
+#: Indices that pick an entry of positive probability: sampled, or the largest.
+_PICKING = frozenset({"multinomial", "argmax"})
+
+
+def _picked_by_sampling(ctx: Context, node: cst.Call, callee, env: Env) -> bool:
+    """`probs.gather(1, idx)` with `idx = torch.multinomial(probs, 1)` or `probs.argmax(-1)`
+    (on every arm of an earlier `if`): the token drawn, or the most likely one, never has
+    probability 0."""
+    if callee.method == "gather" and callee.receiver is not None:
+        source, index = callee.receiver, positional(node, 1, "index")
+    elif callee.qualname == "torch.gather":
+        source, index = positional(node, 0, "input"), positional(node, 2, "index")
+    else:
+        return False
+    if source is None or index is None:
+        return False
+    value = Value(index, env)
+    picks = [ctx.deref(value), *ctx.alternatives(value)]
+    return all(p is not None and _picks_from(ctx, p, source, env) for p in picks)
+
+
+def _picks_from(ctx: Context, index: Value, source: cst.BaseExpression, env: Env) -> bool:
+    node = index.node
+    for _ in range(4):  # `.unsqueeze(-1)`, `.view(-1, 1)`
+        if not isinstance(node, cst.Call):
+            return False
+        callee = ctx.callee(node, index.env)
+        name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
+        if name in _PICKING:
+            picked = callee.receiver if callee.method else positional(node, 0, "input")
+            return picked is not None and same_code(ctx, picked, source)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            node = callee.receiver
+            continue
+        return False
+    return False
 
 
 def _covariance(ctx: Context, value: Value) -> bool:
