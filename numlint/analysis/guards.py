@@ -323,6 +323,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     if not wanted:
         return False
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
+    wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
     if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted):
         return True
     stack = ctx.stack
@@ -431,6 +432,27 @@ def _used_where_nonzero(ctx: Context, wanted: set[str]) -> bool:
         if target == name:
             break  # rebound to something else
     return reads > 0
+
+
+def _factor_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
+    """The names multiplied together into a name of the operand (`w = (mask * p).float()`):
+    where one of them is all 0, so is the product."""
+    found: set[str] = set()
+    for name in names(operand):
+        if "." in name:
+            continue
+        bound = ctx.deref(ctx.value(cst.Name(name))).node
+        for _ in range(4):  # `(mask * p).to(torch.float64)`
+            if isinstance(bound, cst.Call) and isinstance(bound.func, cst.Attribute):
+                if bound.func.attr.value in TRANSPARENT_METHODS:
+                    bound = bound.func.value
+                    continue
+            break
+        if isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, cst.Multiply):
+            found |= {
+                side.value for side in (bound.left, bound.right) if isinstance(side, cst.Name)
+            }
+    return found
 
 
 def _same_value_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:

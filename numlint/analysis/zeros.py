@@ -528,6 +528,61 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
     return None
 
 
+#: Functions whose values lie in [-1, 1].
+_UNIT_RANGE = frozenset(
+    {"torch.tanh", "torch.nn.functional.tanh", "torch.sin", "torch.cos", "torch.erf",
+     "torch.nn.functional.softsign", "torch.nn.functional.hardtanh"}
+)  # fmt: skip
+_UNIT_RANGE_METHODS = frozenset({"tanh", "sin", "cos", "erf"})
+
+
+def magnitude_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
+    """A constant the value's magnitude never exceeds (None: unknown): cosines, tanh, sin,
+    clamps with both bounds, and sums and constant multiples of those."""
+    if depth > 6:
+        return None
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    c = const(ctx, node, env)
+    if c is not None:
+        return abs(c)
+
+    def sub(expr: cst.BaseExpression) -> float | None:
+        return magnitude_bound(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        left, right = sub(node.left), sub(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return left + right
+        if isinstance(node.operator, cst.Multiply):
+            return left * right
+        if isinstance(node.operator, cst.Divide) and const(ctx, node.right, env):
+            return left / right
+        return None
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.qualname in _UNIT_RANGE or callee.method in _UNIT_RANGE_METHODS:
+        return 1.0
+    if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
+        return sub(callee.receiver)
+    o = op(ctx, node, env)
+    if o is not None and o.name == "cosine":
+        return 1.0
+    if o is not None and o.name == "clamp":
+        low, high = clamp_bounds(o)
+        lo = const(ctx, low, env) if low is not None else None
+        hi = const(ctx, high, env) if high is not None else None
+        return None if lo is None or hi is None else max(abs(lo), abs(hi))
+    return None
+
+
 #: Methods and functions whose result is a selection of their input's elements.
 _SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select", "narrow"})
 
@@ -836,6 +891,9 @@ def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     o = op(ctx, node, env)  # type: ignore[arg-type]
     if o is not None and o.name in ("max", "maximum"):
         return True
+    if o is not None and o.name in ("clamp", "clamp_min") and o.input is not None:
+        if clamp_bounds(o)[0] is not None and clamp_bounds(o)[1] is None:
+            return True  # `y.clamp(min=x)` is max(x, y); a clamped maximum stays one
     if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
         "amax",
         "logsumexp",

@@ -33,7 +33,8 @@ class HandWrittenLogsumexp(Rule):
 
     Known limitations:
     The stable hand-written form `m + torch.log(torch.exp(x - m).sum(d))` with m a maximum is
-    not reported, also when the shifted argument is scaled (`exp((x - m) / t)`). Values are followed within one function.
+    not reported, also when the shifted argument is scaled (`exp((x - m) / t)`) or the maximum
+    is written as a clamp (`y.clamp(min=x)`). Values are followed within one function.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
@@ -99,6 +100,24 @@ class HandWrittenLogsumexp(Rule):
                 return x_max + torch.log(e.mean(dim=(2, 3), keepdim=True)) / r
             """,
             "max-shifted, then scaled by a pooling exponent",
+        ),
+        Valid(
+            """
+            import torch
+            def logaddexp(x, y):
+                shift = torch.max(x.detach(), y.detach()).clamp(min=torch.finfo(x.dtype).min)
+                return torch.log(torch.exp(x - shift) + torch.exp(y - shift)) + shift
+            """,
+            "shifted by a clamped maximum",
+        ),
+        Valid(
+            """
+            import torch
+            def logaddexp(x: float, y):
+                shift = y.detach().clamp(min=x)
+                return torch.log(torch.exp(x - shift) + torch.exp(y - shift)) + shift
+            """,
+            "`y.clamp(min=x)` is the maximum of the two",
         ),
     ]
     INVALID = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.zeros import magnitude_bound
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import (
@@ -99,8 +100,34 @@ class LogOfSigmoid(Rule):
             """,
             "not a sigmoid",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def distill(a, b):
+                return -torch.log(torch.sigmoid(F.cosine_similarity(a, b, dim=1))).mean()
+            """,
+            "a cosine keeps the probability inside (0.27, 0.73)",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def distill(a, b):
+                return -torch.log(torch.sigmoid(20 * F.cosine_similarity(a, b, dim=1))).mean()
+            """,
+            line=4,
+            column=13,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            def distill(a, b):
+                return -F.logsigmoid(20 * F.cosine_similarity(a, b, dim=1)).mean()
+            """,
+            note="a cosine scaled by 20 saturates the sigmoid",
+        ),
         Invalid(
             """
             import torch
@@ -228,6 +255,9 @@ class LogOfSigmoid(Rule):
                 )
                 self.report(node, message, related=related(found))
             return
+        bound = magnitude_bound(ctx, Value(act.input, act.env)) if act.input is not None else None
+        if bound is not None and bound <= _SAFE_LOGIT:
+            return  # `log(sigmoid(cosine_similarity(a, b)))`: the probability stays in (0, 1)
         self.report(node, fix=self._fix(node, act, negated))
 
     def _fix(self, node: cst.Call, act: Activation, negated: bool) -> FixSpec | None:
@@ -241,6 +271,10 @@ class LogOfSigmoid(Rule):
         if negated:
             inner = f"-({inner})" if needs_parens(act.input) else f"-{inner}"
         return self.fix("unsafe", "Replace with `F.logsigmoid`", (node, f"{func}({inner})"))
+
+
+#: |z| up to which sigmoid(z) rounds to neither 0 nor 1, in float16 too (it reaches 1 near 8).
+_SAFE_LOGIT = 6.0
 
 
 def _is_one_minus(ctx, node: cst.BaseExpression) -> bool:
