@@ -275,6 +275,8 @@ def zero_tested(ctx: Context, value: Value) -> bool:
                 continue
             o = op(ctx, node, following.env)
             if o is not None and o.name in _THROUGH and o.input is not None:
+                if o.name in ("sum", "mean") and mask_like(ctx, Value(o.input, following.env)):
+                    break  # `mask == 0` selects entries: not a sum expected to be 0
                 current = Value(o.input, following.env)  # sqrt(s): what s is
     if not wanted:
         return False
@@ -411,8 +413,13 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         return mask_computed(ctx, Value(expr, v.env), depth + 1)
 
     if isinstance(node, cst.Comparison):
-        if len(node.comparisons) == 1 and _always_hit(
-            ctx, node.left, node.comparisons[0].comparator, node.comparisons[0].operator, v.env
+        cleared = any("fill_diagonal_" in ctx.code(m) for m in (*value.mutations, *v.mutations))
+        if (
+            len(node.comparisons) == 1
+            and not cleared  # `pos.fill_diagonal_(0)`: the entries that always hit are gone
+            and _always_hit(
+                ctx, node.left, node.comparisons[0].comparator, node.comparisons[0].operator, v.env
+            )
         ):
             return False
         return not _padding_test(ctx, node) and not _support_test(ctx, node)
@@ -555,6 +562,8 @@ def _always_hit(
         root = _roots(x)
         if root and is_max_of(ctx, top) and _mentions(ctx, top.node, root):
             return True  # the maximum of x itself
+    if isinstance(operator, cst.Equal) and _transposed_pair(ctx, a, b, env):
+        return True  # `labels == labels.T`: the diagonal holds
     if isinstance(operator, cst.Equal):
         for x, y in ((a, b), (b, a)):
             root = _roots(x)
@@ -566,6 +575,38 @@ def _always_hit(
                 if root in inside:
                     return True
     return False
+
+
+_TRANSPOSING = frozenset({"T", "mT", "t", "transpose", "permute", "unsqueeze", "view", "reshape"})
+
+
+def _transposed_pair(ctx: Context, a: cst.BaseExpression, b: cst.BaseExpression, env) -> bool:
+    """`x == x.T`, `x.unsqueeze(0) == x.unsqueeze(1)`, `x[:, None] == x[None, :]`: a pairwise
+    comparison of a vector with itself, whose diagonal is always equal."""
+
+    def base(e: cst.BaseExpression) -> tuple[str | None, bool]:
+        e = ctx.deref(Value(e, env)).node
+        moved = False
+        for _ in range(4):
+            if isinstance(e, cst.Attribute) and e.attr.value in ("T", "mT"):
+                e, moved = e.value, True
+            elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+                if e.func.attr.value not in _TRANSPOSING:
+                    break
+                e, moved = e.func.value, True
+            elif isinstance(e, cst.Subscript) and any(
+                isinstance(el.slice, cst.Index)
+                and isinstance(el.slice.value, cst.Name)
+                and el.slice.value.value == "None"
+                for el in e.slice
+            ):
+                e, moved = e.value, True  # `x[:, None]`, not `x[:, 0]`
+            else:
+                break
+        return (dotted_name(e) if isinstance(e, (cst.Name, cst.Attribute)) else None), moved
+
+    (ra, ma), (rb, mb) = base(a), base(b)
+    return ra is not None and ra == rb and (ma or mb)
 
 
 def _mentions(ctx: Context, node: cst.CSTNode, root: str) -> bool:

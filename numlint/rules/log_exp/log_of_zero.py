@@ -159,7 +159,19 @@ class LogOfZero(Rule):
             """,
             line=2,
             column=22,
-            note="Gumbel noise: `torch.rand` returns exact zeros",
+            confidence="low",
+            note="Gumbel noise: `torch.rand` returns exact zeros, but a -inf noise only drops a "
+            "class from the argmax or softmax it feeds",
+        ),
+        Invalid(
+            """
+            import torch
+            def exponential(rate, n):
+                return -torch.log(torch.rand(n)) / rate
+            """,
+            line=3,
+            column=13,
+            note="an exponential draw: `torch.rand` returns exact zeros, giving inf",
         ),
         Invalid(
             """
@@ -254,6 +266,7 @@ class LogOfZero(Rule):
             return
         tail = _TAIL if gradient_flows(ctx, o.input) else _TAIL_FORWARD
         harmless = sanitised_later(ctx) or (not gradient_flows(ctx, o.input) and only_ranked(ctx))
+        harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
@@ -270,6 +283,29 @@ _TAIL_FORWARD = (
     "the result is -inf (no gradient flows here, but the value spreads); clamp it first "
     "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
 )
+
+
+_RAND = "a `torch.rand` draw"
+
+
+def _noise_construction(ctx, node: cst.Call) -> bool:
+    """The log of a uniform draw inside Gumbel noise (`-log(-log(u))`) or logistic noise
+    (`log(u) - log(1 - u)`): a draw of exactly 0 gives a class noise of -inf, which only
+    takes it out of the argmax or softmax it feeds."""
+    child: cst.CSTNode = node
+    for parent in ctx.ancestors():
+        if isinstance(parent, (cst.UnaryOperation, cst.Arg)):
+            child = parent
+            continue
+        if isinstance(parent, cst.Call):
+            o = op(ctx, parent)
+            return o is not None and o.name in _LOGS  # `log(-log(u))`
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract):
+            other = parent.right if parent.left is child else parent.left
+            o = op(ctx, other) if isinstance(other, cst.Call) else None
+            return o is not None and o.name in _LOGS  # `log(u) - log(1 - u)`
+        return False
+    return False
 
 
 def _entropy_factor(ctx, node: cst.Call, value: Value) -> bool:
