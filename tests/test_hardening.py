@@ -349,3 +349,21 @@ def test_huge_compound_statement_header_is_reported():
     found = check_source(source, "h.py", Config())
     assert [(d.code, d.row) for d in found] == [("NUM000", 5), ("NUM101", 7)]
     assert found[0].message.startswith("not analysed: the statement on lines 5-6 ")
+
+
+def test_a_flag_defined_through_itself_is_analysed() -> None:
+    """`sharded = sharded or g.get(...)` in a loop, then a guard on the flag: the guard
+    reader follows the flag a bounded number of times instead of failing the file."""
+    source = (
+        "import torch\n\n"
+        "def step(groups, x):\n"
+        "    sharded = False\n"
+        "    for g in groups:\n"
+        "        sharded = sharded or g.get('sharded', False)\n"
+        "    if sharded:\n"
+        "        return (x * x).sum().sqrt()\n"
+        "    return x\n"
+    )
+    found = check_source(source, "m.py", {"min-confidence": "low"})
+    assert "NUM000" not in {d.code for d in found}
+    assert [d.code for d in found] == ["NUM201"]

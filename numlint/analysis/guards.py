@@ -530,19 +530,23 @@ def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
     return None
 
 
-def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool) -> bool:
+def _nonzero_test(
+    ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool, depth: int = 0
+) -> bool:
     """Whether `test` being `taken` (True or False) implies a name in `wanted` is not 0."""
+    if depth > 8:
+        return False  # `done = done or ...` in a loop: a flag defined through itself
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _nonzero_test(ctx, test.expression, wanted, not taken)
+        return _nonzero_test(ctx, test.expression, wanted, not taken, depth + 1)
     if isinstance(test, cst.BooleanOperation):
         both = isinstance(test.operator, cst.And) == taken  # `a and b` true: both hold
-        left = _nonzero_test(ctx, test.left, wanted, taken)
-        right = _nonzero_test(ctx, test.right, wanted, taken)
+        left = _nonzero_test(ctx, test.left, wanted, taken, depth + 1)
+        right = _nonzero_test(ctx, test.right, wanted, taken, depth + 1)
         return (left or right) if both else (left and right)
     if isinstance(test, cst.Name):
         bound = ctx.deref(ctx.value(test)).node
         if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
-            if _nonzero_test(ctx, bound, wanted, taken):
+            if _nonzero_test(ctx, bound, wanted, taken, depth + 1):
                 return True  # `ok = n > 0` ... `if ok:`
     if isinstance(test, (cst.Name, cst.Attribute)) and taken:
         return bool(wanted & names(test))  # `if n:`
@@ -551,7 +555,7 @@ def _nonzero_test(ctx: Context, test: cst.BaseExpression, wanted: set[str], take
         inner = positional(test, 0) if callee.qualname in ("torch.all", "torch.any") else None
         if callee.method in ("all", "any", "item") and callee.receiver is not None:
             inner = callee.receiver
-        return inner is not None and _nonzero_test(ctx, inner, wanted, taken)
+        return inner is not None and _nonzero_test(ctx, inner, wanted, taken, depth + 1)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]
