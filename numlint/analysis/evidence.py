@@ -15,7 +15,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.ops import const, op
+from numlint.analysis.ops import const, names, op
 from numlint.analysis.summaries import passed_names
 from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
@@ -817,6 +817,59 @@ def _outer_op(ctx: Context, value: Value) -> str | None:
         o = op(ctx, v.node, v.env)
         return o.name if o is not None else None
     return None
+
+
+#: Names of masks over the tokens a loss counts.
+_TOKEN_MASK = re.compile(
+    r"(^|_)(loss|label|labels|token|tokens|target|targets|nll|completion|response)_?masks?$",
+    re.I,
+)
+#: Names of label or token ids, whose comparison with an ignore or pad id is a token mask.
+_TOKEN_IDS = re.compile(r"(^|_)(labels?|targets?|tokens?|ids)($|_|\d)", re.I)
+
+
+def batch_token_count(ctx: Context, denominator: Value) -> bool:
+    """The denominator counts the supervised tokens of the whole batch (`mask.sum()` with
+    `mask = labels != ignore_index`, `loss_mask.sum()`): it is 0 only when every token of the
+    batch is ignored, where a count per row (`mask.sum(-1)`) is 0 for any empty row."""
+    v = ctx.deref(denominator)
+    for _ in range(8):
+        if not isinstance(v.node, cst.Call):
+            return False
+        callee = ctx.callee(v.node, v.env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            v = ctx.deref(Value(callee.receiver, v.env, v.mutations))
+            continue
+        break
+    o = op(ctx, v.node, v.env) if isinstance(v.node, cst.Call) else None
+    if o is None or o.name not in ("sum", "count") or o.input is None:
+        return False
+    if o.arg(0, "dim") is not None or any(
+        a.keyword and a.keyword.value == "axis" for a in o.rest()
+    ):
+        return False  # a count per row
+    inner = Value(o.input, v.env, v.mutations)
+    mask, _ = strip(ctx, inner)
+    node = mask.node
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        test = node.comparisons[0]
+        if not isinstance(test.operator, cst.NotEqual):
+            return False
+        ids = dotted_name(node.left) or ""
+        ignored = const(ctx, test.comparator, mask.env) == -100 or any(
+            _IGNORED.search(n) for n in names(test.comparator)
+        )
+        return ignored or bool(_TOKEN_IDS.search(ids.rsplit(".", 1)[-1]))
+    name = given_name(ctx, inner) or _root_name(node)
+    return name is not None and bool(_TOKEN_MASK.search(name))
+
+
+_IGNORED = re.compile(r"(ignore|pad)", re.I)
+
+
+def _root_name(node: cst.CSTNode) -> str | None:
+    root = _roots(node)
+    return root.rsplit(".", 1)[-1] if root else None
 
 
 def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:

@@ -7,6 +7,7 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
+    batch_token_count,
     grade,
     padding_mask,
     vanishes_together,
@@ -418,6 +419,8 @@ class DivideByZeroNorm(Rule):
             confidence = "high"
         if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx) or only_thresholds(ctx):
             confidence = "low"
+        elif batch_token_count(ctx, ctx.value(den)):
+            confidence = "low"  # 0 only if every token of the batch is ignored
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
         self.report(node, message, fix, confidence=confidence)
