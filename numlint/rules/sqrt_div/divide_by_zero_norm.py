@@ -47,9 +47,12 @@ class DivideByZeroNorm(Rule):
     of a mask, a count, a ReLU or clamped-at-0 output, or of values of unknown origin is
     reported (an all-zero row is the everyday case: an empty mask, a padded sample), while
     a sum of exp, softplus, softmax or sigmoid outputs, of a convex mixture of them
-    (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, or of `x + eps` is
-    not. A denominator tested by an enclosing `if n > 0:` / `if n != 0:` / `... if n else`
-    or by an earlier `if n == 0: return` is guarded.
+    (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, of Gaussian noise
+    (`torch.randn`), or of `x + eps` is not. A denominator tested by an enclosing
+    `if n > 0:` / `if n != 0:` / `... if n else`, by an earlier `if n == 0: return` (or
+    `if n == 0: n = ...`, which replaces it), by a mask that selects its nonzero entries
+    (`c[ok] / n[ok]`, `wrong * (n != 0)`) or through a factor (`w = mask * p` after
+    `if mask.sum() == 0: break`) is guarded.
 
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
@@ -68,7 +71,12 @@ class DivideByZeroNorm(Rule):
     the function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry
     per row by construction), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`) and the count of an attention, padding or length mask (every row
-    keeps a token).
+    keeps a token), a count of the whole batch's supervised tokens (`(labels !=
+    ignore_index).sum()`, `loss_mask.sum()` over every dimension: 0 only if every token of
+    the batch is ignored; a count per row, `mask.sum(-1)`, stays high), weights set at
+    construction (`self.class_weights`), a ratio the rest of the function only compares
+    against (`r = h / m; keep = u > 1 - r`: a NaN makes a comparison False, not a NaN
+    value), and a value replaced by `nan_to_num` or a finiteness test in the next lines.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
