@@ -53,11 +53,24 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
 
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
-    """A subclass of `torch.autograd.Function`."""
-    return any(
+    """A subclass of `torch.autograd.Function`, or a class written to its protocol (a
+    `@staticmethod def backward(ctx, ...)`, whatever base a library wraps it in)."""
+    if any(
         qual.endswith(("autograd.Function", "autograd.function.Function"))
         for qual, _ in _bases(ctx, node)
-    )
+    ):
+        return True
+    if not isinstance(node, cst.ClassDef) or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    for stmt in node.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "backward":
+            static = any(
+                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                for d in stmt.decorators
+            )
+            first = stmt.params.params[0].name.value if stmt.params.params else ""
+            return static and first == "ctx"
+    return False
 
 
 def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
