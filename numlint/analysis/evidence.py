@@ -338,7 +338,7 @@ def padding_mask(ctx: Context, value: Value) -> bool:
         if current is None:
             return False
         node, env = current.node, current.env
-        ident = _identifier(node)
+        ident = _identifier(node) or _key(node)  # `inputs["input_lens"]`
         if ident is not None and _PADDING.search(ident):
             return True
         if isinstance(node, cst.Name):
@@ -848,20 +848,46 @@ def batch_token_count(ctx: Context, denominator: Value) -> bool:
         a.keyword and a.keyword.value == "axis" for a in o.rest()
     ):
         return False  # a count per row
-    inner = Value(o.input, v.env, v.mutations)
+    return _token_mask(ctx, Value(o.input, v.env, v.mutations), 0)
+
+
+def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
+    """A mask of supervised tokens: `labels != ignore_index`, `targets.ne(pad_idx)`, a
+    `loss_mask`, or a conjunction with one of those."""
+    if depth > 4:
+        return False
     mask, _ = strip(ctx, inner)
-    node = mask.node
+    node, env = mask.node, mask.env
+    for _ in range(4):  # `.long()`, `.bool()`
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in _CASTS:
+                node = ctx.deref(Value(node.func.value, env)).node
+                continue
+        break
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.BitAnd, cst.Multiply)
+    ):
+        return any(
+            _token_mask(ctx, Value(side, env), depth + 1) for side in (node.left, node.right)
+        )
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         test = node.comparisons[0]
         if not isinstance(test.operator, cst.NotEqual):
             return False
-        ids = dotted_name(node.left) or ""
-        ignored = const(ctx, test.comparator, mask.env) == -100 or any(
-            _IGNORED.search(n) for n in names(test.comparator)
-        )
-        return ignored or bool(_TOKEN_IDS.search(ids.rsplit(".", 1)[-1]))
-    name = given_name(ctx, inner) or _root_name(node)
+        return _ids_test(ctx, node.left, test.comparator, env)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args:
+        if node.func.attr.value == "ne":  # `targets.ne(pad_idx)`
+            return _ids_test(ctx, node.func.value, node.args[0].value, env)
+    name = given_name(ctx, Value(node, env)) or _root_name(node)
     return name is not None and bool(_TOKEN_MASK.search(name))
+
+
+def _ids_test(ctx: Context, ids: cst.BaseExpression, other: cst.BaseExpression, env) -> bool:
+    """`labels != -100`, `targets != pad_idx`, `chosen_labels != 0`: a test of token ids."""
+    if const(ctx, other, env) == -100 or any(_IGNORED.search(n) for n in names(other)):
+        return True
+    named = dotted_name(ids) or _key(ids) or ""
+    return bool(_TOKEN_IDS.search(named.rsplit(".", 1)[-1]))
 
 
 _IGNORED = re.compile(r"(ignore|pad)", re.I)
