@@ -186,7 +186,7 @@ def only_thresholds(ctx: Context) -> bool:
         s.visit(uses)
         if assigned_name(s) == name:
             break
-    return uses.count > 0 and uses.count == uses.compared
+    return uses.count > 0 and uses.count == uses.without_gradient
 
 
 def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
@@ -201,35 +201,6 @@ def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
     func = value.func
     called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
     return called in _BOUNDING
-
-
-class _Thresholds(cst.CSTVisitor):
-    """Counts the reads of a name, and those that reach a comparison through arithmetic."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.count = 0
-        self.compared = 0
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Name) and node.value == self.name:
-            if not (self.stack and isinstance(self.stack[-1], cst.AssignTarget)):
-                self.count += 1
-                self.compared += self._compared()
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-    def _compared(self) -> bool:
-        for parent in reversed(self.stack):
-            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
-                return True
-            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
-                return False
-        return False
 
 
 class _Uses(cst.CSTVisitor):
@@ -268,6 +239,18 @@ class _Uses(cst.CSTVisitor):
             return p.attr.value in self.harmless
         if isinstance(p, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
             return call_name(parents[-2]) in self.harmless
+        return False
+
+
+class _Thresholds(_Uses):
+    """Counts the reads of a name, and those that reach a comparison through arithmetic."""
+
+    def _no_gradient(self) -> bool:
+        for parent in reversed(self.stack):
+            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+                return True
+            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+                return False
         return False
 
 
