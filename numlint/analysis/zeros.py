@@ -85,6 +85,8 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if mode == "one":
         return _one_reason(ctx, value, depth)
     if isinstance(node, cst.Subscript):
+        if indexed_by_nonzero(ctx, node, env):
+            return None  # `p[p.nonzero(as_tuple=True)]`: only the nonzero entries
         return sub(node.value)
     if isinstance(node, cst.Comparison):
         return "a 0/1 mask"
@@ -97,6 +99,26 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.Call):
         return _call_reason(ctx, node, env, mode, sub, value)
     return None
+
+
+def indexed_by_nonzero(ctx: Context, node: cst.Subscript, env: Env) -> bool:
+    """`x[x.nonzero(as_tuple=True)]`, `x[torch.nonzero(x).split(1, dim=1)]`,
+    `x[torch.where(x)]`: the entries picked are the nonzero ones of `x` itself."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    index = ctx.deref(Value(node.slice[0].slice.value, env)).node
+    for _ in range(4):  # `.split(1, dim=1)`, `.t()`, `.unbind(1)`
+        if not isinstance(index, cst.Call):
+            return False
+        callee = ctx.callee(index, env)
+        if callee.method == "nonzero" and callee.receiver is not None:
+            return same_code(ctx, callee.receiver, node.value)
+        if callee.qualname in ("torch.nonzero", "torch.where") and len(index.args) == 1:
+            return same_code(ctx, index.args[0].value, node.value)
+        if callee.receiver is None or callee.method not in ("split", "t", "unbind", "chunk"):
+            return False
+        index = callee.receiver
+    return False
 
 
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:

@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.analysis.evidence import grade as evidence_grade
 from numlint.analysis.guards import guarded_by_mutation, sanitised_later, selection
 from numlint.analysis.ops import op, same_value
-from numlint.analysis.zeros import positive_value, zero_reason
+from numlint.analysis.zeros import indexed_by_nonzero, positive_value, zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
@@ -234,6 +234,10 @@ class EntropyTerm(Rule):
             value = ctx.deref(ctx.value(o.input))
             if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
                 return
+            if isinstance(value.node, cst.Subscript) and indexed_by_nonzero(
+                ctx, value.node, value.env
+            ):
+                return  # `t[t.nonzero(as_tuple=True)]`: only the nonzero entries
             if activation(ctx, Value(o.input, ctx.env)) is not None:
                 return
             if selection(ctx, o.input) is not None:
