@@ -42,6 +42,7 @@ REASONS: dict[str, Confidence] = {
     "a sum of squares": "low",
     "a norm": "low",
     "a sum": "low",
+    "a value a `torch.where` keeps where its test holds": "low",
 }
 #: Reductions and roots whose zero comes from what they reduce.
 _THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})

@@ -306,6 +306,9 @@ def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
     else:
         cond = positional(o.call, 0, "condition")
         branches = (positional(o.call, 1), positional(o.call, 2))
+    fallback = cond is not None and any(
+        b is not None and positive_value(ctx, Value(b, env)) for b in branches
+    )
     for taken, branch in zip((True, False), branches, strict=False):
         if branch is None:
             continue
@@ -314,9 +317,15 @@ def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
         if is_zero(ctx, branch, env):
             return "a `torch.where` with a 0 branch"
         reason = sub(branch)
+        if reason and fallback:
+            return KEPT_BY_WHERE  # `safe = where(active, x, ones_like(x))`: a double where
         if reason:
             return reason
     return None
+
+
+#: A value a `torch.where` keeps only where its test holds, with a positive fallback.
+KEPT_BY_WHERE = "a value a `torch.where` keeps where its test holds"
 
 
 def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
