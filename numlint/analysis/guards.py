@@ -96,7 +96,7 @@ def sanitised_later(ctx: Context) -> bool:
     name, after = here
     n = re.escape(name)
     pattern = re.compile(
-        rf"(isfinite|isnan|isinf|nan_to_num|isposinf|isneginf)\(\s*{n}\b"
+        rf"(isfinite|isnan|isinf|nan_to_num_?|isposinf|isneginf)\(\s*{n}\b"
         rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
