@@ -607,7 +607,8 @@ _BINARY_FOR_AUG = {
 }
 
 
-_NO_GRAD = frozenset(
+#: Context managers and decorators that turn gradients off (`inference_mode(False)` does not).
+NO_GRAD = frozenset(
     {
         "torch.no_grad",
         "torch.inference_mode",
@@ -621,7 +622,7 @@ _NO_GRAD = frozenset(
 def _disables_grad(ctx: Context, expr: cst.BaseExpression) -> bool:
     func = expr.func if isinstance(expr, cst.Call) else expr
     qual = ctx.qualname(func)
-    if qual in _NO_GRAD:
+    if qual in NO_GRAD:
         if isinstance(expr, cst.Call) and expr.args and qual.endswith("inference_mode"):
             arg = expr.args[0].value
             return not (isinstance(arg, cst.Name) and arg.value == "False")

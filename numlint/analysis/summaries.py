@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from numlint.analysis.names import import_one
+from numlint.context import NO_GRAD
 from numlint.semantics import SIGMOID_FUNCTIONS, SIGMOID_MODULES, SOFTMAX_FUNCTIONS, SOFTMAX_MODULES
 
 _SOFTMAX = SOFTMAX_FUNCTIONS
@@ -43,10 +44,6 @@ _TRANSPARENT = frozenset(
 )  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum"})
 _DEPTH = 12
-_NO_GRAD = frozenset(
-    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
-     "torch.autograd.grad_mode.no_grad"}
-)  # fmt: skip
 #: Steps one question may take: a bound on fan-out through many reassignments.
 _STEPS = 5000
 #: Files larger than this are not read for summaries (generated code).
@@ -733,14 +730,14 @@ class Project:
         return self._without_grad(mod, caller, depth + 1)
 
     def _disables_grad(self, mod: Module, expr: ast.expr) -> bool:
-        func = expr.func if isinstance(expr, ast.Call) else expr
-        qual = self.qualname(mod, func)
-        if qual in _NO_GRAD:
-            return True
-        if qual == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
-            arg = expr.args[0]
-            return isinstance(arg, ast.Constant) and arg.value is False
-        return False
+        """The ast twin of the linted file's reading (numlint.context): `no_grad()`,
+        `inference_mode()` but not `inference_mode(False)`, `set_grad_enabled(False)`."""
+        qual = self.qualname(mod, expr.func if isinstance(expr, ast.Call) else expr)
+        first = expr.args[0] if isinstance(expr, ast.Call) and expr.args else None
+        false = isinstance(first, ast.Constant) and first.value is False
+        if qual in NO_GRAD:
+            return not (qual.endswith("inference_mode") and false)
+        return qual == "torch.set_grad_enabled" and false
 
     def passed(self, func: str, param: str) -> list[tuple[Module, str | None, ast.expr]]:
         """What the known callers of function `func` of the file being linted pass as
