@@ -15,7 +15,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.ops import const, names, op
+from numlint.analysis.ops import Op, const, names, op
 from numlint.analysis.summaries import passed_names
 from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
@@ -805,7 +805,7 @@ def _squares(node: cst.CSTNode) -> bool:
     return False
 
 
-def _outer_op(ctx: Context, value: Value) -> str | None:
+def _outer_call(ctx: Context, value: Value) -> Op | None:
     """The op a value is the result of, through variables and `.float()`-like methods."""
     for _ in range(8):
         v = ctx.deref(value)
@@ -815,9 +815,14 @@ def _outer_op(ctx: Context, value: Value) -> str | None:
         if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
             value = Value(callee.receiver, v.env, v.mutations)
             continue
-        o = op(ctx, v.node, v.env)
-        return o.name if o is not None else None
+        return op(ctx, v.node, v.env)
     return None
+
+
+def _outer_op(ctx: Context, value: Value) -> str | None:
+    """The name of the op a value is the result of (see `_outer_call`)."""
+    o = _outer_call(ctx, value)
+    return o.name if o is not None else None
 
 
 #: Names of masks over the tokens a loss counts.
@@ -833,23 +838,14 @@ def batch_token_count(ctx: Context, denominator: Value) -> bool:
     """The denominator counts the supervised tokens of the whole batch (`mask.sum()` with
     `mask = labels != ignore_index`, `loss_mask.sum()`): it is 0 only when every token of the
     batch is ignored, where a count per row (`mask.sum(-1)`) is 0 for any empty row."""
-    v = ctx.deref(denominator)
-    for _ in range(8):
-        if not isinstance(v.node, cst.Call):
-            return False
-        callee = ctx.callee(v.node, v.env)
-        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
-            v = ctx.deref(Value(callee.receiver, v.env, v.mutations))
-            continue
-        break
-    o = op(ctx, v.node, v.env) if isinstance(v.node, cst.Call) else None
+    o = _outer_call(ctx, denominator)
     if o is None or o.name not in ("sum", "count") or o.input is None:
         return False
     if o.arg(0, "dim") is not None or any(
         a.keyword and a.keyword.value == "axis" for a in o.rest()
     ):
         return False  # a count per row
-    return _token_mask(ctx, Value(o.input, v.env, v.mutations), 0)
+    return _token_mask(ctx, Value(o.input, o.env), 0)
 
 
 def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:

@@ -923,7 +923,8 @@ def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if o is not None and o.name in ("max", "maximum"):
         return True
     if o is not None and o.name in ("clamp", "clamp_min") and o.input is not None:
-        if clamp_bounds(o)[0] is not None and clamp_bounds(o)[1] is None:
+        low, high = clamp_bounds(o)
+        if low is not None and high is None:
             return True  # `y.clamp(min=x)` is max(x, y); a clamped maximum stays one
     if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
         "amax",
