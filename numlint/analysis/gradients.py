@@ -230,16 +230,46 @@ class _Uses(cst.CSTVisitor):
 
     def _no_gradient(self) -> bool:
         parents = self.stack
-        if not parents:
+        i = len(parents) - 1
+        while i >= 0 and isinstance(parents[i], (cst.BinaryOperation, cst.UnaryOperation)):
+            i -= 1  # `torch.sort(d + pad).indices`: what the sum goes into decides
+        if i < 0:
             return False
-        p = parents[-1]
+        p = parents[i]
         if isinstance(p, cst.Comparison) or isinstance(p, cst.ComparisonTarget):
             return True
-        if isinstance(p, cst.Attribute) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
-            return p.attr.value in self.harmless
-        if isinstance(p, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call):
-            return call_name(parents[-2]) in self.harmless
+        if isinstance(p, cst.Attribute) and i > 0 and isinstance(parents[i - 1], cst.Call):
+            return p.attr.value in self.harmless or _indices_taken(parents[:i])
+        if isinstance(p, cst.Arg) and i > 0 and isinstance(parents[i - 1], cst.Call):
+            call = parents[i - 1]
+            return call_name(call) in self.harmless or _indices_taken(parents[:i])
         return False
+
+
+#: Calls whose second result (`.indices`, `[1]`) is an index tensor, with no gradient.
+_WITH_INDICES = frozenset(
+    {"sort", "topk", "max", "min", "kthvalue", "median", "mode", "cummax", "cummin"}
+)
+
+
+def _indices_taken(above: list[cst.CSTNode]) -> bool:
+    """The call just left (`above[-1]` is what holds it) is a sort or top-k whose indices only
+    are kept: `torch.sort(d, dim=1).indices`, `d.topk(3)[1]`."""
+    if len(above) < 2:
+        return False
+    call, holder = above[-1], above[-2]
+    if not isinstance(call, cst.Call) or call_name(call) not in _WITH_INDICES:
+        return False
+    if isinstance(holder, cst.Attribute) and holder.value is call:
+        return holder.attr.value == "indices"
+    if isinstance(holder, cst.Subscript) and holder.value is call and len(holder.slice) == 1:
+        index = holder.slice[0].slice
+        return (
+            isinstance(index, cst.Index)
+            and isinstance(index.value, cst.Integer)
+            and (index.value.value == "1")
+        )
+    return False
 
 
 class _Thresholds(_Uses):
@@ -281,6 +311,19 @@ _BOOLEAN_OPS = frozenset(
      "logical_xor", "count_nonzero", "any", "all"}
 )  # fmt: skip
 
+
+def _torch_function(qualname: str | None) -> bool:
+    """A function of the torch namespace (not a module class or `nn.Parameter`)."""
+    if qualname is None or not qualname.startswith("torch."):
+        return False
+    return not qualname.startswith("torch.nn.") or qualname.startswith("torch.nn.functional.")
+
+
+#: Keyword arguments that are options, not tensors.
+_OPTION_KEYWORDS = frozenset(
+    {"dim", "keepdim", "dtype", "device", "p", "ord", "out", "axis", "layout", "memory_format",
+     "non_blocking", "copy", "pin_memory", "rounding_mode", "correction", "unbiased", "eps"}
+)  # fmt: skip
 
 _PY_NUMBERS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "range"})
 
@@ -329,6 +372,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
                 return False
         return sub(node.left) and sub(node.right)
     if isinstance(node, cst.Subscript):
+        if not integers and _input_batch_entry(ctx, node):
+            return True  # `feats["template_ca"]`: data the model is given
         return sub(node.value)
     if isinstance(node, (cst.Tuple, cst.List)):
         return all(sub(e.value) for e in node.elements)
@@ -368,6 +413,16 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True
     if callee.qualname in _COMBINERS:
         return all(sub(a) for a in args)
+    if _torch_function(callee.qualname) and args:
+        # `torch.matmul(rot, ca - t)`, `torch.norm(v, dim=-1)`: a function of data is data
+        tensors = [
+            a.value
+            for a in node.args
+            if a.keyword is None or (a.keyword.value not in _OPTION_KEYWORDS)
+        ]
+        if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in node.args):
+            return False
+        return all(sub(a) for a in tensors)
     if callee.method in ("detach", "size", "numel", "dim"):
         return True
     if callee.method is not None and callee.receiver is not None:
@@ -378,6 +433,24 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
 
 
 _MASK_PARAMETER = re.compile(r"(^|_)masks?$")
+#: Parameters that hold a batch of input data: what is read from them by key is data.
+_BATCH_PARAMETER = re.compile(
+    r"^(feats|features|feat_dict|batch|batch_dict|data|data_dict|inputs?|input_dict|samples?"
+    r"|targets?|gts?|ground_truths?|labels|examples?)$"
+)
+
+
+def _input_batch_entry(ctx: Context, node: cst.Subscript) -> bool:
+    """`feats["template_ca"]`: an entry, read by a string key, of a parameter named as a batch
+    of input data (`feats`, `batch`, `inputs`, `targets`). Data needs no gradient; the outputs
+    of a model are held in other names (`outputs["pred_boxes"]`)."""
+    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index) or not isinstance(index.value, cst.SimpleString):
+        return False
+    name = node.value.value
+    return bool(_BATCH_PARAMETER.match(name)) and ctx.parameter(name) is not None
 
 
 def _mask_parameter(ctx: Context, name: str) -> bool:
@@ -388,8 +461,13 @@ def _mask_parameter(ctx: Context, name: str) -> bool:
 def _number_parameter(ctx: Context, name: str, integers: bool) -> bool:
     """A parameter of the enclosing function annotated as a Python number (`factor: int`)."""
     param = ctx.parameter(name)
-    if param is None or param.annotation is None:
+    if param is None:
         return False
+    if param.annotation is None:  # `r_min=0.`: a number unless the caller passes a tensor
+        default = param.default
+        if isinstance(default, cst.UnaryOperation):
+            default = default.expression
+        return isinstance(default, cst.Integer) or (not integers and isinstance(default, cst.Float))
     ann = param.annotation.annotation
     kinds = ("int",) if integers else ("int", "float", "bool")
     return isinstance(ann, cst.Name) and ann.value in kinds

@@ -324,6 +324,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
+    wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
     if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted):
         return True
     stack = ctx.stack
@@ -452,6 +453,22 @@ def _factor_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
             found |= {
                 side.value for side in (bound.left, bound.right) if isinstance(side, cst.Name)
             }
+    return found
+
+
+def _summand_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
+    """The tensor summed whole into the operand (`total = torch.sum(counts)`): a test that an
+    entry of it is nonzero (`if counts[i] == 0: continue`) keeps the sum of those counts off 0."""
+    found: set[str] = set()
+    bound = (_bound_expression(ctx, cst.Name(n)) for n in names(operand) if "." not in n)
+    for expr in (operand, *bound):
+        if not isinstance(expr, cst.Call):
+            continue
+        callee = ctx.callee(expr)
+        if callee.method == "sum" and callee.receiver is not None and not expr.args:
+            found |= names(callee.receiver)
+        elif callee.qualname == "torch.sum" and len(expr.args) == 1:
+            found |= names(expr.args[0].value)
     return found
 
 
