@@ -278,6 +278,8 @@ def zero_tested(ctx: Context, value: Value) -> bool:
             if o is not None and o.name in _THROUGH and o.input is not None:
                 if o.name in ("sum", "mean") and mask_like(ctx, Value(o.input, following.env)):
                     break  # `mask == 0` selects entries: not a sum expected to be 0
+                if o.name in ("sum", "mean", "norm") and not o.rest():
+                    break  # `counts == 0` finds empty classes: the total of all is not 0
                 current = Value(o.input, following.env)  # sqrt(s): what s is
     if not wanted:
         return False
@@ -423,7 +425,11 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
             )
         ):
             return False
-        return not _padding_test(ctx, node) and not _support_test(ctx, node)
+        return (
+            not _padding_test(ctx, node)
+            and not _support_test(ctx, node)
+            and not _cumulative(ctx, node, v.env)
+        )
     if _structural(node):
         return False  # `valid`, `atom_exists`, `attention_mask`: a row keeps an entry
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
@@ -658,6 +664,21 @@ def _support_test(ctx: Context, node: cst.Comparison) -> bool:
     found = strip(ctx, ctx.value(node.left))[0].node
     ident = _identifier(found) or _identifier(node.left)
     return ident is not None and bool(_PROBABILITY.search(ident))
+
+
+def _cumulative(ctx: Context, node: cst.BaseExpression, env, depth: int = 0) -> bool:
+    """The test compares a cumulative sum (`1 + k * z_sorted > z_sorted.cumsum(-1)`): the
+    support of a sparsemax or entmax projection, which always holds the largest entry."""
+    if depth > 3:
+        return False
+    for n in (node, *descendants(node)):
+        if isinstance(n, cst.Call) and call_name(n) == "cumsum":
+            return True
+        if isinstance(n, cst.Name):
+            bound = ctx.deref(Value(n, env))
+            if bound.node is not n and _cumulative(ctx, bound.node, bound.env, depth + 1):
+                return True
+    return False
 
 
 _INDEX_NAME = re.compile(

@@ -69,6 +69,29 @@ def assigned_here(ctx: Context, attributes: bool = False) -> tuple[str, list[cst
 _NAN_HANDLERS = frozenset({"nansum", "nanmean", "nan_to_num", "nanmedian"})
 
 
+_MINUS_INF = re.compile(
+    r"-\s*(float\(\s*[\"']inf[\"']\s*\)|(math|np|numpy|torch)\.inf\b)|float\(\s*[\"']-inf[\"']\s*\)"
+)
+
+
+def beside_minus_inf(ctx: Context) -> bool:
+    """The node being visited is a branch of a `torch.where` whose other branch is -inf
+    (`where(keep, log(p / q), -inf)`): the author takes -inf as a value of the result."""
+    stack = ctx.stack
+    for i in range(len(stack) - 1, 0, -1):
+        parent = stack[i - 1]
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+            continue
+        if not isinstance(parent, cst.Arg):
+            return False
+        call = stack[i - 2] if i >= 2 else None
+        if not isinstance(call, cst.Call) or call_name(call) != "where" or len(call.args) != 3:
+            return False
+        branches = [a for a in call.args[1:] if a is not parent]
+        return len(branches) == 1 and bool(_MINUS_INF.search(ctx.code(branches[0].value)))
+    return False
+
+
 def _inside_nan_handler(ctx: Context) -> bool:
     """The current node is inside `torch.nansum(...)`, `torch.nan_to_num(...)` or the like
     (or their method forms) within its statement: the NaN it makes is dropped there."""
@@ -380,9 +403,10 @@ def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
         if not isinstance(index, cst.Index):
             continue
         for part in _mask_factors(index.value):
-            test = _mask_condition(ctx, _bound_expression(ctx, part))
-            if test is not None and _nonzero_test(ctx, test, wanted, True):
-                return True
+            for factor in _mask_factors(_bound_expression(ctx, part)):  # `keep = (n > 0) & ...`
+                test = _mask_condition(ctx, factor)
+                if test is not None and _nonzero_test(ctx, test, wanted, True):
+                    return True
     return False
 
 

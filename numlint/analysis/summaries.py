@@ -131,6 +131,50 @@ class Function:
             self._self_attrs.setdefault(t.attr, []).append(value)
 
 
+#: Calls whose result carries no gradient back to their tensor argument.
+_NOT_DIFFERENTIATED = frozenset(
+    {"argsort", "argmin", "argmax", "bucketize", "searchsorted", "nonzero", "long", "int",
+     "bool", "round", "floor", "ceil", "isnan", "isinf", "isfinite", "item", "tolist", "numpy",
+     "detach"}
+)  # fmt: skip
+
+
+def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
+    """The caller only compares what `call` returns (`dists = pairwise(x)`, `dists < r`), or
+    hands it to a call with no gradient (`argsort`, `.long()`): nothing is differentiated
+    through it."""
+    if f is None:
+        return False
+    parents = {id(c): n for n in _walk_body(f.node) for c in ast.iter_child_nodes(n)}
+    parent = parents.get(id(call))
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        target = parent.targets[0]
+        if not isinstance(target, ast.Name):
+            return False
+        reads = [
+            n
+            for n in _walk_body(f.node)
+            if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
+        ]
+        return bool(reads) and all(_read_without_gradient(parents, r) for r in reads)
+    return _read_without_gradient(parents, call)
+
+
+def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
+    parent = parents.get(id(node))
+    while isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, ast.Compare):
+        return True
+    if isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call):
+        return parent.attr in _NOT_DIFFERENTIATED
+    if isinstance(parent, ast.Call) and node in parent.args:
+        fn = parent.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+        return name in _NOT_DIFFERENTIATED
+    return False
+
+
 def _walk_body(func: ast.AST):
     """Every node of a function body, nested functions included, nested classes not."""
     todo = list(getattr(func, "body", []))
@@ -709,7 +753,11 @@ class Project:
                 if self._calls_this(cmod, call, f, mod, caller)
             ]
             found = bool(calls) and all(
-                caller is not None and self._call_without_grad(cmod, caller, call, depth)
+                caller is not None
+                and (
+                    self._call_without_grad(cmod, caller, call, depth)
+                    or _result_not_differentiated(cmod.functions.get(caller), call)
+                )
                 for cmod, caller, call in calls
             )
         self._no_grad[key] = found

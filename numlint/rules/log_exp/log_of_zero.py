@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_flows, only_ranked
-from numlint.analysis.guards import sanitised_later, selection
+from numlint.analysis.guards import beside_minus_inf, sanitised_later, selection
 from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import zero_reason
 from numlint.context import Value
@@ -267,6 +267,7 @@ class LogOfZero(Rule):
         tail = _TAIL if gradient_flows(ctx, o.input) else _TAIL_FORWARD
         harmless = sanitised_later(ctx) or (not gradient_flows(ctx, o.input) and only_ranked(ctx))
         harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
+        harmless = harmless or beside_minus_inf(ctx)  # `where(keep, log(p), -inf)`
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
