@@ -1,15 +1,17 @@
 """Re-lint only what an edit can change: the editor's path (numlint.lsp).
 
 A buffer is cut into its top-level statements. The findings of each definition (function or
-class) are kept by its text and by which of the names it mentions the module binds (above
-it, and anywhere). After an edit, what can have changed is linted again, in a copy of the buffer
-without the other definitions (numlint.chunks): definitions whose key is new, definitions
-mentioning a name that a statement which appeared or went away binds (the readers of a
-changed import or constant, the callers of a changed function), what any of these or the
-module statements call (a training loop's helper, a model class), and every module statement
-(they are short, and the training rules read them in order). The rest keep their findings,
-moved to their new lines. A change to the configuration, to file-level suppressions or to
-which rules the text activates, and a star import appearing or going away, lint everything.
+class) are kept by its text, by the statements above it that last bind the names it mentions
+(an import, or `torch = None`), by which of those names any statement binds, and by the texts
+of the definitions that call it (how a caller uses a helper decides some findings). After an
+edit, what can have changed is linted again, in a copy of the buffer without the other
+definitions (numlint.chunks): definitions whose key is new, definitions mentioning a name
+that a statement which appeared or went away binds (the readers of a changed import or
+constant, the callers of a changed function), what any of these or the module statements
+call (a training loop's helper, a model class), and every module statement (they are short,
+and the training rules read them in order). The rest keep their findings, moved to their new
+lines. A change to the configuration, to file-level suppressions or to which rules the text
+activates, and a star import appearing or going away, lint everything.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 #: What a star import binds: any name.
 _ANY = "*"
 
-_Key = tuple[str, frozenset[str], frozenset[str]]
+_Key = tuple[str, tuple[tuple[str, str], ...], frozenset[str], tuple[str, ...]]
 _Imports = tuple[tuple[str, ...], bool]
 
 
@@ -114,14 +116,21 @@ class Incremental:
         not."""
         keys, imports = {}, {}
         anywhere = frozenset().union(*(c.binds for c in chunks))
-        above: set[str] = set()
+        above: dict[str, str] = {}  # name -> the text of the statement above that bound it last
         above_imports: list[str] = []
+        defs = [c for c in chunks if c.name is not None]
         for c in chunks:
             if c.name is not None:
                 words = self._words_of(c.text)
-                keys[id(c)] = (c.text, words & above, words & anywhere)
+                # how its callers use it decides some findings (gradients off, a result only
+                # compared): an edited caller makes its callees new
+                callers = tuple(
+                    d.text for d in defs if d is not c and c.name in self._words_of(d.text)
+                )
+                bound = tuple(sorted((n, above[n]) for n in words & above.keys()))
+                keys[id(c)] = (c.text, bound, words & anywhere, callers)
                 imports[id(c)] = (tuple(above_imports), "torch" in above)
-            above |= c.binds
+            above.update(dict.fromkeys(c.binds, c.text))
             if c.imports:
                 above_imports.append(c.text)
         return keys, imports

@@ -173,3 +173,31 @@ def test_a_star_import_relints_everything():
     starred = "from torch import *\n" + source
     assert inc.lint(starred, "x.py", RULES) == engine.lint(starred, "x.py", RULES)
     assert inc.last == "full"
+
+
+def test_a_definition_moved_past_a_rebinding_is_linted_again():
+    """The same text below `torch = None` and above it: which statement binds `torch` last
+    is part of what its findings are kept by."""
+    helper = "def f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    below = f"import torch\n\n\ndef g(x):\n    return x\ntorch = None\n{helper}"
+    above = f"import torch\n\n\n{helper}def g(x):\n    return x\ntorch = None\n"
+    inc = Incremental()
+    inc.lint(below, "x.py", RULES)
+    inc.lint(above, "x.py", RULES)
+    assert inc.lint(below, "x.py", RULES) == engine.lint(below, "x.py", RULES) == []
+    got = inc.lint(above, "x.py", RULES)
+    assert got == engine.lint(above, "x.py", RULES)
+    assert [d.code for d in got] == ["NUM101"]
+
+
+def test_a_helper_is_linted_again_when_its_caller_changes():
+    """Whether a helper's result is differentiated is read from its callers."""
+    helper = "def dist(x):\n    return ((x[:, None] - x[None]) ** 2).sum(-1).sqrt()\n"
+    compared = f"import torch\n\n\n{helper}\n\ndef near(x):\n    return dist(x) < 1\n"
+    trained = compared.replace("dist(x) < 1", "dist(x).mean()")
+    inc = Incremental()
+    assert inc.lint(compared, "x.py", RULES) == engine.lint(compared, "x.py", RULES) == []
+    got = inc.lint(trained, "x.py", RULES)
+    assert got == engine.lint(trained, "x.py", RULES)
+    assert [d.code for d in got] == ["NUM201"]
+    assert inc.lint(compared, "x.py", RULES) == []

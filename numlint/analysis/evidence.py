@@ -866,7 +866,11 @@ def batch_token_count(ctx: Context, denominator: Value) -> bool:
         a.keyword and a.keyword.value == "axis" for a in o.rest()
     ):
         return False  # a count per row
-    return _token_mask(ctx, Value(o.input, o.env), 0)
+    inner = Value(o.input, o.env)
+    rows = _outer_call(ctx, inner)
+    if rows is not None and rows.name in ("sum", "count") and rows.input is not None:
+        inner = Value(rows.input, rows.env)  # `tokens = mask.sum(-1)` ... `tokens.sum()`
+    return _token_mask(ctx, inner, 0)
 
 
 def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
@@ -888,14 +892,22 @@ def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
         return any(
             _token_mask(ctx, Value(side, env), depth + 1) for side in (node.left, node.right)
         )
+    wanted: type[cst.BaseCompOp] = cst.NotEqual
+    method = "ne"
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        node = ctx.deref(Value(node.expression, env)).node  # `~pad_mask`, `pad_mask = t.eq(pad)`
+        wanted, method = cst.Equal, "eq"
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         test = node.comparisons[0]
-        if not isinstance(test.operator, cst.NotEqual):
+        if not isinstance(test.operator, wanted):
             return False
         return _ids_test(ctx, node.left, test.comparator, env)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args:
-        if node.func.attr.value == "ne":  # `targets.ne(pad_idx)`
+        if node.func.attr.value == method:  # `targets.ne(pad_idx)`
             return _ids_test(ctx, node.func.value, node.args[0].value, env)
+        return False
+    if wanted is cst.Equal:
+        return False
     name = given_name(ctx, Value(node, env)) or _root_name(node)
     return name is not None and bool(_TOKEN_MASK.search(name))
 
@@ -908,7 +920,7 @@ def _ids_test(ctx: Context, ids: cst.BaseExpression, other: cst.BaseExpression, 
     return bool(_TOKEN_IDS.search(named.rsplit(".", 1)[-1]))
 
 
-_IGNORED = re.compile(r"(ignore|pad)", re.I)
+_IGNORED = re.compile(r"(ignore|pad|null)", re.I)
 
 
 def _root_name(node: cst.CSTNode) -> str | None:

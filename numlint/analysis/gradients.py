@@ -4,7 +4,8 @@ A hazard whose only harm is a NaN or infinite gradient (sqrt or a norm at 0, aco
 does not apply where none can flow: under `torch.no_grad()`, in a value that is immediately
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
-(`validation_step`, `test_step`, `predict_step`), or in values built only from constants.
+(`validation_step`, `test_step`, `predict_step`), in a constructor, or in values built only
+from constants.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if evaluation_code(ctx.path, func.name.value if func is not None else ""):
         return False
     if func is not None and cls is not None:
-        if func.name.value in _NO_GRAD_HOOKS:
-            return False
+        if func.name.value in _NO_GRAD_HOOKS or func.name.value == "__init__":
+            return False  # a constructor's values are leaves: nothing differentiates through them
         if _autograd_function(ctx, cls.node):
             return False  # a custom autograd.Function: forward, backward and their helpers
             # run without autograd
@@ -539,3 +540,78 @@ def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:
     """No gradient flows here: inside `torch.no_grad()` (or a function decorated with it), or
     the operand is built only from constructors and constants (see `no_gradient`)."""
     return ctx.in_no_grad() or no_gradient(ctx, ctx.value(operand))
+
+
+_RANDOM = frozenset(
+    {"torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like",
+     "torch.randn_like", "torch.randint_like"}
+)  # fmt: skip
+_CONSTANT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$|^(pi|e|tau|inf)$")
+
+
+def constant_table(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A value built only from literals, module constants (`penn.PITCH_BINS`, `math.pi`) and
+    deterministic tensor constructors (`torch.meshgrid(torch.arange(N), ...)`): the same on
+    every call, so a 0 in it would show on the first run. Parameters, attributes of `self`
+    and shapes are inputs, not constants."""
+    if depth > 12:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> bool:
+        return constant_table(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(sub(e.value) for e in node.elements)
+    if isinstance(node, cst.Attribute):
+        qual = ctx.qualname(node, env)
+        return qual is not None and bool(_CONSTANT_NAME.match(node.attr.value))
+    if isinstance(node, cst.Name):
+        source = _unpacked_from(ctx, node.value)  # `xx, yy = torch.meshgrid(...)`
+        return source is not None and sub(source)
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)
+    args = [
+        a.value
+        for a in node.args
+        if a.keyword is None
+        or not (
+            a.keyword.value in _OPTION_KEYWORDS
+            or isinstance(a.value, (cst.SimpleString, cst.Name))  # `indexing="ij"`, `True`
+        )
+    ]
+    if callee.qualname in _RANDOM:
+        return False
+    if callee.qualname in CONSTRUCTORS or _torch_function(callee.qualname):
+        return bool(args) and all(sub(a) for a in args)
+    if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:
+        return ctx.lookup(node.func.value, env) is None and all(sub(a) for a in args)
+    if callee.method is not None and callee.receiver is not None:
+        return sub(callee.receiver) and all(sub(a) for a in args)
+    return False
+
+
+def _unpacked_from(ctx: Context, name: str) -> cst.BaseExpression | None:
+    """The one value a name of the function is unpacked from (`xx, yy = f(...)`)."""
+    func = ctx.function
+    if func is None or ctx.parameter(name) is not None:
+        return None
+    found = [
+        n.value
+        for n in descendants(func)
+        if isinstance(n, cst.Assign)
+        for t in n.targets
+        if isinstance(t.target, (cst.Tuple, cst.List))
+        and any(isinstance(e.value, cst.Name) and e.value.value == name for e in t.target.elements)
+    ]
+    return found[0] if len(found) == 1 else None

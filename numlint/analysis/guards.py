@@ -583,7 +583,17 @@ def _nonzero_test(
         both = isinstance(test.operator, cst.And) == taken  # `a and b` true: both hold
         left = _nonzero_test(ctx, test.left, wanted, taken, depth + 1)
         right = _nonzero_test(ctx, test.right, wanted, taken, depth + 1)
+        if not both and not taken:  # `if n.numel() and (n <= eps).any(): raise`: an empty
+            left = left or _size_test(test.left, wanted)  # `n` divides nothing
+            right = right or _size_test(test.right, wanted)
         return (left or right) if both else (left and right)
+    if (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "bool"
+        and len(test.args) == 1
+    ):
+        return _nonzero_test(ctx, test.args[0].value, wanted, taken, depth + 1)  # `bool(n > 0)`
     if isinstance(test, cst.Name):
         bound = ctx.deref(ctx.value(test)).node
         if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
@@ -622,6 +632,17 @@ def _nonzero_test(
         or (kind is cst.LessThanEqual and low >= 0)
         or (kind is cst.LessThan and low > 0)
     )
+
+
+def _size_test(test: cst.BaseExpression, wanted: set[str]) -> bool:
+    """`n.numel()`, `len(n)`: whether the operand has entries at all."""
+    if not isinstance(test, cst.Call):
+        return False
+    if isinstance(test.func, cst.Attribute) and test.func.attr.value in ("numel", "nelement"):
+        return bool(wanted & names(test.func.value))
+    if isinstance(test.func, cst.Name) and test.func.value == "len" and test.args:
+        return bool(wanted & names(test.args[0].value))
+    return False
 
 
 _FLIP = {

@@ -135,7 +135,7 @@ class Function:
 _NOT_DIFFERENTIATED = frozenset(
     {"argsort", "argmin", "argmax", "bucketize", "searchsorted", "nonzero", "long", "int",
      "bool", "round", "floor", "ceil", "isnan", "isinf", "isfinite", "item", "tolist", "numpy",
-     "detach"}
+     "detach", "numel", "size", "dim"}
 )  # fmt: skip
 
 
@@ -160,10 +160,28 @@ def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
     return _read_without_gradient(parents, call)
 
 
+#: Methods whose result is the same values: where it goes decides.
+_KEEPING = frozenset(
+    {"to", "float", "double", "half", "cpu", "cuda", "contiguous", "view", "reshape", "clone",
+     "squeeze", "unsqueeze", "permute", "transpose", "flatten", "type"}
+)  # fmt: skip
+
+
 def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
     parent = parents.get(id(node))
-    while isinstance(parent, (ast.BinOp, ast.UnaryOp)):
-        node, parent = parent, parents.get(id(parent))
+    for _ in range(8):
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+            node, parent = parent, parents.get(id(parent))
+            continue
+        call = parents.get(id(parent))
+        if (
+            isinstance(parent, ast.Attribute)
+            and parent.attr in _KEEPING
+            and (isinstance(call, ast.Call) and call.func is parent)
+        ):
+            node, parent = call, parents.get(id(call))
+            continue
+        break
     if isinstance(parent, ast.Compare):
         return True
     if isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call):
@@ -767,6 +785,8 @@ class Project:
         f = mod.functions.get(caller)
         if f is None:
             return False
+        if f.node.name == "__init__":
+            return True  # what a constructor builds is a leaf: nothing differentiates through it
         if any(self._disables_grad(mod, d) for d in f.node.decorator_list):
             return True
         for node in _walk_body(f.node):

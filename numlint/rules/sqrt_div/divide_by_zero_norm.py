@@ -14,7 +14,7 @@ from numlint.analysis.evidence import (
     weights_sum,
     zero_tested,
 )
-from numlint.analysis.gradients import only_thresholds
+from numlint.analysis.gradients import constant_table, only_thresholds
 from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.zeros import denominator_reason
@@ -429,6 +429,8 @@ class DivideByZeroNorm(Rule):
             confidence = "low"
         elif batch_token_count(ctx, ctx.value(den)):
             confidence = "low"  # 0 only if every token of the batch is ignored
+        elif constant_table(ctx, ctx.value(den)):
+            confidence = "low"  # the same on every call: a 0 would show on the first run
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
         self.report(node, message, fix, confidence=confidence)
