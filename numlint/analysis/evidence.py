@@ -899,6 +899,8 @@ def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
         wanted, method = cst.Equal, "eq"
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         test = node.comparisons[0]
+        if wanted is cst.NotEqual and _not_negative_test(ctx, test, env):
+            return _ids_test(ctx, node.left, test.comparator, env)  # `labels >= 0`
         if not isinstance(test.operator, wanted):
             return False
         return _ids_test(ctx, node.left, test.comparator, env)
@@ -910,6 +912,14 @@ def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
         return False
     name = given_name(ctx, Value(node, env)) or _root_name(node)
     return name is not None and bool(_TOKEN_MASK.search(name))
+
+
+def _not_negative_test(ctx: Context, test: cst.ComparisonTarget, env) -> bool:
+    """`>= 0` or `> -1`: ids that are not a negative ignore index."""
+    bound = const(ctx, test.comparator, env)
+    return (isinstance(test.operator, cst.GreaterThanEqual) and bound == 0) or (
+        isinstance(test.operator, cst.GreaterThan) and bound == -1
+    )
 
 
 def _ids_test(ctx: Context, ids: cst.BaseExpression, other: cst.BaseExpression, env) -> bool:
