@@ -120,7 +120,8 @@ def sanitised_later(ctx: Context) -> bool:
     n = re.escape(name)
     pattern = re.compile(
         rf"(isfinite|isnan|isinf|nan_to_num_?|isposinf|isneginf)\(\s*{n}\b"
-        rf"|\b{n}\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
+        rf"|\b{n}(\.(reshape|view|squeeze|unsqueeze|float|flatten|permute|transpose)\([^()]*\))*"
+        rf"\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
     if any(pattern.search(ctx.code(s)) for s in after[:5]):
