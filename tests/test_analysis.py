@@ -101,6 +101,10 @@ def test_custom_autograd_function_bodies_have_no_gradient() -> None:
         ("deepinv/sampling/sde_solver.py", "step", True),
         ("pkg/inference/generate.py", "", True),
         ("pkg/models/sampler.py", "", False),
+        ("unifold/data/data_ops.py", "get_pairwise_distances", True),
+        ("pkg/datasets/shapes.py", "", True),
+        ("pkg/models/data_parallel.py", "", False),
+        ("kornia/augmentation/transforms.py", "", False),
     ],
 )
 def test_evaluation_code(path: str, function: str, expected: bool) -> None:

@@ -581,6 +581,26 @@ def _always_hit(
                 }
                 if root in inside:
                     return True
+        for x, y in ((a, b), (b, a)):
+            if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
+                return True  # `for label in pred.unique(): mask = pred == label`
+    return False
+
+
+def _iterates_values_of(ctx: Context, var: str, tensor: cst.BaseExpression) -> bool:
+    """`var` is the target of an enclosing `for` over the distinct values of `tensor`
+    (`torch.unique(pred)`, `set(pred.reshape(-1).tolist())`): each value occurs in it."""
+    root = _roots(tensor)
+    if root is None:
+        return False
+    for node in reversed(ctx.stack):
+        if not isinstance(node, cst.For):
+            continue
+        if not (isinstance(node.target, cst.Name) and node.target.value == var):
+            continue
+        source = ctx.deref(Value(node.iter, ctx.env)).node
+        calls = {call_name(c) for c in (source, *descendants(source)) if isinstance(c, cst.Call)}
+        return bool(calls & {"unique", "set"}) and _mentions(ctx, source, root)
     return False
 
 

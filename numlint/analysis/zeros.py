@@ -24,6 +24,7 @@ from numlint.analysis.ops import (
 from numlint.analysis.summaries import origin_of
 from numlint.context import Context, Env, Value
 from numlint.semantics import TRANSPARENT_METHODS, activation, positional
+from numlint.tree import call_name
 
 _SQUARE = "a square"
 
@@ -374,6 +375,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return sub(node.value)
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
         return sub(node.value)  # `x.topk(k).values`
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        return True  # `x.shape[1]`: a size (a tensor with no entries has no values to divide)
+    if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
+        return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         if _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env):
             return True

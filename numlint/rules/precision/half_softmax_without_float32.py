@@ -225,7 +225,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
         if not is_half(ctx, ctx.value(source)) or dtype_branch(ctx):
             return
         traced = traced_dtype(ctx, ctx.value(source)) == "float16"
-        confidence = "high" if traced or _converts_here(ctx) else "low"
+        confidence = "high" if traced or _converts_here(ctx, node) else "low"
         self.report(node, fix=self._fix(node), confidence=confidence)
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
@@ -238,10 +238,15 @@ class HalfSoftmaxWithoutFloat32(Rule):
         return self.fix("unsafe", "Compute the softmax in float32", (node, code))
 
 
-def _converts_here(ctx) -> bool:
-    """A float16 conversion in the function being linted (not only in its class or module)."""
+def _converts_here(ctx, softmax: cst.Call) -> bool:
+    """A float16 conversion in the function being linted (not only in its class or module),
+    before the softmax: `ans = x.softmax(d); ans = ans.to(torch.float16)` stores a result
+    computed in another dtype."""
     func = ctx.function
     if func is None:
         return False
-    inside = {id(n) for n in descendants(func)}
-    return any(e.kind != "autocast" and id(e.node) in inside for e in evidence(ctx))
+    order: dict[int, int] = {}
+    for i, n in enumerate(descendants(func)):
+        order[id(n)] = i
+    here = order.get(id(softmax), len(order))
+    return any(e.kind != "autocast" and order.get(id(e.node), here) < here for e in evidence(ctx))
