@@ -562,6 +562,8 @@ def _always_hit(
     """A test some entry always passes: `x == x.max(-1, keepdim=True)` (a maximum is
     attained: ties count at least 1), `idx == torch.cat([idx.t(), queue], 1)` (each entry
     meets itself)."""
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) and _self_overlap(ctx, a, env):
+        return True  # `box_iou(boxes[i], boxes) > thr`: each kept box overlaps itself fully
     if not isinstance(operator, (cst.Equal, cst.GreaterThanEqual)):
         return False
     for x, y in ((a, b), (b, a)):
@@ -585,6 +587,19 @@ def _always_hit(
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
     return False
+
+
+_OVERLAP = re.compile(r"(iou|overlap)", re.I)
+
+
+def _self_overlap(ctx: Context, expr: cst.BaseExpression, env) -> bool:
+    """`box_iou(boxes[i], boxes)`, `bbox_overlaps(b, b)`: the IoU of boxes with a set that
+    holds them, 1 on each box's own entry."""
+    call = ctx.deref(Value(expr, env)).node
+    if not isinstance(call, cst.Call) or not _OVERLAP.search(call_name(call)):
+        return False
+    args = [x.value for x in call.args if x.keyword is None]
+    return len(args) >= 2 and _roots(args[0]) is not None and _roots(args[0]) == _roots(args[1])
 
 
 def _iterates_values_of(ctx: Context, var: str, tensor: cst.BaseExpression) -> bool:
