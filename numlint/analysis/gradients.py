@@ -17,6 +17,7 @@ import libcst as cst
 
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.places import evaluation_code
+from numlint.analysis.summaries import returns_numbers
 from numlint.context import Context, Value
 from numlint.semantics import TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
@@ -40,6 +41,9 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     cls = ctx.class_scope
     if evaluation_code(ctx.path, func.name.value if func is not None else ""):
         return False
+    if func is not None and func.returns is not None:
+        if returns_numbers(ctx.code(func.returns.annotation)):
+            return False  # `-> float`: what it computes leaves as a Python number
     if func is not None and cls is not None:
         if func.name.value in _NO_GRAD_HOOKS or func.name.value == "__init__":
             return False  # a constructor's values are leaves: nothing differentiates through them

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -191,6 +192,16 @@ def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
         name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
         return name in _NOT_DIFFERENTIATED
     return False
+
+
+_NUMBERS = re.compile(r"\b(float|int|bool|ndarray|str)\b")
+_TENSORS = re.compile(r"\b(Tensor|torch|Any|Parameter|Module)\b")
+
+
+def returns_numbers(annotation: str) -> bool:
+    """A return annotation of Python numbers or NumPy arrays (`float`, `dict[str, float]`,
+    `np.ndarray`), with no tensor in it: no gradient leaves the function."""
+    return bool(_NUMBERS.search(annotation)) and not _TENSORS.search(annotation)
 
 
 def _walk_body(func: ast.AST):
@@ -787,6 +798,8 @@ class Project:
             return False
         if f.node.name == "__init__":
             return True  # what a constructor builds is a leaf: nothing differentiates through it
+        if f.node.returns is not None and returns_numbers(ast.unparse(f.node.returns)):
+            return True  # `-> float`: the caller hands on a Python number
         if any(self._disables_grad(mod, d) for d in f.node.decorator_list):
             return True
         for node in _walk_body(f.node):
