@@ -15,7 +15,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.ops import Op, const, names, op
+from numlint.analysis.ops import Op, const, names, op, unpacked_from
 from numlint.analysis.summaries import passed_names
 from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
@@ -569,8 +569,10 @@ def _always_hit(
     for x, y in ((a, b), (b, a)):
         top = ctx.deref(Value(y, env))
         root = _roots(x)
-        if root and is_max_of(ctx, top) and _mentions(ctx, top.node, root):
-            return True  # the maximum of x itself
+        exact = isinstance(operator, cst.Equal)
+        if root and (is_max_of(ctx, top) or _order_statistic(ctx, top, exact)):
+            if _mentions(ctx, top.node, root):
+                return True  # the maximum (or k-th value) of x itself: an entry of x
     if isinstance(operator, cst.Equal) and _transposed_pair(ctx, a, b, env):
         return True  # `labels == labels.T`: the diagonal holds
     if isinstance(operator, cst.Equal):
@@ -586,6 +588,41 @@ def _always_hit(
         for x, y in ((a, b), (b, a)):
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
+    return False
+
+
+#: Statistics that are entries of the tensor (or, for quantiles, lie between its entries).
+_ORDER = frozenset(
+    {"max", "amax", "min", "amin", "kthvalue", "median", "nanmedian", "sort", "topk", "mode"}
+)
+_QUANTILES = frozenset({"quantile", "nanquantile"})
+
+
+def _order_statistic(ctx: Context, value: Value, exact: bool, depth: int = 0) -> bool:
+    """`torch.kthvalue(x, k).values`, `torch.sort(x)[0].gather(1, k)`, `x.quantile(q)`
+    (not with `exact`: it may fall between entries), through reshaping and repeating."""
+    if depth > 8:
+        return False
+    node, env = value.node, value.env
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return _order_statistic(ctx, Value(node.value, env), exact, depth + 1)
+    if isinstance(node, cst.Subscript):
+        return _order_statistic(ctx, Value(node.value, env), exact, depth + 1)
+    if isinstance(node, cst.Name):
+        follow = ctx.deref(Value(node, env))
+        if follow.node is node:
+            source = unpacked_from(ctx, node, env)  # `kth, _ = torch.kthvalue(x, k)`
+            return source is not None and _order_statistic(ctx, source, exact, depth + 1)
+        return _order_statistic(ctx, follow, exact, depth + 1)
+    if not isinstance(node, cst.Call):
+        return False
+    name = call_name(node)
+    if name in _ORDER or (not exact and name in _QUANTILES):
+        return True
+    callee = ctx.callee(node, env)
+    keeping = TRANSPARENT_METHODS | {"repeat", "expand", "expand_as", "gather", "squeeze"}
+    if callee.receiver is not None and callee.method in keeping:
+        return _order_statistic(ctx, Value(callee.receiver, env), exact, depth + 1)
     return False
 
 
@@ -651,20 +688,24 @@ def _transposed_pair(ctx: Context, a: cst.BaseExpression, b: cst.BaseExpression,
     return ra is not None and ra == rb and (ma or mb)
 
 
-def _mentions(ctx: Context, node: cst.CSTNode, root: str) -> bool:
-    """`root` is what the expression (through one variable) is computed from."""
+def _mentions(ctx: Context, node: cst.CSTNode, root: str, env=None, depth: int = 0) -> bool:
+    """`root` is what the expression (through up to three variables) is computed from."""
     head = root.split(".")[0]
-
-    def named(tree: cst.CSTNode) -> bool:
-        return any(isinstance(m, cst.Name) and m.value == head for m in descendants(tree))
-
-    for n in descendants(node):
+    env = ctx.env if env is None else env
+    for n in (node, *descendants(node)):
         if not isinstance(n, cst.Name):
             continue
         if n.value == head:
             return True
-        bound = ctx.deref(ctx.value(n)).node
-        if bound is not n and named(bound):
+        if depth >= 3:
+            continue
+        bound = ctx.deref(Value(n, env))
+        if bound.node is n:  # `m, _ = torch.max(x, 1)`
+            source = unpacked_from(ctx, n, env)
+            if source is None:
+                continue
+            bound = source
+        if _mentions(ctx, bound.node, root, bound.env, depth + 1):
             return True
     return False
 
@@ -993,6 +1034,8 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
         return False
     if positive_value(ctx, inner):
         return False  # sigmoid / softmax / exp weights: all 0 only if every one underflows
+    if mask_like(ctx, inner) and not mask_computed(ctx, inner):
+        return False  # a mask that keeps an entry: ties at a maximum, a padding mask
     given = given_name(ctx, inner) or given_name(ctx, weights)
     if given is not None and not _CONTENT_MASK.search(given):
         return False  # weights the caller passes: a valid-entry mask, positive weights

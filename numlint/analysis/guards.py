@@ -282,11 +282,17 @@ def selection(ctx: Context, operand: cst.BaseExpression) -> Selection | None:
                 if cond is None or len(args) < 3 or child is args[0]:
                     continue
                 taken = child is args[1]
-            else:
+            else:  # `x.where(cond, other)`: x where cond holds, other elsewhere
                 cond = positional(parent, 0, "condition")
-                if cond is None or child is not parent.func:
+                other = positional(parent, 1, "other")
+                if cond is None:
                     continue
-                taken = True
+                if child is parent.func:
+                    taken = True
+                elif other is not None and isinstance(child, cst.Arg) and child.value is other:
+                    taken = False
+                else:
+                    continue
             if _tests(ctx, cond, wanted):
                 return Selection("where", parent, cond, taken, ctx.code(parent.func))
         if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
