@@ -284,8 +284,8 @@ class _Thresholds(_Uses):
         for parent in reversed(self.stack):
             if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
                 return True
-            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
-                return False
+            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
+                return False  # `log_u[i] < log_ratio`: an entry, compared
         return False
 
 
