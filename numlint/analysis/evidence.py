@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from numlint.analysis.ops import Op, const, names, op, unpacked_from
-from numlint.analysis.summaries import passed_names
+from numlint.analysis.summaries import never_passed, passed_names
 from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
@@ -72,6 +72,8 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if not log and reason in _ROOT_LOW:
         return "low"
+    if value is not None and _unused_option(ctx, value):
+        return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
     if value is not None and reason == "a normalised ratio" and _ratio_of_norms(ctx, value):
         return "low"  # `log10(x.norm() / (x - y).norm())`: 0 only for an all-zero tensor
@@ -83,6 +85,18 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _unused_option(ctx: Context, value: Value) -> bool:
+    """The value is computed from a parameter defaulting to None that every known caller
+    leaves out: the code that uses it does not run."""
+    found = names(value.node) | names(ctx.deref(value).node)
+    for name in found:
+        param = ctx.parameter(name) if "." not in name else None
+        default = param.default if param is not None else None
+        if isinstance(default, cst.Name) and default.value == "None" and never_passed(ctx, name):
+            return True
+    return False
 
 
 def _ratio_of_norms(ctx: Context, value: Value) -> bool:

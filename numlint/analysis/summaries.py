@@ -837,6 +837,29 @@ class Project:
                         out.append((cmod, caller, arg))
         return out
 
+    def never_passed(self, func: str, param: str) -> bool:
+        """Whether every known call of function `func` of the file being linted (at least one)
+        leaves out `param` (`self._initialize_biases()` for `cf=None`), without `*args` or
+        `**kwargs` that could carry it."""
+        mod = self.main
+        f = mod.functions.get(func) if mod is not None else None
+        if f is None or param not in f.params:
+            return False
+        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        calls = 0
+        for cmod in [mod] if f.cls is not None else self._neighbours(f.node.name):
+            for caller, call in cmod.calls_of(f.node.name):
+                if not self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
+                    continue
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                    k.arg is None for k in call.keywords
+                ):
+                    return False
+                if _argument(call, index, param) is not None:
+                    return False
+                calls += 1
+        return calls > 0
+
     def _calls_this(
         self, cmod: Module, call: ast.Call, f: Function, target: Module, caller: str | None
     ) -> bool:
@@ -1082,6 +1105,13 @@ def function_key(ctx: object) -> str | None:
         elif isinstance(node, cst.FunctionDef):
             return f"{cls}.{node.name.value}" if cls else node.name.value
     return None
+
+
+def never_passed(ctx: object, param: str) -> bool:
+    """Every known caller of the function being linted leaves out `param`."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    return project is not None and func is not None and project.never_passed(func, param)
 
 
 def passed_names(ctx: object, param: str) -> list[str]:
