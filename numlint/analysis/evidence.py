@@ -772,7 +772,7 @@ def _cumulative(ctx: Context, node: cst.BaseExpression, env, depth: int = 0) -> 
 
 
 _INDEX_NAME = re.compile(
-    r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens)$",
+    r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens|atype|atom_types?)$",
     re.I,
 )
 #: Padding values. Not an ignore index: the tokens of a label mask (`labels != -100`) that
@@ -794,19 +794,19 @@ def _padding_parts(
     if other is None:
         return False
     for a, b in ((subject, other), (other, subject)):
-        ident = _identifier(strip(ctx, ctx.value(a))[0].node) or _identifier(a)
-        if ident is None:
+        idents = {_identifier(strip(ctx, ctx.value(a))[0].node), _identifier(a), _key(a)}
+        idents.discard(None)
+        if not idents:
             continue
-        if _PADDING.search(ident) and "mask" not in ident.lower():
-            return True
-        sentinel = const(ctx, b, ctx.env)
         named = _identifier(b)
         if named is not None and _SENTINEL.search(named):
             return True  # `x.ne(pad_idx)`, `tokens != self.padding_idx`
-        if _INDEX_NAME.search(ident) and (
-            sentinel in (0.0, -1.0) or (named is not None and _SENTINEL.search(named))
-        ):
-            return True
+        sentinel = const(ctx, b, ctx.env)
+        for ident in idents:  # `inputs["atype"] >= 0`: the key names the index
+            if _PADDING.search(ident) and "mask" not in ident.lower():
+                return True
+            if _INDEX_NAME.search(ident) and sentinel in (0.0, -1.0):
+                return True
     return False
 
 
