@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import Op, clamp_bounds, const, op, same_code
 from numlint.analysis.zeros import square_of
 from numlint.context import Value
@@ -37,7 +40,9 @@ class OnePassVariance(Rule):
 
     Confidence:
     high; low where the difference is clamped at 0 on the spot (`.clamp_min(0)`): no
-    negative variance reaches a root, only the lost precision remains.
+    negative variance reaches a root, only the lost precision remains; low where every later
+    read adds an eps (`torch.sqrt(var + self.eps)`, a normalisation layer): the rounding error
+    must exceed the eps, which takes a mean thousands of times the spread.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.var.html
@@ -152,7 +157,7 @@ class OnePassVariance(Rule):
         mean = _mean(ctx, Value(base, right.env))
         if mean is None or mean.input is None or not same_code(ctx, mean.input, squared):
             return
-        confidence = "low" if _clamped_at_zero(ctx) else None
+        confidence = "low" if _clamped_at_zero(ctx) or _read_with_eps(ctx) else None
         self.report(node, fix=self._fix(node, left, mean, squared), confidence=confidence)
 
     def _fix(
@@ -207,6 +212,30 @@ def _clamped_at_zero(ctx) -> bool:
             continue
         return False
     return False
+
+
+def _read_with_eps(ctx) -> bool:
+    """The variance is assigned to a name that the rest of the block reads only with an eps
+    added (`var = ...`, `torch.sqrt(var + self.eps)`): a rounding error must exceed the eps to
+    go negative, which takes a mean thousands of times the spread."""
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, after = here
+    n = re.escape(name)
+    reads = 0
+    for stmt in after:
+        code = ctx.code(stmt)
+        for use in re.finditer(rf"(?<![\w.])({n})\b(?!\s*=[^=])", code):
+            tail, head = code[use.end() :], code[: use.start()]
+            if not (
+                re.match(r"\s*\+\s*[\w.]*eps", tail) or re.search(r"[\w.]*eps\w*\s*\+\s*$", head)
+            ):
+                return False
+            reads += 1
+        if assigned_name(stmt) == name:
+            break
+    return reads > 0
 
 
 def _mean(ctx, value: Value) -> Op | None:
