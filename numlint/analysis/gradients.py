@@ -4,7 +4,8 @@ A hazard whose only harm is a NaN or infinite gradient (sqrt or a norm at 0, aco
 does not apply where none can flow: under `torch.no_grad()`, in a value that is immediately
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
-(`validation_step`, `test_step`, `predict_step`), in a constructor, or in values built only
+(`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
+hand (`*_grad_reference`, `vjp`), or in values built only
 from constants.
 """
 
@@ -44,6 +45,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if func is not None and func.returns is not None:
         if returns_numbers(ctx.code(func.returns.annotation)):
             return False  # `-> float`: what it computes leaves as a Python number
+    if func is not None and _derivative_by_hand(ctx, func):
+        return False
     if func is not None and cls is not None:
         if func.name.value in _NO_GRAD_HOOKS or func.name.value == "__init__":
             return False  # a constructor's values are leaves: nothing differentiates through them
@@ -55,6 +58,19 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
+
+
+_DERIVATIVE_NAME = re.compile(r"(^|_)(grad|grads|gradient|gradients|backward|bwd|vjp|jvp)(_|$)")
+_AUTOGRAD_USE = re.compile(r"autograd\.grad|create_graph|\.backward\(|torch\.func\.")
+
+
+def _derivative_by_hand(ctx: Context, func: cst.FunctionDef) -> bool:
+    """A function named for a gradient it computes by hand (`_edge_env_mat_grad_reference`,
+    `_backward`, `vjp`) that does not call autograd itself: its values are a derivative,
+    not differentiated again (a gradient penalty calls `autograd.grad` and stays checked)."""
+    if not _DERIVATIVE_NAME.search(func.name.value):
+        return False
+    return not _AUTOGRAD_USE.search(ctx.code(func))
 
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
