@@ -5,8 +5,7 @@ does not apply where none can flow: under `torch.no_grad()`, in a value that is 
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
 (`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
-hand (`*_grad_reference`, `vjp`), or in values built only
-from constants.
+hand (`*_grad_reference`, `vjp`), or in values built only from constants.
 """
 
 from __future__ import annotations
