@@ -131,6 +131,26 @@ def sanitised_later(ctx: Context) -> bool:
     return _derived_sanitised(ctx, name, after[:8])
 
 
+def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """The quotient is assigned to a name that one of the next statements rebinds through a
+    `torch.where` testing the denominator (`s = a / n`, `s = torch.where(n > 0, s, 0)`)."""
+    here = assigned_here(ctx)
+    wanted = names(operand) | _same_value_names(ctx, operand)
+    if here is None or not wanted:
+        return False
+    name, after = here
+    for stmt in after[:3]:
+        if assigned_name(stmt) != name or not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        small = stmt.body[0]
+        value = small.value if isinstance(small, cst.Assign) else None
+        if isinstance(value, cst.Call) and call_name(value) == "where" and value.args:
+            cond = value.args[0].value
+            return name in names(value) and _tests(ctx, cond, wanted)
+        return False
+    return False
+
+
 def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
     """`score[den == 0] = ...`, or `zeros = den == 0; score[zeros] = torch.where(...)`: the
     entries where the denominator was 0 are overwritten."""

@@ -15,7 +15,12 @@ from numlint.analysis.evidence import (
     zero_tested,
 )
 from numlint.analysis.gradients import constant_table, only_thresholds
-from numlint.analysis.guards import guarded_by_condition, sanitised_later, selection
+from numlint.analysis.guards import (
+    guarded_by_condition,
+    replaced_by_where,
+    sanitised_later,
+    selection,
+)
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.zeros import denominator_reason
 from numlint.context import Value
@@ -415,6 +420,8 @@ class DivideByZeroNorm(Rule):
             return
         if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
             return
+        if replaced_by_where(ctx, den):
+            return  # `s = a / n`, then `s = torch.where(n > 0, s, 0)`
         fix = self._fix(node, num, den) if fixable else None
         hint = "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
         if fix is not None:
