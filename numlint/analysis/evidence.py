@@ -74,6 +74,8 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and _unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
+    if value is not None and reason == "a value clamped at 0" and _enclosing(ctx, value):
+        return "low"  # GIoU's enclosing box: 0 only when both boxes are degenerate
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
     if value is not None and reason == "a normalised ratio" and _ratio_of_norms(ctx, value):
         return "low"  # `log10(x.norm() / (x - y).norm())`: 0 only for an all-zero tensor
@@ -85,6 +87,35 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _enclosing(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """The value is built from the extent of an enclosing box, `(max(a, b) - min(c, d))`
+    clamped at 0 (`wh[..., 0] * wh[..., 1]`): as wide as the widest of the boxes it holds."""
+    if depth > 6:
+        return False
+    v = ctx.deref(value)
+    node, env = v.node, v.env
+    if isinstance(node, cst.Subscript):
+        return _enclosing(ctx, Value(node.value, env), depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return _enclosing(ctx, Value(node.left, env), depth + 1) and _enclosing(
+            ctx, Value(node.right, env), depth + 1
+        )
+    if isinstance(node, cst.Call):
+        o = op(ctx, node, env)
+        if o is not None and o.input is not None and o.name in ("clamp", "clamp_min", "prod"):
+            return _enclosing(ctx, Value(o.input, env), depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        high = ctx.deref(Value(node.left, env)).node
+        low = ctx.deref(Value(node.right, env)).node
+        return (
+            isinstance(high, cst.Call)
+            and isinstance(low, cst.Call)
+            and call_name(high) in ("max", "maximum")
+            and call_name(low) in ("min", "minimum")
+        )
+    return False
 
 
 def _unused_option(ctx: Context, value: Value) -> bool:
