@@ -592,7 +592,9 @@ def given_name(ctx: Context, value: Value) -> str | None:
 
 #: Masks of entries that exist (every row has one), whatever computed them.
 _STRUCTURAL_MASK = re.compile(
-    r"(valid|exists?|present|available|attention|attn|padding|nonpad|non_pad)", re.I
+    r"(valid|exists?|present|available|attention|attn|padding|nonpad|non_pad"
+    r"|node_mask|atom_mask|residue_mask|seq_mask)",  # a dense batch's real nodes, atoms, ...
+    re.I,
 )
 _PROBABILITY = re.compile(r"(prob|probs|probabilities|proba|distribution)(_|$)", re.I)
 
