@@ -190,6 +190,17 @@ def only_ranked(ctx: Context) -> bool:
 _BOUNDING = frozenset({"min", "max", "minimum", "maximum", "clamp", "clamp_min", "clamp_max"})
 
 
+def compared_here(ctx: Context) -> bool:
+    """The node being visited only feeds, through arithmetic, a comparison in its own
+    expression (`((dev / n) ** 0.5) > 0.1`): a NaN there makes the test False."""
+    for parent in reversed(ctx.stack[:-1]):
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return True
+        if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+            return False
+    return False
+
+
 def only_thresholds(ctx: Context) -> bool:
     """The value computed by the statement being visited is assigned to a name that the rest
     of the block only compares against (`r = h / m`, `keep = u > 1 - r`), possibly after

@@ -14,7 +14,7 @@ from numlint.analysis.evidence import (
     weights_sum,
     zero_tested,
 )
-from numlint.analysis.gradients import constant_table, only_thresholds
+from numlint.analysis.gradients import compared_here, constant_table, only_thresholds
 from numlint.analysis.guards import (
     guarded_by_condition,
     replaced_by_where,
@@ -432,8 +432,10 @@ class DivideByZeroNorm(Rule):
             ctx, ctx.value(num), ctx.value(den)
         ):
             confidence = "high"
-        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx) or only_thresholds(ctx):
+        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
             confidence = "low"
+        elif only_thresholds(ctx) or compared_here(ctx):
+            confidence = "low"  # a NaN ratio makes a comparison False, not a NaN value
         elif batch_token_count(ctx, ctx.value(den)):
             confidence = "low"  # 0 only if every token of the batch is ignored
         elif constant_table(ctx, ctx.value(den)):
