@@ -448,6 +448,14 @@ class Context:
     def _assign(
         self, target: cst.BaseExpression, value: cst.BaseExpression, stmt: cst.CSTNode
     ) -> None:
+        if _imports_torch(value):  # RLlib's `torch, nn = try_import_torch()`
+            names = [target] if isinstance(target, cst.Name) else []
+            if isinstance(target, (cst.Tuple, cst.List)):
+                names = [e.value for e in target.elements]
+            for name, module in zip(names, ("torch", "torch.nn"), strict=False):
+                if isinstance(name, cst.Name):
+                    self._bind_import(name.value, module)
+            return
         if isinstance(target, cst.Name):
             self._bind(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -545,6 +553,15 @@ class Context:
         if old is not None and old != target:
             self.import_targets.setdefault(local, {old}).add(target)
         self.imports[local] = target
+
+
+def _imports_torch(value: cst.BaseExpression) -> bool:
+    """`try_import_torch()`: a helper that returns the torch module (and `torch.nn`)."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    return name == "try_import_torch"
 
 
 @dataclass

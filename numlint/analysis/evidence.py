@@ -398,7 +398,10 @@ def padding_mask(ctx: Context, value: Value) -> bool:
             name = _identifier(node.func) or ""
             if _PADDING.search(name):
                 return True  # `length_to_mask(lengths)`, `make_pad_mask(...)`
-            if isinstance(node.func, cst.Attribute):
+            qual = ctx.qualname(node.func, env) or ctx.code(node.func)  # `torch, nn = try_...`
+            if qual.startswith(("torch.", "th.")) and node.args:
+                current = Value(node.args[0].value, env)  # `torch.reshape(mask, [-1])`
+            elif isinstance(node.func, cst.Attribute):
                 current = Value(node.func.value, env)
             elif node.args:
                 current = Value(node.args[0].value, env)
