@@ -638,6 +638,8 @@ def _always_hit(
         for x, y in ((a, b), (b, a)):
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
+            if _distinct_values_of(ctx, Value(y, env), _roots(x)):
+                return True  # `ids.view(1, -1) == torch.unique(ids).view(-1, 1)`
     return False
 
 
@@ -687,6 +689,24 @@ def _self_overlap(ctx: Context, expr: cst.BaseExpression, env) -> bool:
         return False
     args = [x.value for x in call.args if x.keyword is None]
     return len(args) >= 2 and _roots(args[0]) is not None and _roots(args[0]) == _roots(args[1])
+
+
+def _distinct_values_of(ctx: Context, value: Value, root: str | None, depth: int = 0) -> bool:
+    """The value is `torch.unique(x)` (`x.unique()`) of the tensor named `root`, through
+    reshaping: each of its values occurs in x."""
+    if root is None or depth > 6:
+        return False
+    v = ctx.deref(value)
+    node = v.node
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, v.env)
+    if call_name(node) == "unique":
+        source = callee.receiver if callee.receiver is not None else positional(node, 0, "input")
+        return source is not None and _roots(source) == root
+    if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
+        return _distinct_values_of(ctx, Value(callee.receiver, v.env), root, depth + 1)
+    return False
 
 
 def _iterates_values_of(ctx: Context, var: str, tensor: cst.BaseExpression) -> bool:
