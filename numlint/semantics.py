@@ -34,6 +34,13 @@ SIGMOID_FUNCTIONS = frozenset(
 SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"})
 
+#: Functions and methods whose result carries no gradient back to their tensor argument.
+NOT_DIFFERENTIABLE = frozenset(
+    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
+     "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
+     "item", "tolist", "numpy", "detach", "numel", "size", "dim"}
+)  # fmt: skip
+
 #: Tensor methods that keep zeros zero (a softmax output stays able to reach 0 through them).
 TRANSPARENT_METHODS = frozenset(
     {

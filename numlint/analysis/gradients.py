@@ -19,7 +19,7 @@ from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.places import evaluation_code
 from numlint.analysis.summaries import returns_numbers
 from numlint.context import Context, Value
-from numlint.semantics import TRANSPARENT_METHODS
+from numlint.semantics import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
 #: Methods after which no gradient flows back.
@@ -146,14 +146,6 @@ def _consumed_without_gradient(ctx: Context) -> bool:
     return False
 
 
-#: Functions and methods whose result carries no gradient back to their tensor argument.
-_NON_DIFFERENTIABLE = frozenset(
-    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
-     "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
-     "item", "tolist", "numpy", "detach"}
-)  # fmt: skip
-
-
 def only_used_without_gradient(ctx: Context) -> bool:
     """The value computed by the statement being visited is assigned to a name that the rest
     of the function only compares, rounds, bins (`torch.bucketize`) or takes an argmin of:
@@ -238,7 +230,7 @@ class _Uses(cst.CSTVisitor):
     """Counts the reads of a name, and those that go (as receiver or argument) into one of
     `harmless` or a comparison."""
 
-    def __init__(self, name: str, harmless: frozenset[str] = _NON_DIFFERENTIABLE) -> None:
+    def __init__(self, name: str, harmless: frozenset[str] = NOT_DIFFERENTIABLE) -> None:
         self.name = name
         self.harmless = harmless
         self.count = 0
@@ -431,7 +423,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     callee = ctx.callee(node, env)
     args = [a.value for a in node.args if a.keyword is None]
     name = (callee.qualname or "").rsplit(".", 1)[-1] if callee.qualname else callee.method
-    if name in _NON_DIFFERENTIABLE or name in _BOOLEAN_OPS:
+    if name in NOT_DIFFERENTIABLE or name in _BOOLEAN_OPS:
         return True  # indices, rounded or boolean values
     if callee.qualname in _COUNTING and args:
         return all(sub(a) for a in args)

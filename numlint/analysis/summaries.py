@@ -26,7 +26,14 @@ from pathlib import Path
 
 from numlint.analysis.names import import_one
 from numlint.context import NO_GRAD
-from numlint.semantics import SIGMOID_FUNCTIONS, SIGMOID_MODULES, SOFTMAX_FUNCTIONS, SOFTMAX_MODULES
+from numlint.semantics import (
+    NOT_DIFFERENTIABLE,
+    SIGMOID_FUNCTIONS,
+    SIGMOID_MODULES,
+    SOFTMAX_FUNCTIONS,
+    SOFTMAX_MODULES,
+    TRANSPARENT_METHODS,
+)
 
 _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
@@ -132,14 +139,6 @@ class Function:
             self._self_attrs.setdefault(t.attr, []).append(value)
 
 
-#: Calls whose result carries no gradient back to their tensor argument.
-_NOT_DIFFERENTIATED = frozenset(
-    {"argsort", "argmin", "argmax", "bucketize", "searchsorted", "nonzero", "long", "int",
-     "bool", "round", "floor", "ceil", "isnan", "isinf", "isfinite", "item", "tolist", "numpy",
-     "detach", "numel", "size", "dim"}
-)  # fmt: skip
-
-
 def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
     """The caller only compares what `call` returns (`dists = pairwise(x)`, `dists < r`), or
     hands it to a call with no gradient (`argsort`, `.long()`): nothing is differentiated
@@ -161,13 +160,6 @@ def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
     return _read_without_gradient(parents, call)
 
 
-#: Methods whose result is the same values: where it goes decides.
-_KEEPING = frozenset(
-    {"to", "float", "double", "half", "cpu", "cuda", "contiguous", "view", "reshape", "clone",
-     "squeeze", "unsqueeze", "permute", "transpose", "flatten", "type"}
-)  # fmt: skip
-
-
 def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
     parent = parents.get(id(node))
     for _ in range(8):
@@ -177,7 +169,7 @@ def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
         call = parents.get(id(parent))
         if (
             isinstance(parent, ast.Attribute)
-            and parent.attr in _KEEPING
+            and parent.attr in TRANSPARENT_METHODS
             and (isinstance(call, ast.Call) and call.func is parent)
         ):
             node, parent = call, parents.get(id(call))
@@ -186,11 +178,11 @@ def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
     if isinstance(parent, ast.Compare):
         return True
     if isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call):
-        return parent.attr in _NOT_DIFFERENTIATED
+        return parent.attr in NOT_DIFFERENTIABLE
     if isinstance(parent, ast.Call) and node in parent.args:
         fn = parent.func
         name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
-        return name in _NOT_DIFFERENTIATED
+        return name in NOT_DIFFERENTIABLE
     return False
 
 
