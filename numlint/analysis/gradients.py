@@ -16,6 +16,7 @@ import re
 import libcst as cst
 
 from numlint.analysis.guards import assigned_here, assigned_name
+from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code
 from numlint.analysis.summaries import returns_numbers
 from numlint.context import Context, Value
@@ -150,11 +151,17 @@ def only_used_without_gradient(ctx: Context) -> bool:
     """The value computed by the statement being visited is assigned to a name that the rest
     of the function only compares, rounds, bins (`torch.bucketize`) or takes an argmin of:
     no gradient reaches it (`d = torch.sqrt(...)`, `return torch.bucketize(d, bins)`)."""
+    return _only_read_by(ctx, NOT_DIFFERENTIABLE)
+
+
+def _only_read_by(ctx: Context, harmless: frozenset[str]) -> bool:
+    """Every later read of the name the current statement assigns (at least one) goes into
+    one of `harmless` or a comparison."""
     here = assigned_here(ctx)
     if here is None:
         return False
     name, later = here
-    uses = _Uses(name)
+    uses = _Uses(name, harmless)
     for s in later:
         s.visit(uses)
     return uses.count > 0 and uses.count == uses.without_gradient
@@ -168,14 +175,7 @@ def only_ranked(ctx: Context) -> bool:
     """The value computed by the statement being visited is only ranked by the rest of the
     function (`keys = torch.rand(n).log() / w`, `keys.topk(k).indices`): an infinite entry
     sorts last and harms nothing."""
-    here = assigned_here(ctx)
-    if here is None:
-        return False
-    name, later = here
-    uses = _Uses(name, _RANKING)
-    for s in later:
-        s.visit(uses)
-    return uses.count > 0 and uses.count == uses.without_gradient
+    return _only_read_by(ctx, _RANKING)
 
 
 #: Calls that keep a threshold a threshold: `r = torch.min(r, one)[0]`, `r.clamp(max=1)`.
@@ -185,10 +185,16 @@ _BOUNDING = frozenset({"min", "max", "minimum", "maximum", "clamp", "clamp_min",
 def compared_here(ctx: Context) -> bool:
     """The node being visited only feeds, through arithmetic, a comparison in its own
     expression (`((dev / n) ** 0.5) > 0.1`): a NaN there makes the test False."""
-    for parent in reversed(ctx.stack[:-1]):
+    return _feeds_comparison(ctx.stack[:-1], (cst.BinaryOperation, cst.UnaryOperation))
+
+
+def _feeds_comparison(parents: list[cst.CSTNode], through: tuple[type, ...]) -> bool:
+    """Whether the innermost of `parents` lead, through nodes of the kinds `through`, to a
+    comparison."""
+    for parent in reversed(parents):
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
             return True
-        if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+        if not isinstance(parent, through):
             return False
     return False
 
@@ -298,13 +304,9 @@ def _indices_taken(above: list[cst.CSTNode]) -> bool:
 class _Thresholds(_Uses):
     """Counts the reads of a name, and those that reach a comparison through arithmetic."""
 
-    def _no_gradient(self) -> bool:
-        for parent in reversed(self.stack):
-            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
-                return True
-            if not isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
-                return False  # `log_u[i] < log_ratio`: an entry, compared
-        return False
+    def _no_gradient(self) -> bool:  # `log_u[i] < log_ratio`: an entry, compared
+        arithmetic = (cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)
+        return _feeds_comparison(self.stack, arithmetic)
 
 
 #: Tensor constructors: their results never require a gradient, whatever their arguments.
@@ -598,8 +600,8 @@ def constant_table(ctx: Context, value: Value, depth: int = 0) -> bool:
         qual = ctx.qualname(node, env)
         return qual is not None and bool(_CONSTANT_NAME.match(node.attr.value))
     if isinstance(node, cst.Name):
-        source = _unpacked_from(ctx, node.value)  # `xx, yy = torch.meshgrid(...)`
-        return source is not None and sub(source)
+        source = unpacking_call(ctx, node, env)  # `xx, yy = torch.meshgrid(...)`
+        return source is not None and constant_table(ctx, source, depth + 1)
     if not isinstance(node, cst.Call):
         return False
     callee = ctx.callee(node, env)
@@ -621,19 +623,3 @@ def constant_table(ctx: Context, value: Value, depth: int = 0) -> bool:
     if callee.method is not None and callee.receiver is not None:
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
-
-
-def _unpacked_from(ctx: Context, name: str) -> cst.BaseExpression | None:
-    """The one value a name of the function is unpacked from (`xx, yy = f(...)`)."""
-    func = ctx.function
-    if func is None or ctx.parameter(name) is not None:
-        return None
-    found = [
-        n.value
-        for n in descendants(func)
-        if isinstance(n, cst.Assign)
-        for t in n.targets
-        if isinstance(t.target, (cst.Tuple, cst.List))
-        and any(isinstance(e.value, cst.Name) and e.value.value == name for e in t.target.elements)
-    ]
-    return found[0] if len(found) == 1 else None

@@ -303,6 +303,21 @@ def unpacked_from(ctx: Context, name: cst.Name, env: Env) -> Value | None:
     """For `v, i = torch.topk(x, k)` (also sort / max / min ...): the call `v` came from, as
     `Value(call, env)`, when `name` is the first target. Searches the enclosing function's
     statements before the current one; None when `name` was bound otherwise."""
+    found = unpacking_call(ctx, name, env, first_only=True)
+    if found is None:
+        return None
+    callee = ctx.callee(found.node, found.env)  # type: ignore[arg-type]
+    if callee.method in _UNPACKING or (callee.qualname or "").rsplit(".", 1)[-1] in _UNPACKING:
+        return found
+    return None
+
+
+def unpacking_call(
+    ctx: Context, name: cst.Name, env: Env, first_only: bool = False
+) -> Value | None:
+    """The call a name of the enclosing function was unpacked from (`xx, yy = f(...)`), in
+    the last such statement before the current one (`first_only`: `name` is the first
+    target); None when `name` was bound otherwise."""
     binding = ctx.lookup(name.value, env)
     func = ctx.function
     if binding is None or binding.value is not None or func is None:
@@ -324,18 +339,11 @@ def unpacked_from(ctx: Context, name: cst.Name, env: Env) -> Value | None:
         def visit_Assign(self, node: cst.Assign) -> None:
             nonlocal found
             target = node.targets[0].target
-            if (
-                isinstance(target, (cst.Tuple, cst.List))
-                and target.elements
-                and isinstance(target.elements[0].value, cst.Name)
-                and target.elements[0].value.value == name.value
-            ):
+            if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+                return
+            elements = target.elements[:1] if first_only else target.elements
+            if any(isinstance(e.value, cst.Name) and e.value.value == name.value for e in elements):
                 found = node.value if isinstance(node.value, cst.Call) else None
 
     walk(func, _Find())
-    if found is None:
-        return None
-    callee = ctx.callee(found, binding.env)
-    if callee.method in _UNPACKING or (callee.qualname or "").rsplit(".", 1)[-1] in _UNPACKING:
-        return Value(found, binding.env)
-    return None
+    return None if found is None else Value(found, binding.env)
