@@ -89,6 +89,16 @@ class Function:
         self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
+        self._parents: dict[int, ast.AST] | None = None
+
+    @property
+    def parents(self) -> dict[int, ast.AST]:
+        """Each node of the body (by id) -> the node holding it; built on first use."""
+        if self._parents is None:
+            self._parents = {
+                id(c): n for n in _walk_body(self.node) for c in ast.iter_child_nodes(n)
+            }
+        return self._parents
 
     @property
     def assigned(self) -> dict[str, list[ast.expr]]:
@@ -145,7 +155,7 @@ def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
     through it."""
     if f is None:
         return False
-    parents = {id(c): n for n in _walk_body(f.node) for c in ast.iter_child_nodes(n)}
+    parents = f.parents
     parent = parents.get(id(call))
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
         target = parent.targets[0]
