@@ -12,6 +12,7 @@ or norm is taken *of* can raise the grade.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -758,24 +759,29 @@ def _transposed_pair(ctx: Context, a: cst.BaseExpression, b: cst.BaseExpression,
     return ra is not None and ra == rb and (ma or mb)
 
 
-def _mentions(ctx: Context, node: cst.CSTNode, root: str, env=None, depth: int = 0) -> bool:
+def _mentions(ctx: Context, node: cst.CSTNode, root: str) -> bool:
     """`root` is what the expression (through up to three variables) is computed from."""
     head = root.split(".")[0]
-    env = ctx.env if env is None else env
+    return _computed_from(ctx, node, ctx.env, lambda n: isinstance(n, cst.Name) and n.value == head)
+
+
+def _computed_from(
+    ctx: Context, node: cst.CSTNode, env, hit: Callable[[cst.CSTNode], bool], depth: int = 0
+) -> bool:
+    """Whether a node of the expression, or of what its names (up to three variables deep,
+    unpacked `m, _ = torch.max(x, 1)` included) were bound to, satisfies `hit`."""
     for n in (node, *descendants(node)):
-        if not isinstance(n, cst.Name):
-            continue
-        if n.value == head:
+        if hit(n):
             return True
-        if depth >= 3:
+        if not isinstance(n, cst.Name) or depth >= 3:
             continue
         bound = ctx.deref(Value(n, env))
-        if bound.node is n:  # `m, _ = torch.max(x, 1)`
+        if bound.node is n:
             source = unpacked_from(ctx, n, env)
             if source is None:
                 continue
             bound = source
-        if _mentions(ctx, bound.node, root, bound.env, depth + 1):
+        if _computed_from(ctx, bound.node, bound.env, hit, depth + 1):
             return True
     return False
 
@@ -812,19 +818,12 @@ def _support_test(ctx: Context, node: cst.Comparison) -> bool:
     return ident is not None and bool(_PROBABILITY.search(ident))
 
 
-def _cumulative(ctx: Context, node: cst.BaseExpression, env, depth: int = 0) -> bool:
+def _cumulative(ctx: Context, node: cst.BaseExpression, env) -> bool:
     """The test compares a cumulative sum (`1 + k * z_sorted > z_sorted.cumsum(-1)`): the
     support of a sparsemax or entmax projection, which always holds the largest entry."""
-    if depth > 3:
-        return False
-    for n in (node, *descendants(node)):
-        if isinstance(n, cst.Call) and call_name(n) == "cumsum":
-            return True
-        if isinstance(n, cst.Name):
-            bound = ctx.deref(Value(n, env))
-            if bound.node is not n and _cumulative(ctx, bound.node, bound.env, depth + 1):
-                return True
-    return False
+    return _computed_from(
+        ctx, node, env, lambda n: isinstance(n, cst.Call) and call_name(n) == "cumsum"
+    )
 
 
 _INDEX_NAME = re.compile(
