@@ -101,6 +101,8 @@ def test_custom_autograd_function_bodies_have_no_gradient() -> None:
         ("deepinv/sampling/sde_solver.py", "step", True),
         ("pkg/inference/generate.py", "", True),
         ("pkg/models/sampler.py", "", False),
+        ("src/schedulers/dbim.py", "get_alpha_rho", True),
+        ("src/models/scheduler_utils.py", "", False),
         ("unifold/data/data_ops.py", "get_pairwise_distances", True),
         ("pkg/datasets/shapes.py", "", True),
         ("pkg/models/data_parallel.py", "", False),

@@ -47,6 +47,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
             return False  # `-> float`: what it computes leaves as a Python number
     if func is not None and _derivative_by_hand(ctx, func):
         return False
+    if func is not None and _handed_to_custom_function(ctx, func):
+        return False
     if func is not None and cls is not None:
         if func.name.value in _NO_GRAD_HOOKS or func.name.value == "__init__":
             return False  # a constructor's values are leaves: nothing differentiates through them
@@ -71,6 +73,68 @@ def _derivative_by_hand(ctx: Context, func: cst.FunctionDef) -> bool:
     if not _DERIVATIVE_NAME.search(func.name.value):
         return False
     return not _AUTOGRAD_USE.search(ctx.code(func))
+
+
+def _handed_to_custom_function(ctx: Context, func: cst.FunctionDef) -> bool:
+    """A nested function passed to a custom autograd.Function (`Core.apply(a, f, g_builder)`),
+    directly or through a function of this file that passes that parameter on: it runs
+    inside the Function's forward or backward, where autograd does not record."""
+    outer = [s.node for s in ctx.scopes if s.kind == "function" and s.node is not func]
+    if not outer or ctx.syntax is None:
+        return False
+    custom, helpers = _custom_functions(ctx)
+    name = func.name.value
+    for call in (n for n in descendants(outer[-1]) if isinstance(n, cst.Call)):
+        position = next(
+            (i for i, a in enumerate(call.args) if isinstance(a.value, cst.Name)
+             and a.value.value == name and a.keyword is None),
+            None,
+        )  # fmt: skip
+        if position is None:
+            continue
+        f = call.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "apply":
+            if isinstance(f.value, cst.Name) and f.value.value in custom:
+                return True
+        if isinstance(f, cst.Name) and position in helpers.get(f.value, ()):
+            return True
+    return False
+
+
+def _custom_functions(ctx: Context) -> tuple[frozenset[str], dict[str, frozenset[int]]]:
+    """The file's custom autograd.Function classes, and for each module-level function the
+    positions of the parameters it passes on to one of their `apply` calls."""
+    cache = ctx.shared.get("custom_functions")
+    if cache is not None:
+        return cache
+    tree = ctx.syntax
+    custom = frozenset(
+        n.name
+        for n in tree.body  # type: ignore[union-attr]
+        if isinstance(n, ast.ClassDef)
+        and any(ast.unparse(b).endswith(("autograd.Function", "Function")) for b in n.bases)
+    )
+    helpers: dict[str, frozenset[int]] = {}
+    for n in tree.body:  # type: ignore[union-attr]
+        if not isinstance(n, ast.FunctionDef):
+            continue
+        params = [a.arg for a in n.args.args]
+        passed = {
+            a.id
+            for c in ast.walk(n)
+            if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Attribute)
+            and c.func.attr == "apply"
+            and isinstance(c.func.value, ast.Name)
+            and c.func.value.id in custom
+            for a in c.args
+            if isinstance(a, ast.Name)
+        }
+        positions = frozenset(i for i, p in enumerate(params) if p in passed)
+        if positions:
+            helpers[n.name] = positions
+    ctx.shared["custom_functions"] = (custom, helpers)
+    return custom, helpers
 
 
 def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:

@@ -394,9 +394,12 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
             if child is parent.orelse and _nonzero_test(ctx, parent.test, wanted, False):
                 return True
         elif isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            flags: set[str] = set()
             for stmt in parent.body:
                 if stmt is child:
                     break
+                if _validity_flag_checked(stmt, wanted, flags):
+                    return True  # `w, empty = split(...)`; `if empty: return`
                 if (
                     isinstance(stmt, cst.If)
                     and _nonzero_test(ctx, stmt.test, wanted, False)
@@ -410,6 +413,39 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True  # `assert n > 0`
                 if _indexes_minus_one(ctx, stmt, wanted):
                     return True
+    return False
+
+
+def _validity_flag_checked(stmt: cst.CSTNode, wanted: set[str], flags: set[str]) -> bool:
+    """`w, no_mass = _positive_mass(...)` then `if no_mass: return ...`: a helper returns a
+    flag beside the value saying whether it can be used, and the code leaves when it says no.
+    `flags` collects the names unpacked beside the operand in the statements read so far;
+    an earlier `if` or `with` block is read the same way."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    unpacked = target.target
+                    if not isinstance(unpacked, (cst.Tuple, cst.List)):
+                        continue
+                    bound = {e.value.value for e in unpacked.elements if isinstance(e.value, cst.Name)}
+                    if bound & wanted:
+                        flags |= bound - wanted
+        return False
+    if isinstance(stmt, cst.If):
+        tested = names(stmt.test)
+        if flags and tested and tested <= flags and exits(stmt.body):
+            return True
+        arms = [stmt.body, stmt.orelse.body if stmt.orelse is not None else None]
+    elif isinstance(stmt, cst.With):
+        arms = [stmt.body]
+    else:
+        return False
+    for arm in arms:
+        if isinstance(arm, cst.IndentedBlock):
+            inner: set[str] = set()
+            if any(_validity_flag_checked(s, wanted, inner) for s in arm.body):
+                return True
     return False
 
 

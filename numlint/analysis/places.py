@@ -9,7 +9,8 @@ from pathlib import PurePath
 
 _EVAL_DIRS = re.compile(
     r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
-    r"|(^|[/\\])(sampling|samplers|inference|data|datasets?|dataloaders?|preprocessing)[/\\]"
+    r"|(^|[/\\])(sampling|samplers|schedulers|inference|data|datasets?|dataloaders?"
+    r"|preprocessing)[/\\]"
 )
 _EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
 _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
@@ -17,8 +18,8 @@ _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
 
 def evaluation_code(path: str, function: str) -> bool:
     """Code that measures or samples rather than trains: a `metrics` / `evaluation` package
-    or module (`utils/metrics.py`, `torchmetrics/`), a `sampling/`, `samplers/` or
-    `inference/` package, a data pipeline (`data/`, `datasets/`, `dataloaders/`,
+    or module (`utils/metrics.py`, `torchmetrics/`), a `sampling/`, `samplers/`,
+    `schedulers/` (a diffusion schedule's coefficients of the timestep) or `inference/` package, a data pipeline (`data/`, `datasets/`, `dataloaders/`,
     `preprocessing/`), or a function named for a metric, an evaluation or post-processing.
     Its results are not differentiated."""
     return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))

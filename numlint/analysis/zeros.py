@@ -139,8 +139,9 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
                 return f"`1 - p` of {sub(node.right, 'one')}"
         return None
     if isinstance(operator, cst.Multiply):
-        if mode == "sqrt" and square_of(ctx, node, env) is not None:
-            return _SQUARE
+        base = square_of(ctx, node, env) if mode == "sqrt" else None
+        if base is not None:
+            return None if _eps_like(ctx, base, env) else _SQUARE
         return sub(node.left) or sub(node.right)
     if isinstance(operator, cst.Divide):
         left = sub(node.left)
@@ -155,7 +156,7 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         if exponent is None or exponent <= 0:
             return None
         if mode == "sqrt" and exponent == 2.0:
-            return _SQUARE
+            return None if _eps_like(ctx, node.left, env) else _SQUARE  # `+ self.eps ** 2`
         return sub(node.left)
     return None
 
@@ -204,13 +205,17 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
     if o.name == "div" and inp is not None:
         return sub(inp)
     if o.name == "square" and inp is not None:
-        return _SQUARE if mode == "sqrt" else sub(inp)
+        if mode != "sqrt":
+            return sub(inp)
+        return None if _eps_like(ctx, inp, env) else _SQUARE
     if o.name == "pow" and inp is not None:
         e = o.arg(0, "exponent")
         exponent = const(ctx, e, env) if e is not None else None
         if exponent is None or exponent <= 0:
             return None
-        return _SQUARE if mode == "sqrt" and exponent == 2.0 else sub(inp)
+        if mode == "sqrt" and exponent == 2.0:
+            return None if _eps_like(ctx, inp, env) else _SQUARE
+        return sub(inp)
     if o.name == "sqrt" and inp is not None:
         return sub(inp)
     if mode == "sqrt":
@@ -626,17 +631,27 @@ _SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select
 _SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "torch.narrow"})
 
 
-_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny)($|_|\d)")
+_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter)($|_|\d)")
+#: A lower bound kept as a setting (`self.sigma_min`): a positive scalar, not a tensor.
+_FLOOR_SETTING = re.compile(r"^(min_\w+|\w+_min)$")
 
 
 def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
-    """A positive constant, `torch.finfo(...).eps/tiny`, or a name spelt as an eps."""
+    """A positive constant, `torch.finfo(...).eps/tiny`, a name spelt as an eps, or a
+    lower bound kept as a setting on `self` (`self.sigma_min`)."""
     c = const(ctx, expr, env)
     if c is not None:
         return c > 0
     last = expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        if expr.value.value == "self" and _FLOOR_SETTING.match(last.lower()):
+            return True
     if isinstance(expr, cst.Name):
         last = expr.value
+        param = ctx.parameter(last) if _FLOOR_SETTING.match(last.lower()) else None
+        if param is not None and param.default is not None:
+            low = const(ctx, param.default, env)
+            return low is not None and low > 0  # `def sigma(t, sigma_min=1e-3)`
     return last is not None and _EPS_NAME.search(last.lower()) is not None
 
 
@@ -883,6 +898,12 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
         return False
     if isinstance(node, cst.Subscript):
         return _non_negative(ctx, Value(node.value, env), depth + 1)
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        return True  # `x.shape[1]`: a size
+    if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
+        return True
+    if isinstance(node, cst.Call) and ctx.callee(node, env).qualname in _DISTANCES:
+        return True
     o = op(ctx, node, env)
     if o is None or o.input is None:
         return False
@@ -894,6 +915,12 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
             return e is not None and (const(ctx, e, env) or 1) % 2 == 0
         return _non_negative(ctx, Value(o.input, env), depth + 1)
     return False
+
+
+_DISTANCES = frozenset(
+    {"torch.cdist", "torch.nn.functional.pdist", "torch.pdist", "torch.dist",
+     "torch.nn.functional.pairwise_distance", "torch.pairwise_distance"}
+)  # fmt: skip
 
 
 def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.ops import op
+from numlint.analysis.zeros import exp_bounded
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
 from numlint.semantics import keyword, positional
@@ -35,6 +36,11 @@ class HandWrittenLogsumexp(Rule):
     The stable hand-written form `m + torch.log(torch.exp(x - m).sum(d))` with m a maximum is
     not reported, also when the shifted argument is scaled (`exp((x - m) / t)`) or the maximum
     is written as a clamp (`y.clamp(min=x)`). Values are followed within one function.
+
+    Confidence:
+    high; low when every exponent is bounded above (`exp(-d ** 2)`, `exp(-x.abs())`): exp
+    cannot overflow, and the sum reaches 0 only when every term underflows (all exponents
+    below -104 in float32), which needs every point far from every other.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
@@ -205,7 +211,33 @@ class HandWrittenLogsumexp(Rule):
             def rbf(d):
                 return torch.logsumexp(-d ** 2, dim=-1)
             """,
+            confidence="low",
             note="exp of a non-positive argument cannot overflow but underflows to log(0)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def dispersive_loss(z):
+                d = F.pdist(z).square() / z.shape[1]
+                return torch.log(torch.exp(-d).mean())
+            """,
+            confidence="low",
+            line=5,
+            column=12,
+            note="distances over a size: the exponent is never positive",
+        ),
+        Invalid(
+            """
+            import torch
+            def dispersion(z, t):
+                d = z @ z.T
+                return torch.log(torch.exp(d / t).mean())
+            """,
+            confidence="high",
+            line=4,
+            column=12,
+            note="a similarity can be large: exp overflows",
         ),
         Invalid(
             """
@@ -240,7 +272,8 @@ class HandWrittenLogsumexp(Rule):
             a = unbounded_exp(ctx, expr.left, inner.env, shifted_only=True)
             b = unbounded_exp(ctx, expr.right, inner.env, shifted_only=True)
             if a is not None and b is not None:
-                self.report(node, fix=self._logaddexp(node, a, b, inner.node is o.input))
+                fix = self._logaddexp(node, a, b, inner.node is o.input)
+                self.report(node, fix=fix, confidence=_grade(ctx, a, b))
             return
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
             self._ratio(node, expr, inner.env)
@@ -251,7 +284,7 @@ class HandWrittenLogsumexp(Rule):
         e = unbounded_exp(ctx, red.op.input, red.op.env, shifted_only=True)
         if e is None:
             return
-        self.report(node, fix=self._logsumexp(node, red, e))
+        self.report(node, fix=self._logsumexp(node, red, e), confidence=_grade(ctx, e))
 
     def _ratio(self, node: cst.Call, expr: cst.BinaryOperation, env) -> None:
         """`log(exp(pos) / exp(sim).sum(d))`: a hand-written InfoNCE / cross-entropy term."""
@@ -268,7 +301,7 @@ class HandWrittenLogsumexp(Rule):
             "cross-entropy term): exp overflows to inf (> 88.7) and the ratio becomes NaN; "
             "write `a - torch.logsumexp(s, d)`, or `F.cross_entropy(logits, target)`"
         )
-        self.report(node, message)
+        self.report(node, message, confidence=_grade(ctx, num, den))
 
     def _logsumexp(self, node: cst.Call, red: Found, e: Found) -> FixSpec | None:
         ctx = self.ctx
@@ -300,3 +333,12 @@ class HandWrittenLogsumexp(Rule):
             return None
         code = f"{func}({bare(ctx, a.op.input)}, {bare(ctx, b.op.input)})"
         return self.fix("unsafe", "Replace with `torch.logaddexp`", (node, code))
+
+
+def _grade(ctx, *exps: Found) -> str:
+    """low when no exponent can overflow (each bounded above): only the underflow of every
+    term is left."""
+    bounded = all(
+        e.op.input is not None and exp_bounded(ctx, e.op.input, e.op.env) for e in exps
+    )
+    return "low" if bounded else "high"

@@ -6,7 +6,12 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade
-from numlint.analysis.gradients import gradient_flows, only_ranked, only_thresholds
+from numlint.analysis.gradients import (
+    compared_here,
+    gradient_flows,
+    only_ranked,
+    only_thresholds,
+)
 from numlint.analysis.guards import beside_minus_inf, sanitised_later, selection
 from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import zero_reason
@@ -269,6 +274,7 @@ class LogOfZero(Rule):
         harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
         harmless = harmless or beside_minus_inf(ctx)  # `where(keep, log(p), -inf)`
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`
+        harmless = harmless or compared_here(ctx)  # `u.log() < log_alpha`: -inf only accepts
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
