@@ -428,7 +428,9 @@ def _validity_flag_checked(stmt: cst.CSTNode, wanted: set[str], flags: set[str])
                     unpacked = target.target
                     if not isinstance(unpacked, (cst.Tuple, cst.List)):
                         continue
-                    bound = {e.value.value for e in unpacked.elements if isinstance(e.value, cst.Name)}
+                    bound = {
+                        e.value.value for e in unpacked.elements if isinstance(e.value, cst.Name)
+                    }
                     if bound & wanted:
                         flags |= bound - wanted
         return False

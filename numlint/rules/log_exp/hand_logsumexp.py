@@ -338,7 +338,5 @@ class HandWrittenLogsumexp(Rule):
 def _grade(ctx, *exps: Found) -> str:
     """low when no exponent can overflow (each bounded above): only the underflow of every
     term is left."""
-    bounded = all(
-        e.op.input is not None and exp_bounded(ctx, e.op.input, e.op.env) for e in exps
-    )
+    bounded = all(e.op.input is not None and exp_bounded(ctx, e.op.input, e.op.env) for e in exps)
     return "low" if bounded else "high"
