@@ -242,8 +242,25 @@ def sanitises(
 ) -> bool:
     """Whether `cond` keeps `branch` away from 0 when the branch is selected.
 
-    `torch.where(x > 0, x, 1)`: the true branch is only used where x > 0.
+    `torch.where(x > 0, x, 1)`: the true branch is only used where x > 0; also through a
+    name bound to the test, `~`, and a conjunct (`keep = (d2 <= c) & (d2 > tiny)`).
     """
+    for _ in range(4):
+        if not isinstance(cond, cst.Name):
+            break
+        bound = ctx.deref(Value(cond, env))
+        if bound.node is cond:
+            break
+        cond, env = bound.node, bound.env
+    if isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, (cst.BitInvert, cst.Not)):
+        return sanitises(ctx, cond.expression, branch, not taken, env)
+    both = (cst.BitAnd, cst.And) if taken else (cst.BitOr, cst.Or)  # every part holds
+    if isinstance(cond, (cst.BinaryOperation, cst.BooleanOperation)) and isinstance(
+        cond.operator, both
+    ):
+        return sanitises(ctx, cond.left, branch, taken, env) or sanitises(
+            ctx, cond.right, branch, taken, env
+        )
     if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
         return False
     target = cond.comparisons[0]
@@ -468,9 +485,12 @@ def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
         if not isinstance(index, cst.Index):
             continue
         for part in _mask_factors(index.value):
+            taken = True
+            if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.BitInvert):
+                part, taken = part.expression, False  # `t[~invalid]`, `invalid = t == 0`
             for factor in _mask_factors(_bound_expression(ctx, part)):  # `keep = (n > 0) & ...`
                 test = _mask_condition(ctx, factor)
-                if test is not None and _nonzero_test(ctx, test, wanted, True):
+                if test is not None and _nonzero_test(ctx, test, wanted, taken):
                     return True
     return False
 

@@ -631,7 +631,7 @@ _SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select
 _SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "torch.narrow"})
 
 
-_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter)($|_|\d)")
+_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter|smooth)($|_|\d)")
 #: A lower bound kept as a setting (`self.sigma_min`): a positive scalar, not a tensor.
 _FLOOR_SETTING = re.compile(r"^(min_\w+|\w+_min)$")
 
@@ -902,8 +902,13 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
         return True  # `x.shape[1]`: a size
     if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
         return True
-    if isinstance(node, cst.Call) and ctx.callee(node, env).qualname in _DISTANCES:
-        return True
+    if isinstance(node, cst.Call):
+        qual = ctx.callee(node, env).qualname
+        if qual in _DISTANCES or qual in _ZERO_FILLS:
+            return True
+        first = positional(node, 0, "tensors") if qual in _JOINS else None
+        if isinstance(first, (cst.Tuple, cst.List)):  # `torch.cat((d, d, zeros))`
+            return all(_non_negative(ctx, Value(e.value, env), depth + 1) for e in first.elements)
     o = op(ctx, node, env)
     if o is None or o.input is None:
         return False
@@ -917,6 +922,8 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     return False
 
 
+_ZERO_FILLS = frozenset({"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like"})
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _DISTANCES = frozenset(
     {"torch.cdist", "torch.nn.functional.pdist", "torch.pdist", "torch.dist",
      "torch.nn.functional.pairwise_distance", "torch.pairwise_distance"}
