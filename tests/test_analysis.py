@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from numlint import check_source
+from numlint import check_paths, check_source
 from numlint.analysis.gradients import evaluation_code
 from numlint.analysis.names import import_one, module_imports
 
@@ -56,8 +57,97 @@ def test_division_confidence(expr: str, expected: list[str]) -> None:
     ],
 )
 def test_sqrt_confidence(expr: str, expected: list[str]) -> None:
-    code = f"import torch\ndef f(x, y, i, j):\n    return {expr}\n"
+    code = f"import torch\ndef loss(x, y, i, j):\n    return {expr}\n"
     assert _confidence(code, "NUM201") == expected
+
+
+_SELF_DISTANCE = "torch.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (f"def pairwise(x):\n    return {_SELF_DISTANCE}", ["low"]),  # nothing differentiates it
+        (
+            f"class Net(torch.nn.Module):\n    def forward(self, x):\n        return {_SELF_DISTANCE}",
+            ["high"],
+        ),
+        (
+            f"class Net(nn.Module):\n    def energy(self, x):\n        return {_SELF_DISTANCE}",
+            ["high"],
+        ),  # any method of a module
+        (f"class Head:\n    def forward(self, x):\n        return {_SELF_DISTANCE}", ["high"]),
+        (f"def repulsion_loss(x):\n    return {_SELF_DISTANCE}.mean()", ["high"]),
+        (
+            f"class Lit:\n    def training_step(self, x):\n        return {_SELF_DISTANCE}.mean()",
+            ["high"],
+        ),
+        (
+            f"def fit(x, opt):\n    d = {_SELF_DISTANCE}\n    d.mean().backward()\n    opt.step()",
+            ["high"],
+        ),
+        (
+            f"def pairwise(x):\n    return {_SELF_DISTANCE}\n"
+            "class Net(nn.Module):\n    def forward(self, x):\n        return pairwise(x)",
+            ["high"],
+        ),  # a helper a layer calls
+        (
+            f"def pairwise(x):\n    return {_SELF_DISTANCE}\ndef knn(x):\n    return pairwise(x)\n"
+            "def contrastive_loss(x):\n    return knn(x).mean()",
+            ["high"],
+        ),  # two calls up
+        (
+            f"def pairwise(x):\n    return {_SELF_DISTANCE}\ndef plot(x):\n    return pairwise(x)",
+            ["low"],
+        ),  # a caller with no evidence either
+        (
+            "def angle(x):\n    s = (x**2).sum(-1)\n    t = torch.sqrt(s)\n"
+            "    return torch.where(s > 0, t / s, 1.0)",
+            ["high"],
+        ),  # the code tests the value against 0 itself
+    ],
+)
+def test_sqrt_needs_gradient_evidence(code: str, expected: list[str]) -> None:
+    """A root's harm is its gradient: shown by default only where something differentiates."""
+    source = f"import torch\nimport torch.nn as nn\n{code}\n"
+    assert _confidence(source, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("def norm(v, n):\n    return torch.where(n > 0, v / n, 0.0)", ["low"]),
+        (
+            "class Norm(nn.Module):\n    def forward(self, v, n):\n"
+            "        return torch.where(n > 0, v / n, 0.0)",
+            ["high"],
+        ),
+    ],
+)
+def test_where_branch_needs_gradient_evidence(code: str, expected: list[str]) -> None:
+    source = f"import torch\nimport torch.nn as nn\n{code}\n"
+    assert _confidence(source, "NUM110") == expected
+
+
+def test_gradient_evidence_crosses_files(tmp_path: Path) -> None:
+    """A helper in one file that a module in another file calls is differentiated."""
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "geometry.py").write_text(
+        f"import torch\ndef pairwise(x):\n    return {_SELF_DISTANCE}\n"
+    )
+    (pkg / "lonely.py").write_text(
+        f"import torch\ndef pairwise2(x):\n    return {_SELF_DISTANCE}\n"
+    )
+    (pkg / "model.py").write_text(
+        "import torch.nn as nn\nfrom pkg.geometry import pairwise\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return pairwise(x)\n"
+    )
+    config = {"select": ["NUM201"], "min-confidence": "low"}
+    found = {Path(d.filename).name: d.confidence for d in check_paths([pkg], config)}
+    assert found == {"geometry.py": "high", "lonely.py": "low"}
 
 
 @pytest.mark.parametrize(
@@ -82,7 +172,7 @@ def test_custom_autograd_function_bodies_have_no_gradient() -> None:
         @staticmethod
         def forward(ctx, x):
             return torch.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
-    def dist(x):
+    def dist_loss(x):
         return torch.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
     """
     assert _confidence(code, "NUM201") == ["high"]

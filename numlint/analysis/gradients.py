@@ -18,7 +18,7 @@ import libcst as cst
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code
-from numlint.analysis.summaries import returns_numbers
+from numlint.analysis.summaries import function_key, returns_numbers
 from numlint.context import Context, Value
 from numlint.semantics import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
@@ -60,6 +60,17 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
+
+
+def gradient_evident(ctx: Context) -> bool:
+    """Positive evidence that autograd differentiates the function being visited (a method
+    of an nn.Module, a loss, a function calling backward or autograd.grad, or one called by
+    such code; numlint.analysis.summaries.Project.differentiated). Hazards whose only harm
+    is a NaN gradient are shown by default only with it: a library function, a solver or a
+    schedule that nothing visibly differentiates is graded low."""
+    project = ctx.project
+    key = function_key(ctx)
+    return project is not None and key is not None and project.differentiated(key)
 
 
 _DERIVATIVE_NAME = re.compile(r"(^|_)(grad|grads|gradient|gradients|backward|bwd|vjp|jvp)(_|$)")

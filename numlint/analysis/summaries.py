@@ -387,6 +387,7 @@ class Project:
         self._names: dict[tuple[str, str, str, bool], Origin | None] = {}
         self._steps = 0
         self._no_grad: dict[tuple[str, str], bool] = {}
+        self._differentiated_memo: dict[tuple[str, str], bool] = {}
 
     # ---- modules ----
 
@@ -812,6 +813,69 @@ class Project:
                     return True
         return self._without_grad(mod, caller, depth + 1)
 
+    def differentiated(self, func: str) -> bool:
+        """Whether something differentiates function `func` of the file being linted: it, or
+        a caller through up to three calls across the project, is a method of an nn.Module
+        (a class with a `forward`, or one based on `torch.nn` or a `*Module`), a loss (its
+        function, class or file named so), or calls backward / autograd.grad itself."""
+        mod = self.main
+        return mod is not None and self._differentiated(mod, func, 0)
+
+    def _differentiated(self, mod: Module, func: str, depth: int) -> bool:
+        key = (mod.path, func)
+        if key in self._differentiated_memo:
+            return self._differentiated_memo[key]
+        self._differentiated_memo[key] = False  # a recursive call is not evidence
+        f = mod.functions.get(func)
+        found = False
+        if f is not None:
+            found = self._trains(mod, f)
+            if not found and depth < 3:
+                modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
+                found = any(
+                    caller is not None
+                    and self._calls_this(cmod, call, f, mod, caller)
+                    and self._differentiated(cmod, caller, depth + 1)
+                    for cmod in modules
+                    for caller, call in cmod.calls_of(f.node.name)
+                )
+        self._differentiated_memo[key] = found
+        return found
+
+    def _trains(self, mod: Module, f: Function) -> bool:
+        """Evidence in `f` itself that autograd differentiates it (see `differentiated`)."""
+        if any(_LOSS_NAME.search(n) for n in (f.node.name, f.cls or "", Path(mod.path).stem)):
+            return True
+        if _TRAINING_STEP.match(f.node.name):
+            return True  # Lightning's `training_step`, a trainer's `train_step`
+        if f.cls is not None and self._module_class(mod, f.cls):
+            return True
+        for node in _walk_body(f.node):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                if isinstance(fn, ast.Attribute) and fn.attr == "backward":
+                    return True  # `loss.backward()`, `(a + b).mean().backward()`
+                name = _dotted(fn) or ""
+                if name.endswith("autograd.grad") or name in _FUNC_TRANSFORMS:
+                    return True
+                if any(k.arg == "create_graph" for k in node.keywords):
+                    return True
+        return False
+
+    def _module_class(self, mod: Module, cls: str) -> bool:
+        """A class with a `forward` method, or based (through the project) on `torch.nn` or
+        on a class whose name ends in `Module` (`LightningModule`)."""
+        for cmod, name in self._mro(mod, cls):
+            if f"{name}.forward" in cmod.functions:
+                return True
+            for base in cmod.classes.get(name, []):
+                root = base.split(".")[0]
+                imported = cmod.imports.get(root)
+                full = imported + base[len(root) :] if imported else base
+                if full.startswith("torch.nn.") or full.endswith("Module"):
+                    return True
+        return False
+
     def _disables_grad(self, mod: Module, expr: ast.expr) -> bool:
         """The ast twin of the linted file's reading (numlint.context): `no_grad()`,
         `inference_mode()` but not `inference_mode(False)`, `set_grad_enabled(False)`."""
@@ -912,6 +976,14 @@ class Project:
                 out.append(mod)
         return out
 
+
+#: Functions, classes and files named for what training differentiates.
+_LOSS_NAME = re.compile(r"loss|criterion|objective|penalt|regulari[sz]|likelihood|elbo", re.I)
+_TRAINING_STEP = re.compile(r"^_*train(ing)?_(step|batch|iteration)$")
+_FUNC_TRANSFORMS = frozenset(
+    {"torch.func.grad", "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd", "grad",
+     "vjp", "jacrev", "jacfwd"}
+)  # fmt: skip
 
 #: How many files of a project the search for callers reads, at most.
 _PROJECT_FILES = 2000

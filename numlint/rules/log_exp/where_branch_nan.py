@@ -7,7 +7,7 @@ import operator
 import libcst as cst
 
 from numlint.analysis.evidence import grade
-from numlint.analysis.gradients import gradient_flows, gradient_free
+from numlint.analysis.gradients import gradient_evident, gradient_flows, gradient_free
 from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
 from numlint.analysis.ops import clamp_bounds, const, op, positive_bound, same_code
 from numlint.analysis.zeros import denominator_reason, positive_value, zero_reason
@@ -51,7 +51,10 @@ class WhereBranchNan(Rule):
     high where the condition tests the operand against 0 (`x > 0`, `n != 0`: the author
     expects zeros) or the operand is 0 in ordinary use (a count, a mask, a ReLU output);
     otherwise graded like NUM202 / NUM103 (low for a norm: `torch.where(r < eps, 1, v / r)`
-    needs an all-zero vector, and for a value tested against another bound).
+    needs an all-zero vector, and for a value tested against another bound). The harm is a
+    gradient, so a finding is low unless something visibly differentiates the code: a method
+    of an `nn.Module`, a loss (a function, class or file named so), a function that calls
+    `backward()` or `autograd.grad`, or a function one of those calls (across the project).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.where.html
@@ -145,34 +148,41 @@ class WhereBranchNan(Rule):
         Invalid(
             """
             import torch
-            y = torch.where(x > 0, torch.log(x), 0.0)
+            def nll_loss(x):
+                return -torch.where(x > 0, torch.log(x), 0.0).mean()
             """,
-            line=2,
-            column=24,
+            line=3,
+            column=32,
             fixed="""
             import torch
-            y = torch.where(x > 0, torch.log(torch.where(x > 0, x, 1)), 0.0)
+            def nll_loss(x):
+                return -torch.where(x > 0, torch.log(torch.where(x > 0, x, 1)), 0.0).mean()
             """,
         ),
         Invalid(
             """
             import torch
-            def dist(d2):
-                return torch.where(d2 == 0, torch.zeros_like(d2), d2.sqrt())
+            class Distance(torch.nn.Module):
+                def forward(self, d2):
+                    return torch.where(d2 == 0, torch.zeros_like(d2), d2.sqrt())
             """,
-            line=3,
-            column=55,
+            line=4,
+            column=59,
             fixed="""
             import torch
-            def dist(d2):
-                return torch.where(d2 == 0, torch.zeros_like(d2), torch.where(d2 == 0, 1, d2).sqrt())
+            class Distance(torch.nn.Module):
+                def forward(self, d2):
+                    return torch.where(d2 == 0, torch.zeros_like(d2), torch.where(d2 == 0, 1, d2).sqrt())
             """,
+            note="a layer's forward: autograd differentiates it",
         ),
         Invalid(
             """
             import torch
             def norm(v, n):
                 return torch.where(n > 0, v / n, torch.zeros_like(v))
+            def embedding_loss(v, n):
+                return norm(v, n).pow(2).sum()
             """,
             line=3,
             column=31,
@@ -180,16 +190,36 @@ class WhereBranchNan(Rule):
             import torch
             def norm(v, n):
                 return torch.where(n > 0, v / torch.where(n > 0, n, 1), torch.zeros_like(v))
+            def embedding_loss(v, n):
+                return norm(v, n).pow(2).sum()
             """,
+            note="a helper a loss calls",
         ),
         Invalid(
             """
             import torch
-            y = (torch.log(x) * (x > 0).float()).sum()
+            def entropy_loss(x):
+                return (torch.log(x) * (x > 0).float()).sum()
             """,
-            line=2,
-            column=6,
+            line=3,
+            column=13,
             note="a mask multiplication: no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            def norm(v, n):
+                return torch.where(n > 0, v / n, torch.zeros_like(v))
+            """,
+            confidence="low",
+            line=3,
+            column=31,
+            fixed="""
+            import torch
+            def norm(v, n):
+                return torch.where(n > 0, v / torch.where(n > 0, n, 1), torch.zeros_like(v))
+            """,
+            note="nothing visibly differentiates this helper (no module, loss or caller)",
         ),
     ]
     PROBE = Probe(
@@ -229,9 +259,10 @@ class WhereBranchNan(Rule):
             return  # `where(n > 0, hits / n, 0)` of counts: no operand carries a gradient
         if _selected_at_zero(ctx, sel, operand):
             return  # `where(n < 50, 5000 / n, ...)`: 0 is in the branch taken, not masked
-        self.report(
-            node, fix=self._fix(operand, sel), confidence=_confidence(ctx, node, sel, operand)
-        )
+        confidence = _confidence(ctx, node, sel, operand)
+        if not gradient_evident(ctx):
+            confidence = "low"  # the harm is a NaN gradient: nothing visibly differentiates this
+        self.report(node, fix=self._fix(operand, sel), confidence=confidence)
 
     def _fix(self, operand: cst.BaseExpression, sel: Selection) -> FixSpec | None:
         if sel.kind != "where" or "." not in sel.where_func and sel.where_func != "where":

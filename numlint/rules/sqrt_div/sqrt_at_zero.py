@@ -8,7 +8,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade, zero_tested
-from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.summaries import origin_of, related
@@ -60,7 +60,10 @@ class SqrtAtZero(Rule):
     difference of two tensors or gathered pairs, of a variance, or of a probability. Not
     reported where no gradient can flow (under `no_grad`, `.item()`, `.detach()`, `.data`,
     NumPy, custom `autograd.Function` bodies, metrics and evaluation code) or for a ReLU
-    output (its backward selects 0).
+    output (its backward selects 0). The harm is a gradient, so a root is low unless
+    something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
+    calling `backward()` or `autograd.grad`, or a function one of those calls, across the
+    project) or the code tests the value against 0 itself.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
@@ -228,8 +231,8 @@ class SqrtAtZero(Rule):
         Invalid(
             """
             import torch
-            def sin_from_cos(cos):
-                return torch.sqrt(1 - cos ** 2)
+            def angular_loss(cos):
+                return torch.sqrt(1 - cos ** 2).mean()
             """,
             line=3,
             column=12,
@@ -273,10 +276,10 @@ class SqrtAtZero(Rule):
         Invalid(
             """
             import torch
-            def cdist(x1, x2):
+            def cdist_loss(x1, x2):
                 x1n = (x1**2).sum(-1, keepdim=True)
                 x2n = (x2**2).sum(-1, keepdim=True)
-                return (x1n + x2n.T - 2 * x1 @ x2.T).clamp(min=0).sqrt()
+                return (x1n + x2n.T - 2 * x1 @ x2.T).clamp(min=0).sqrt().mean()
             """,
             line=5,
             column=12,
@@ -288,6 +291,9 @@ class SqrtAtZero(Rule):
             def pairwise(x):
                 d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
                 return torch.sqrt(d2)
+            class Repulsion(torch.nn.Module):
+                def forward(self, x):
+                    return pairwise(x).mean()
             """,
             line=4,
             column=12,
@@ -297,8 +303,30 @@ class SqrtAtZero(Rule):
             def pairwise(x):
                 d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
                 return torch.linalg.vector_norm(x.unsqueeze(1) - x.unsqueeze(0), dim=-1)
+            class Repulsion(torch.nn.Module):
+                def forward(self, x):
+                    return pairwise(x).mean()
             """,
-            note="pairwise distances of a set with itself: the diagonal is exactly 0",
+            note="pairwise distances of a set with itself (the diagonal is exactly 0), in a "
+            "helper a layer's forward calls",
+        ),
+        Invalid(
+            """
+            import torch
+            def pairwise(x):
+                d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
+                return torch.sqrt(d2)
+            """,
+            line=4,
+            column=12,
+            confidence="low",
+            fixed="""
+            import torch
+            def pairwise(x):
+                d2 = ((x.unsqueeze(1) - x.unsqueeze(0)) ** 2).sum(-1)
+                return torch.linalg.vector_norm(x.unsqueeze(1) - x.unsqueeze(0), dim=-1)
+            """,
+            note="the same helper with no module, loss or caller that differentiates it",
         ),
     ]
     PROBE = Probe(
@@ -363,8 +391,13 @@ class SqrtAtZero(Rule):
                 "`torch.linalg.vector_norm(...)` or put an eps inside the root "
                 "(`torch.sqrt(s + eps)`)"
             )
+        # sqrt's harm is its gradient only: shown by default where something differentiates
+        # this code, or where the code itself expects the value to be 0
+        expected = zero_tested(ctx, ctx.value(arg))
+        unseen = name == "sqrt" and not expected and not gradient_evident(ctx)
         if found is not None:
-            self.report(node, message, None, confidence=found.confidence, related=related(found))
+            confidence = "low" if unseen else found.confidence
+            self.report(node, message, None, confidence=confidence, related=related(found))
             return
         fix = self._fix(node, arg) if name == "sqrt" else None
         confidence = grade(ctx, reason, ctx.value(arg))
@@ -379,8 +412,10 @@ class SqrtAtZero(Rule):
             confidence = "low"
         if reason == "`1 - x**2`" and not _unit_bounded(ctx, ctx.value(arg)):
             confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
-        elif confidence == "low" and zero_tested(ctx, ctx.value(arg)):
+        elif confidence == "low" and expected:
             confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
+        if unseen:
+            confidence = "low"
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
