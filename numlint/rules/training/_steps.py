@@ -683,8 +683,11 @@ def unscaled_clips(
         if clip.kind != CLIP:
             continue
         plain: list[Event] = []
+        unscaled_elsewhere = False
         for ev in reversed(seq[:i]):
             if not ev.compatible(clip):
+                # `if amp: unscale_; clip  else: clip`: the other arm is the scaled path
+                unscaled_elsewhere = unscaled_elsewhere or ev.kind == UNSCALE
                 continue
             if ev.kind in (UNSCALE, UPDATE, ZERO_GRAD) + STEPS:
                 break
@@ -692,7 +695,11 @@ def unscaled_clips(
                 plain.append(ev)
             elif ev.kind == SCALED_BACKWARD:
                 # an unscaled backward that can run with this one mixes both: stay silent
-                if "disabled" not in ev.flags and not any(p.compatible(ev) for p in plain):
+                if (
+                    "disabled" not in ev.flags
+                    and not unscaled_elsewhere
+                    and not any(p.compatible(ev) for p in plain)
+                ):
                     nxt = next(
                         (e for e in seq[i + 1 :] if e.kind == SCALER_STEP and e.compatible(clip)),
                         None,

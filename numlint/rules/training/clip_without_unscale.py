@@ -34,7 +34,9 @@ class ClipWithoutUnscale(_steps.StepRule):
     Known limitations:
     Only the order inside one function (plus helpers of the same class or module it calls)
     is seen. Conditions are not evaluated: an `unscale_` in any branch before the clip
-    silences the rule, and a clip reached only when the scaler is disabled is still flagged.
+    silences the rule (also in the other arm of an `if` that holds the clip, which makes
+    this arm the path without a scale), and a clip reached only when the scaler is disabled
+    is otherwise still flagged.
     A scaler built with `enabled=False` is ignored.
 
     References:
@@ -133,6 +135,20 @@ class ClipWithoutUnscale(_steps.StepRule):
                 optimizer.step()
             """,
             "the scaled backward is in the other branch",
+        ),
+        Valid(
+            """
+            import torch
+            scaler.scale(loss).backward()
+            if amp_enabled and device == "cuda":
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            else:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+            """,
+            "the other arm unscales: this one is the path without a scale",
         ),
         Valid(
             """
