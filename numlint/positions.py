@@ -69,6 +69,8 @@ class Positions:
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         if node not in self.ranges:
             self.prepare([node])
+        if node not in self.ranges and isinstance(node, cst.Module):
+            return CodeRange((1, 0), (1, 0))  # a finding about the whole file (a rule crashed)
         return self.ranges[node]
 
     def _place(

@@ -367,3 +367,38 @@ def test_a_flag_defined_through_itself_is_analysed() -> None:
     found = check_source(source, "m.py", {"min-confidence": "low"})
     assert "NUM000" not in {d.code for d in found}
     assert [d.code for d in found] == ["NUM201"]
+
+
+def test_a_rule_crashing_at_the_end_of_a_file_is_reported_at_its_top(monkeypatch):
+    """A rule that fails once the whole file was read reports NUM000 at line 1, even where
+    only the parts of the file that mention its triggers were parsed."""
+    from numlint.rules.training.clip_without_unscale import ClipWithoutUnscale
+
+    def explode(self, t, seq):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(ClipWithoutUnscale, "check", explode)
+    src = (
+        "import torch\n\n\ndef unrelated(x):\n    return x + 1\n\n\n"
+        "def train(model, opt, scaler, loss):\n"
+        "    scaler.scale(loss).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n"
+    )
+    found = check_source(src, config={"select": ["NUM502"]})
+    assert [(d.code, d.row) for d in found] == [("NUM000", 1)]
+    assert "internal error in rule NUM502 (ValueError: boom)" in found[0].message
+
+
+def test_warnings_of_files_read_for_summaries_stay_quiet(tmp_path: Path):
+    """A neighbouring file that CPython warns about (`1if x else 2`) prints nothing."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text(
+        "import torch\ndef probs(x):\n    y = 1if x is None else 2\n    return torch.softmax(x, -1)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom helpers import probs\ndef loss(x):\n    return torch.log(probs(x)).sum()\n"
+    )
+    r = run_cli("check", "--no-cache", "--isolated", str(tmp_path / "train.py"))
+    assert "NUM101" in r.stdout, r.stdout
+    assert "Warning" not in r.stderr, r.stderr

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -361,7 +362,9 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
 def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
     if tree is None:
         try:
-            tree = ast.parse(text)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # `1if x else 2`: not the user's concern here
+                tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     try:

@@ -125,6 +125,8 @@ class StepTracker:
         self.constructed: set[str] = set()
         #: Receivers of `.update()` calls anywhere in the file.
         self.updated: set[str] = set()
+        #: The loops met while building sequences, by id (Event.loops holds the ids).
+        self.loop_nodes: dict[int, cst.For | cst.While] = {}
         self._sequences: list[list[Event]] | None = None
 
     # ---- during the traversal ----
@@ -394,6 +396,7 @@ class _Builder:
                 header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
                 self._calls(function, header, None, None, path, loops, depth, out)
                 inner = loops + (id(stmt),)
+                self.t.loop_nodes[id(stmt)] = stmt
                 self._walk_block(function, stmt.body, indent, path, inner, depth, out)
                 if stmt.orelse is not None:
                     self._walk_block(function, stmt.orelse.body, indent, path, loops, depth, out)
@@ -729,7 +732,21 @@ def steps_without_update(t: StepTracker, seq: Sequence[Event]) -> Iterator[tuple
             if step.receiver in t.constructed or iteration:
                 yield step, "missing"
         elif loop is not None and not any(loop in e.loops for e in updates):
+            if _over_optimizers(t.loop_nodes.get(loop)):
+                continue  # one step per optimizer, then one update: the documented pattern
             yield step, "outside"
+
+
+_OPTIMIZERS = re.compile(r"optim|(^|_)opts?($|_|\b)", re.I)
+
+
+def _over_optimizers(loop: cst.For | cst.While | None) -> bool:
+    """`for opt in optimizers:`, `for i in range(self.num_optimizers):`: each pass steps
+    another optimizer, and one `scaler.update()` after all of them is right."""
+    if not isinstance(loop, cst.For):
+        return False
+    code = cst.Module([]).code_for_node
+    return bool(_OPTIMIZERS.search(code(loop.target)) or _OPTIMIZERS.search(code(loop.iter)))
 
 
 def unscales_after_step(seq: Sequence[Event]) -> Iterator[tuple[Event, Event]]:

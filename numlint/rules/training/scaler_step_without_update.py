@@ -101,6 +101,20 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
             """,
             "a helper given the scaler: the caller may update it",
         ),
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                loss = model(x)
+                for opt in optimizers:
+                    opt.zero_grad()
+                    scaler.scale(loss).backward(retain_graph=True)
+                    scaler.step(opt)
+                scaler.update()
+            """,
+            "one step per optimizer, then one update per iteration (the documented pattern)",
+        ),
     ]
     INVALID = [
         Invalid(
