@@ -397,7 +397,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         c = const(ctx, node.left, env)
         high = upper_bound(ctx, Value(node.right, env))
-        return c is not None and high is not None and high < c  # `1 - (0.99 * p + 0.005)`
+        if c is None or high is None:
+            return False
+        # `1 - (0.99 * p + 0.005)`; a gap below float32's rounding at 1 (`1 - 1e-8`) is none
+        return c - high >= FLOAT32_HALF_ULP_BELOW_ONE * max(abs(c), 1.0)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         left = const(ctx, node.left, env)
         if left is not None:
@@ -516,6 +519,17 @@ def _nonzero_test(ctx: Context, test: cst.BaseExpression, env: Env) -> bool:
 
 #: Ops (numlint.analysis.ops names) whose result never exceeds 1.
 _AT_MOST_ONE = frozenset({"sigmoid", "softmax", "cosine"})
+_ERFC = frozenset({"torch.erfc", "torch.special.erfc"})
+
+
+def _setting(ctx: Context, expr: cst.BaseExpression, env: Env) -> float | None:
+    """A number: a constant, or the default of a parameter of the enclosing function
+    (`def f(x, eps=1e-6)`)."""
+    c = const(ctx, expr, env)
+    if c is not None or not isinstance(expr, cst.Name):
+        return c
+    param = ctx.parameter(expr.value)
+    return const(ctx, param.default, env) if param is not None and param.default else None
 
 
 def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
@@ -539,7 +553,12 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
             return None if left is None or right is None else left + right
         if isinstance(node.operator, cst.Subtract):
             left = sub(node.left)
-            return left if left is not None and _non_negative(ctx, Value(node.right, env)) else None
+            if left is None:
+                return None
+            low = _setting(ctx, node.right, env)  # `0.5 * erfc(x) - eps`
+            if low is not None and low > 0:
+                return left - low
+            return left if _non_negative(ctx, Value(node.right, env)) else None
         if isinstance(node.operator, (cst.Multiply, cst.Divide)):
             scale = const(ctx, node.right, env)
             inner = node.left
@@ -559,13 +578,17 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
         if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
             return sub(callee.receiver)
     o = op(ctx, node, env)
+    if isinstance(node, cst.Call) and (
+        ctx.callee(node, env).qualname in _ERFC or ctx.callee(node, env).method == "erfc"
+    ):
+        return 2.0
     if o is None:
         return 1.0 if activation(ctx, value) is not None else None
     if o.name in _AT_MOST_ONE:
         return 1.0
     if o.name == "clamp":  # `clip` too: the op table names both "clamp"
         high = clamp_bounds(o)[1]
-        return None if high is None else const(ctx, high, env)
+        return None if high is None else sub(high)  # `1 - eps` with `eps=1e-6`
     return None
 
 
@@ -648,10 +671,10 @@ def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
             return True
     if isinstance(expr, cst.Name):
         last = expr.value
-        param = ctx.parameter(last) if _FLOOR_SETTING.match(last.lower()) else None
-        if param is not None and param.default is not None:
-            low = const(ctx, param.default, env)
-            return low is not None and low > 0  # `def sigma(t, sigma_min=1e-3)`
+        if _FLOOR_SETTING.match(last.lower()):
+            low = _setting(ctx, expr, env)  # `def sigma(t, sigma_min=1e-3)`
+            if low is not None:
+                return low > 0
     return last is not None and _EPS_NAME.search(last.lower()) is not None
 
 
