@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from numlint.analysis.ops import Op, const, names, op, unpacked_from
+from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.summaries import never_passed, passed_names
 from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
 from numlint.context import Context, Value
@@ -591,7 +591,12 @@ def given_name(ctx: Context, value: Value) -> str | None:
         return node.attr.value
     if not isinstance(node, cst.Name):
         return None
-    return node.value if ctx.parameter(node.value) is not None else None
+    if ctx.parameter(node.value) is not None:
+        return node.value
+    source = unpacking_call(ctx, node, env)  # `pos, neg, weight, mode = next(iterator)`
+    if source is not None and isinstance(source.node, cst.Call):
+        return node.value if call_name(source.node) == "next" else None
+    return None
 
 
 #: Masks of entries that exist (every row has one), whatever computed them.
