@@ -4,6 +4,7 @@ reasons the "can be zero" rules report, following numlint.context's data flow.
 
 from __future__ import annotations
 
+import math
 import re
 
 import libcst as cst
@@ -598,6 +599,12 @@ _UNIT_RANGE = frozenset(
      "torch.nn.functional.softsign", "torch.nn.functional.hardtanh"}
 )  # fmt: skip
 _UNIT_RANGE_METHODS = frozenset({"tanh", "sin", "cos", "erf"})
+#: Inverse trigonometric functions and the largest magnitude of their values.
+_ANGLES = {
+    "torch.acos": math.pi, "torch.arccos": math.pi, "torch.asin": math.pi / 2,
+    "torch.arcsin": math.pi / 2, "torch.atan": math.pi / 2, "torch.arctan": math.pi / 2,
+    "torch.atan2": math.pi, "torch.arctan2": math.pi,
+}  # fmt: skip
 
 
 def magnitude_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
@@ -634,8 +641,13 @@ def magnitude_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
     callee = ctx.callee(node, env)
     if callee.qualname in _UNIT_RANGE or callee.method in _UNIT_RANGE_METHODS:
         return 1.0
+    angle = _ANGLES.get(callee.qualname or "") or _ANGLES.get(f"torch.{callee.method}")
+    if angle is not None:
+        return angle  # `torch.acos(c)` lies in [0, pi]
     if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
         return sub(callee.receiver)
+    if activation(ctx, value) is not None:
+        return 1.0  # a sigmoid or softmax output
     o = op(ctx, node, env)
     if o is not None and o.name == "cosine":
         return 1.0

@@ -109,6 +109,16 @@ class LogOfSigmoid(Rule):
             """,
             "a cosine keeps the probability inside (0.27, 0.73)",
         ),
+        Valid(
+            """
+            import torch
+            def angular_bpr(u, i, j):
+                si = torch.acos(torch.clamp((u * i).sum(1), -1 + 1e-7, 1 - 1e-7))
+                sj = torch.acos(torch.clamp((u * j).sum(1), -1 + 1e-7, 1 - 1e-7))
+                return -torch.log(torch.sigmoid(sj - si)).sum()
+            """,
+            "a difference of two angles lies in [-pi, pi]: the sigmoid stays far from 0",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -222,6 +232,25 @@ class LogOfSigmoid(Rule):
                     return nn.functional.logsigmoid(-x)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            def angular_bpr(u, i, j):
+                si = torch.acos(torch.clamp((u * i).sum(1), -1 + 1e-7, 1 - 1e-7))
+                sj = torch.acos(torch.clamp((u * j).sum(1), -1 + 1e-7, 1 - 1e-7))
+                return -torch.log(1 - torch.sigmoid(sj - si)).sum()
+            """,
+            line=5,
+            column=13,
+            fixed="""
+            import torch
+            def angular_bpr(u, i, j):
+                si = torch.acos(torch.clamp((u * i).sum(1), -1 + 1e-7, 1 - 1e-7))
+                sj = torch.acos(torch.clamp((u * j).sum(1), -1 + 1e-7, 1 - 1e-7))
+                return -torch.nn.functional.logsigmoid(-(sj - si)).sum()
+            """,
+            note="`1 - sigmoid(z)` of |z| up to 2 pi: bfloat16 rounds sigmoid to 1 from 6.2",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.sigmoid(z)) + torch.log(1 - torch.sigmoid(z))",
@@ -256,7 +285,7 @@ class LogOfSigmoid(Rule):
                 self.report(node, message, related=related(found))
             return
         bound = magnitude_bound(ctx, Value(act.input, act.env)) if act.input is not None else None
-        if bound is not None and bound <= _SAFE_LOGIT:
+        if bound is not None and bound <= (_SAFE_LOGIT if negated else _SAFE_NEGATIVE_LOGIT):
             return  # `log(sigmoid(cosine_similarity(a, b)))`: the probability stays in (0, 1)
         self.report(node, fix=self._fix(node, act, negated))
 
@@ -275,6 +304,9 @@ class LogOfSigmoid(Rule):
 
 #: |z| up to which sigmoid(z) rounds to neither 0 nor 1, in float16 too (it reaches 1 near 8).
 _SAFE_LOGIT = 6.0
+#: |z| up to which sigmoid(z) stays above 0 in float16 (it flushes to 0 below about -16.6):
+#: enough for `log(sigmoid(z))`, where rounding to 1 is harmless.
+_SAFE_NEGATIVE_LOGIT = 16.0
 
 
 def _is_one_minus(ctx, node: cst.BaseExpression) -> bool:
