@@ -19,8 +19,9 @@ _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
 def evaluation_code(path: str, function: str) -> bool:
     """Code that measures or samples rather than trains: a `metrics` / `evaluation` package
     or module (`utils/metrics.py`, `torchmetrics/`), a `sampling/`, `samplers/`,
-    `schedulers/` (a diffusion schedule's coefficients of the timestep) or `inference/` package, a data pipeline (`data/`, `datasets/`, `dataloaders/`,
-    `preprocessing/`), or a function named for a metric, an evaluation or post-processing.
+    `schedulers/` (a diffusion schedule's coefficients of the timestep) or `inference/`
+    package, a data pipeline (`data/`, `datasets/`, `dataloaders/`, `preprocessing/`), or a
+    function named for a metric, an evaluation or post-processing.
     Its results are not differentiated."""
     return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
 

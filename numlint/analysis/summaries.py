@@ -762,6 +762,18 @@ class Project:
                     return _crossed(found)
         return None
 
+    def _known_calls(self, mod: Module, f: Function) -> list[tuple[Module, str | None, ast.Call]]:
+        """The calls of `f` (of module `mod`): (calling module, calling function's key, call).
+        A method's callers are looked for in its own file (`self.m(...)`), a function's in
+        the project."""
+        modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
+        return [
+            (cmod, caller, call)
+            for cmod in modules
+            for caller, call in cmod.calls_of(f.node.name)
+            if self._calls_this(cmod, call, f, mod, caller)
+        ]
+
     def called_without_grad(self, func: str) -> bool:
         """Whether every known call of function `func` of the file being linted (at least one)
         runs with gradients off: inside `with torch.no_grad()`, in a function decorated with
@@ -778,15 +790,7 @@ class Project:
         f = mod.functions.get(func)
         found = False
         if f is not None and depth <= 3:
-            # a method's callers are looked for in its own file (`self.m(...)`), a function's
-            # in the project
-            modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
-            calls = [
-                (cmod, caller, call)
-                for cmod in modules
-                for caller, call in cmod.calls_of(f.node.name)
-                if self._calls_this(cmod, call, f, mod, caller)
-            ]
+            calls = self._known_calls(mod, f)
             found = bool(calls) and all(
                 caller is not None
                 and (
@@ -834,13 +838,9 @@ class Project:
         if f is not None:
             found = self._trains(mod, f)
             if not found and depth < 3:
-                modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
                 found = any(
-                    caller is not None
-                    and self._calls_this(cmod, call, f, mod, caller)
-                    and self._differentiated(cmod, caller, depth + 1)
-                    for cmod in modules
-                    for caller, call in cmod.calls_of(f.node.name)
+                    caller is not None and self._differentiated(cmod, caller, depth + 1)
+                    for cmod, caller, _ in self._known_calls(mod, f)
                 )
         self._differentiated_memo[key] = found
         return found
