@@ -392,7 +392,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
     wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
-    if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted):
+    if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
         return True
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
@@ -513,19 +513,25 @@ def _bound_expression(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpress
     return expr
 
 
-def _used_where_nonzero(ctx: Context, wanted: set[str]) -> bool:
+def _used_where_nonzero(ctx: Context, wanted: set[str], operand: cst.BaseExpression) -> bool:
     """The quotient is assigned to a name that the rest of the block only reads through a
-    mask testing the denominator (`c = s / n.sum(-1)`, `ok = n.sum(-1) > 0`, `x[ok] = c[ok]`):
-    the entries where it was 0 are never used."""
+    mask testing the denominator (`c = s / n.sum(-1)`, `ok = n.sum(-1) > 0`, `x[ok] = c[ok]`),
+    or inside an `if` that tests it (`p = hits / (pred == i).sum()`, then
+    `if torch.any(pred == i): out.append(p)`): the entries where it was 0 are never used."""
     here = assigned_here(ctx)
     if here is None:
         return False
     name, after = here
     n = re.escape(name)
     masks: set[str] = set()
+    counted = _counted_test(ctx, operand)
     reads = 0
     for stmt in after:
         code = ctx.code(stmt)
+        if isinstance(stmt, cst.If) and counted is not None and _any_of(ctx, stmt.test) == counted:
+            reads += bool(re.search(rf"\b{n}\b", ctx.code(stmt.body)))
+            if stmt.orelse is None or not re.search(rf"\b{n}\b", ctx.code(stmt.orelse)):
+                continue
         target = assigned_name(stmt)
         if target == name and re.fullmatch(rf"\s*{n}\s*=\s*{n}\.\w+\([^()]*\)\s*", code):
             continue  # `c = c.to(boxes)`: the same value
@@ -542,6 +548,37 @@ def _used_where_nonzero(ctx: Context, wanted: set[str]) -> bool:
         if target == name:
             break  # rebound to something else
     return reads > 0
+
+
+def _counted_test(ctx: Context, operand: cst.BaseExpression) -> str | None:
+    """`torch.sum((pred == i).float())`, `(pred == i).sum()` -> the text of the test whose
+    hits the denominator counts."""
+    node = ctx.deref(ctx.value(operand)).node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node)
+    if callee.method == "sum" and callee.receiver is not None and not node.args:
+        inner = callee.receiver
+    elif callee.qualname == "torch.sum" and len(node.args) == 1:
+        inner = node.args[0].value
+    else:
+        return None
+    test = _mask_condition(ctx, inner)
+    return ctx.code(test.with_changes(lpar=[], rpar=[])) if test is not None else None
+
+
+def _any_of(ctx: Context, test: cst.BaseExpression) -> str | None:
+    """`torch.any(c)`, `c.any()` -> the text of the test `c`."""
+    if not isinstance(test, cst.Call):
+        return None
+    callee = ctx.callee(test)
+    inner = None
+    if callee.qualname == "torch.any" and len(test.args) == 1:
+        inner = test.args[0].value
+    elif callee.method == "any" and callee.receiver is not None and not test.args:
+        inner = callee.receiver
+    found = _mask_condition(ctx, inner) if inner is not None else None
+    return ctx.code(found.with_changes(lpar=[], rpar=[])) if found is not None else None
 
 
 def _factor_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
