@@ -192,6 +192,10 @@ def test_custom_autograd_function_bodies_have_no_gradient() -> None:
         ("pkg/inference/generate.py", "", True),
         ("pkg/models/sampler.py", "", False),
         ("src/schedulers/dbim.py", "get_alpha_rho", True),
+        ("pkg/models/diffusion.py", "ddim_step", True),
+        ("pkg/models/diffusion.py", "p_sample_loop", True),
+        ("pkg/models/diffusion.py", "q_sample", False),  # noising in the training loss
+        ("pkg/models/vae.py", "sample", False),  # a reparameterised draw is differentiated
         ("src/models/scheduler_utils.py", "", False),
         ("unifold/data/data_ops.py", "get_pairwise_distances", True),
         ("pkg/datasets/shapes.py", "", True),

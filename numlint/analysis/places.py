@@ -12,7 +12,9 @@ _EVAL_DIRS = re.compile(
     r"|(^|[/\\])(sampling|samplers|schedulers|inference|data|datasets?|dataloaders?"
     r"|preprocessing)[/\\]"
 )
-_EVAL_FUNCTIONS = re.compile(r"(metric|evaluat|postprocess|post_process)", re.I)
+_EVAL_FUNCTIONS = re.compile(
+    r"(metric|evaluat|postprocess|post_process|sample_loop|(^|_)(p_sample|ddim|plms)(_|$))", re.I
+)  # a diffusion model's reverse process (`p_sample`, `ddim_step`) samples, it does not train
 _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
 
 
@@ -21,7 +23,8 @@ def evaluation_code(path: str, function: str) -> bool:
     or module (`utils/metrics.py`, `torchmetrics/`), a `sampling/`, `samplers/`,
     `schedulers/` (a diffusion schedule's coefficients of the timestep) or `inference/`
     package, a data pipeline (`data/`, `datasets/`, `dataloaders/`, `preprocessing/`), or a
-    function named for a metric, an evaluation or post-processing.
+    function named for a metric, an evaluation, post-processing or a diffusion sampler's step
+    (`p_sample`, `ddim_step`, `sample_loop`).
     Its results are not differentiated."""
     return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
 
