@@ -114,13 +114,37 @@ def indexed_by_nonzero(ctx: Context, node: cst.Subscript, env: Env) -> bool:
             return False
         callee = ctx.callee(index, env)
         if callee.method == "nonzero" and callee.receiver is not None:
-            return same_code(ctx, callee.receiver, node.value)
+            return _nonzero_of(ctx, callee.receiver, node.value, env)
         if callee.qualname in ("torch.nonzero", "torch.where") and len(index.args) == 1:
-            return same_code(ctx, index.args[0].value, node.value)
-        if callee.receiver is None or callee.method not in ("split", "t", "unbind", "chunk"):
+            return _nonzero_of(ctx, index.args[0].value, node.value, env)
+        if callee.receiver is None or callee.method not in _INDEX_RESHAPES:
             return False
         index = callee.receiver
     return False
+
+
+#: Reshapes of an index tensor that keep which entries it picks.
+_INDEX_RESHAPES = frozenset(
+    {"split", "t", "unbind", "chunk", "squeeze", "flatten", "view", "reshape"}
+)
+
+
+def _nonzero_of(
+    ctx: Context, tested: cst.BaseExpression, tensor: cst.BaseExpression, env: Env
+) -> bool:
+    """`x` itself, `(x != 0)` or `(x > 0)` (through a name): what `.nonzero()` of it picks
+    are the nonzero entries of `x`."""
+    if same_code(ctx, tested, tensor):
+        return True
+    test = ctx.deref(Value(tested, env)).node
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    return (
+        isinstance(target.operator, (cst.NotEqual, cst.GreaterThan))
+        and const(ctx, target.comparator, env) == 0
+        and same_code(ctx, test.left, tensor)
+    )
 
 
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
@@ -730,6 +754,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     node, env = value.node, value.env
     if isinstance(node, cst.Subscript):
+        if indexed_by_nonzero(ctx, node, env):
+            return None  # `n[(n != 0).nonzero()]`: only the nonzero entries
         return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
     if isinstance(node, cst.BinaryOperation):
         operator = node.operator
