@@ -563,8 +563,7 @@ def _counted_test(ctx: Context, operand: cst.BaseExpression) -> str | None:
         inner = node.args[0].value
     else:
         return None
-    test = _mask_condition(ctx, inner)
-    return ctx.code(test.with_changes(lpar=[], rpar=[])) if test is not None else None
+    return _test_text(ctx, inner)
 
 
 def _any_of(ctx: Context, test: cst.BaseExpression) -> str | None:
@@ -577,8 +576,14 @@ def _any_of(ctx: Context, test: cst.BaseExpression) -> str | None:
         inner = test.args[0].value
     elif callee.method == "any" and callee.receiver is not None and not test.args:
         inner = callee.receiver
-    found = _mask_condition(ctx, inner) if inner is not None else None
-    return ctx.code(found.with_changes(lpar=[], rpar=[])) if found is not None else None
+    return _test_text(ctx, inner) if inner is not None else None
+
+
+def _test_text(ctx: Context, mask: cst.BaseExpression) -> str | None:
+    """The text of the comparison a 0/1 mask is made of (`(pred == i).float()` ->
+    `pred == i`), without parentheses, so that two spellings of one test compare equal."""
+    test = _mask_condition(ctx, mask)
+    return ctx.code(test.with_changes(lpar=[], rpar=[])) if test is not None else None
 
 
 def _factor_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:

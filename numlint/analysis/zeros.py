@@ -602,11 +602,9 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
         callee = ctx.callee(node, env)
         if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
             return sub(callee.receiver)
+        if callee.qualname in _ERFC or callee.method == "erfc":
+            return 2.0
     o = op(ctx, node, env)
-    if isinstance(node, cst.Call) and (
-        ctx.callee(node, env).qualname in _ERFC or ctx.callee(node, env).method == "erfc"
-    ):
-        return 2.0
     if o is None:
         return 1.0 if activation(ctx, value) is not None else None
     if o.name in _AT_MOST_ONE:
