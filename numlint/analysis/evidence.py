@@ -132,12 +132,17 @@ def _unused_option(ctx: Context, value: Value) -> bool:
 
 
 def _ratio_of_norms(ctx: Context, value: Value) -> bool:
-    """`a / b` whose numerator is a norm, standard deviation or variance."""
+    """`a / b` whose numerator is a norm, standard deviation or variance; also its square
+    (`(ref.norm() / err.norm()).pow(2)`, a power ratio in dB)."""
     v, _ = strip(ctx, value)
     node = v.node
+    base = square_of(ctx, node, v.env)  # type: ignore[arg-type]
+    if base is not None:
+        v, _ = strip(ctx, Value(base, v.env))
+        node = v.node
     if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Divide):
         return False
-    top = ctx.deref(Value(node.left, v.env))
+    top = strip(ctx, Value(node.left, v.env))[0]  # `x.norm(2, 1, True)[:, 0]`
     o = op(ctx, top.node, top.env) if isinstance(top.node, cst.Call) else None
     if o is not None and o.name == "sum" and o.input is not None:
         return _squares(strip(ctx, Value(o.input, top.env))[0].node)  # an energy ratio (dB)

@@ -402,6 +402,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         source = unpacked_from(ctx, node, env)
         return source is not None and positive_value(ctx, source, depth + 1)
     if isinstance(node, cst.Subscript):
+        if indexed_by_nonzero(ctx, node, env) and _non_negative(ctx, Value(node.value, env)):
+            return True  # `freq[freq.nonzero(as_tuple=True)]` of counts
         return sub(node.value)
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
         return sub(node.value)  # `x.topk(k).values`
@@ -804,10 +806,43 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         low = clamp_bounds(o)[0]
         if low is None:
             return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
-        return "a value clamped at 0" if is_zero(ctx, low, env) else None
+        if not is_zero(ctx, low, env) or _zeros_replaced(ctx, Value(o.input, env)):  # type: ignore[arg-type]
+            return None
+        return "a value clamped at 0"
     if o.name == "abs":
         return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
     return None
+
+
+def _zeros_replaced(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """The value comes from one whose zeros were overwritten in place (`d[d == 0] = 1`),
+    through `torch.where` arms, shifts by a constant and casts: clamping that at 0 keeps an
+    index range (`d.clamp(0, max_dist)`), it does not bring the zeros back."""
+    if depth > 6:
+        return False
+    value = ctx.deref(value)
+    if guarded_by_mutation(ctx, value):
+        return True
+    node, env = value.node, value.env
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+        if const(ctx, node.right, env) is not None:
+            return _zeros_replaced(ctx, Value(node.left, env), depth + 1)
+        return False
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)
+    if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+        return _zeros_replaced(ctx, Value(callee.receiver, env), depth + 1)
+    o = op(ctx, node, env)
+    if o is not None and o.name == "where":
+        call = o.call
+        arms = (
+            (o.input, positional(call, 1))
+            if o.spelling == "method"
+            else (positional(call, 1), positional(call, 2))
+        )
+        return all(a is not None and _zeros_replaced(ctx, Value(a, env), depth + 1) for a in arms)
+    return False
 
 
 def exp_bounded(
@@ -962,9 +997,12 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
         return True
     if isinstance(node, cst.Call):
-        qual = ctx.callee(node, env).qualname
-        if qual in _DISTANCES or qual in _ZERO_FILLS:
+        callee = ctx.callee(node, env)
+        qual = callee.qualname
+        if qual in _DISTANCES or qual in _ZERO_FILLS or qual in _COUNTS:
             return True
+        if callee.receiver is not None and f"torch.{callee.method}" in _COUNTS:
+            return True  # `x.bincount()`
         first = positional(node, 0, "tensors") if qual in _JOINS else None
         if isinstance(first, (cst.Tuple, cst.List)):  # `torch.cat((d, d, zeros))`
             return all(_non_negative(ctx, Value(e.value, env), depth + 1) for e in first.elements)
@@ -982,6 +1020,7 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
 
 
 _ZERO_FILLS = frozenset({"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like"})
+_COUNTS = frozenset({"torch.bincount", "torch.histc", "torch.count_nonzero"})
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _DISTANCES = frozenset(
     {"torch.cdist", "torch.nn.functional.pdist", "torch.pdist", "torch.dist",
