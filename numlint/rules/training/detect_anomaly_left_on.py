@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 import libcst as cst
 
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -11,6 +14,8 @@ _SET = frozenset(
     {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
 )
 _DETECT = frozenset({"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"})
+#: A file, class or function named for switching on anomaly mode or debugging is the switch.
+_SWITCH_NAME = re.compile(r"anomal|debug", re.I)
 _TRAINERS = frozenset(
     {
         "pytorch_lightning.Trainer",
@@ -43,8 +48,9 @@ class DetectAnomalyLeftOn(Rule):
     A literal `True` is required (`set_detect_anomaly(args.debug)` is a deliberate switch);
     any enclosing `if` counts as a debug switch, and `detect_anomaly(check_nan=False)` (used
     for its forward tracebacks) is left alone, as are tests (`tests/`, `unittests/`,
-    `test_*` files and functions), which switch it on to check gradients on purpose. A
-    debugging utility that switches anomaly mode on for its own run is still flagged.
+    `test_*` files and functions), which switch it on to check gradients on purpose, and
+    code whose file, class or function is named for it (`detect_anomaly.py`,
+    `enable_anomaly_detection()`, `DebugPlugin`): running that code is the opt-in.
 
     References:
     - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
@@ -99,6 +105,23 @@ class DetectAnomalyLeftOn(Rule):
             """,
             "Lightning with anomaly detection off",
         ),
+        Valid(
+            """
+            import torch
+            class AnomalyDetectionCallback:
+                def on_train_start(self, trainer, model):
+                    torch.autograd.set_detect_anomaly(True)
+            """,
+            "an opt-in callback named for it: adding it is the switch",
+        ),
+        Valid(
+            """
+            import torch
+            def enable_debug_mode():
+                torch.autograd.set_detect_anomaly(True)
+            """,
+            "a helper named for debugging",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -129,6 +152,17 @@ class DetectAnomalyLeftOn(Rule):
             """,
             line=2,
             column=11,
+        ),
+        Invalid(
+            """
+            import torch
+            class TrainingCallback:
+                def on_train_start(self, trainer, model):
+                    torch.autograd.set_detect_anomaly(True)
+            """,
+            line=4,
+            column=9,
+            note="a callback that runs in every training",
         ),
         Invalid(
             """
@@ -165,9 +199,20 @@ class DetectAnomalyLeftOn(Rule):
             return
         if not (isinstance(on, cst.Name) and on.value == "True"):
             return
-        if self._in_tests() or self._conditional():
+        if self._in_tests() or self._conditional() or self._named_switch():
             return
         self.report(node)
+
+    def _named_switch(self) -> bool:
+        """In a file, class or function named for anomaly mode or debugging: an opt-in
+        plugin or helper (`plugins/detect_anomaly.py`, `def enable_anomaly_detection()`)."""
+        ctx = self.ctx
+        if _SWITCH_NAME.search(PurePath(ctx.path).stem):
+            return True
+        return any(
+            isinstance(n, (cst.FunctionDef, cst.ClassDef)) and _SWITCH_NAME.search(n.name.value)
+            for n in ctx.ancestors()
+        )
 
     def _conditional(self) -> bool:
         """Under an `if` of its function (other than `if __name__ == "__main__":`)."""
