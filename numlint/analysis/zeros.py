@@ -20,11 +20,12 @@ from numlint.analysis.ops import (
     op,
     positive_bound,
     same_code,
+    same_value,
     unpacked_from,
 )
 from numlint.analysis.summaries import origin_of
 from numlint.context import Context, Env, Value
-from numlint.semantics import TRANSPARENT_METHODS, activation, positional
+from numlint.semantics import TRANSPARENT_METHODS, activation, positional, strip
 from numlint.tree import call_name
 
 _SQUARE = "a square"
@@ -150,6 +151,10 @@ def _nonzero_of(
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
     operator = node.operator
     if isinstance(operator, cst.Add):
+        if _lifts_zeros(ctx, node.right, node.left, env) or _lifts_zeros(
+            ctx, node.left, node.right, env
+        ):
+            return None
         left = "0" if is_zero(ctx, node.left, env) else sub(node.left)
         right = "0" if is_zero(ctx, node.right, env) else sub(node.right)
         if left and right:
@@ -718,6 +723,42 @@ def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         return [*_factors(node.left), *_factors(node.right)]
     return [node]
+
+
+#: Tests that hold where `x` is 0: `x == 0`, `x <= tiny`, `x < tiny`.
+_AT_ZERO = (cst.Equal, cst.LessThanEqual, cst.LessThan)
+_MIRROR = {cst.GreaterThanEqual: cst.LessThanEqual, cst.GreaterThan: cst.LessThan}
+
+
+def _lifts_zeros(
+    ctx: Context, addend: cst.BaseExpression, other: cst.BaseExpression, env: Env
+) -> bool:
+    """`x + 1e-4 * (x <= 0).float()`: a positive multiple of a test that holds where `x`
+    is 0, so every zero of `x` is lifted."""
+    test: Value | None = None
+    for factor in _factors(addend):
+        c = const(ctx, factor, env)
+        if c is not None and c > 0 or _eps_like(ctx, factor, env):
+            continue
+        found = strip(ctx, Value(factor, env))[0]
+        if test is not None or not isinstance(found.node, cst.Comparison):
+            return False
+        test = found
+    if test is None or len(test.node.comparisons) != 1:  # type: ignore[attr-defined]
+        return False
+    comp: cst.Comparison = test.node  # type: ignore[assignment]
+    target = comp.comparisons[0]
+    subject, bound_node, kind = comp.left, target.comparator, type(target.operator)
+    if const(ctx, subject, test.env) is not None:  # `0 >= x`
+        subject, bound_node, kind = bound_node, subject, _MIRROR.get(kind, cst.NotEqual)
+    bound = const(ctx, bound_node, test.env)
+    if bound is None or kind not in _AT_ZERO or not 0 <= bound <= 1e-3:
+        return False
+    if bound == 0 and kind is cst.LessThan:
+        return False  # `x < 0` tests the sign
+    if bound > 0 and kind is cst.Equal:
+        return False
+    return same_value(ctx, Value(subject, test.env), Value(other, env))
 
 
 def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
