@@ -75,6 +75,8 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and _unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
+    if reason == "a `torch.rand` draw" and _runs_once(ctx):
+        return "low"  # an initialisation draws a few hundred numbers once: 0 has odds 2**-24 each
     if value is not None and reason == "a value clamped at 0" and _enclosing(ctx, value):
         return "low"  # GIoU's enclosing box: 0 only when both boxes are degenerate
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
@@ -88,6 +90,16 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+_INIT_NAME = re.compile(r"^(__init__|_?reset_parameters|_?init(ialize|ialise)?(_\w*)?)$")
+
+
+def _runs_once(ctx: Context) -> bool:
+    """In a constructor or a parameter initialiser (`__init__`, `reset_parameters`,
+    `_init_weights`): code that draws once, not at every step."""
+    func = ctx.function
+    return func is not None and bool(_INIT_NAME.match(func.name.value))
 
 
 def _enclosing(ctx: Context, value: Value, depth: int = 0) -> bool:

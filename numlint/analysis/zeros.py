@@ -22,10 +22,11 @@ from numlint.analysis.ops import (
     same_code,
     same_value,
     unpacked_from,
+    unpacking_call,
 )
 from numlint.analysis.summaries import origin_of
 from numlint.context import Context, Env, Value
-from numlint.semantics import TRANSPARENT_METHODS, activation, positional, strip
+from numlint.semantics import TRANSPARENT_METHODS, activation, keyword, positional, strip
 from numlint.tree import call_name
 
 _SQUARE = "a square"
@@ -405,7 +406,9 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return c > 0
     if isinstance(node, cst.Name):
         source = unpacked_from(ctx, node, env)
-        return source is not None and positive_value(ctx, source, depth + 1)
+        if source is None:
+            return _unique_counts(ctx, node, env)
+        return positive_value(ctx, source, depth + 1)
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env) and _non_negative(ctx, Value(node.value, env)):
             return True  # `freq[freq.nonzero(as_tuple=True)]` of counts
@@ -461,6 +464,21 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
     return False
+
+
+def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
+    """`vals, counts = x.unique(return_counts=True)`: every value found occurs at least once."""
+    found = unpacking_call(ctx, name, env)
+    if found is None or not isinstance(found.node, cst.Call):
+        return False
+    callee = ctx.callee(found.node, found.env)
+    kind = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
+    if kind not in ("unique", "unique_consecutive"):
+        return False
+    counts, inverse = keyword(found.node, "return_counts"), keyword(found.node, "return_inverse")
+    if not (isinstance(counts, cst.Name) and counts.value == "True"):
+        return False
+    return not (isinstance(inverse, cst.Name) and inverse.value == "True") or "count" in name.value
 
 
 _CONTINUOUS_RANDOM = frozenset(

@@ -51,7 +51,9 @@ class LogOfZero(Rule):
     Confidence:
     high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
     a sigmoid or softmax, and probabilities that underflow; medium for a normalised ratio
-    `x / x.sum()`; low for the log of a 0/1 indicator (usually a deliberate log-density).
+    `x / x.sum()`; low for the log of a 0/1 indicator (usually a deliberate log-density),
+    a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
+    parameter initialiser (a few numbers drawn once).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
