@@ -26,6 +26,10 @@ from numlint.tree import call_name, descendants
 #: Methods after which no gradient flows back.
 _DETACHING = frozenset({"item", "tolist", "numpy", "detach", "detach_"})
 _PY_CASTS = frozenset({"float", "int", "bool"})
+#: Functions whose result holds their tensor arguments' values, entry by entry.
+_PASSING = frozenset(
+    {"torch.where", "torch.clamp", "torch.clip", "torch.nan_to_num", "torch.stack", "torch.cat"}
+)
 #: Methods Lightning calls under `torch.no_grad()` / inference mode.
 _NO_GRAD_HOOKS = frozenset(
     {"validation_step", "test_step", "predict_step", "on_validation_batch_end",
@@ -214,6 +218,9 @@ def _consumed_without_gradient(ctx: Context) -> bool:
                 and ctx.lookup(func.value) is None
             ):
                 return True
+            if ctx.qualname(func) in _PASSING:
+                i -= 2  # `torch.where(c, a / b, 0).cpu().numpy()`: where the result goes
+                continue
             return False
         if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
             i -= 1

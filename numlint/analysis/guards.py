@@ -19,7 +19,7 @@ import libcst as cst
 
 from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
 from numlint.context import Context, Env, Value
-from numlint.semantics import TRANSPARENT_METHODS, positional
+from numlint.semantics import TRANSPARENT_METHODS, positional, strip
 from numlint.tree import call_name, descendants, exits
 
 
@@ -430,6 +430,65 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True  # `assert n > 0`
                 if _indexes_minus_one(ctx, stmt, wanted):
                     return True
+                if isinstance(stmt, cst.While) and _empty_rows_left(ctx, stmt.test, wanted):
+                    return True  # `while len(empty) > 0: <refill>`: none is left after it
+    return False
+
+
+def _empty_rows_left(ctx: Context, test: cst.BaseExpression, wanted: set[str]) -> bool:
+    """A loop test that holds while some row of a wanted mask is empty: `len(none) > 0`,
+    `none`, `none.numel()` with `none = torch.where(~mask.any(-1))[0]` (or
+    `(mask.sum(-1) == 0).nonzero()`): the k-means repair of empty clusters."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not (
+            isinstance(target.operator, (cst.GreaterThan, cst.NotEqual))
+            and const(ctx, target.comparator) == 0
+        ):
+            return False
+        test = test.left
+    if isinstance(test, cst.Call) and len(test.args) == 1 and call_name(test) == "len":
+        test = test.args[0].value
+    elif isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and not test.args:
+        if test.func.attr.value not in _SIZES:
+            return False
+        test = test.func.value
+    if not isinstance(test, cst.Name):
+        return False
+    found = strip(ctx, ctx.value(test))[0].node
+    while isinstance(found, cst.Subscript) or (  # `torch.where(...)[0].tolist()`
+        isinstance(found, cst.Call)
+        and isinstance(found.func, cst.Attribute)
+        and found.func.attr.value in ("tolist", "flatten", "squeeze", "view", "reshape")
+    ):
+        found = found.value if isinstance(found, cst.Subscript) else found.func.value  # type: ignore[union-attr]
+    if isinstance(found, cst.Call) and call_name(found) in ("where", "nonzero", "argwhere"):
+        args = found.args
+        inner = args[0].value if len(args) == 1 else None
+        if inner is None and isinstance(found.func, cst.Attribute) and not args:
+            inner = found.func.value  # `(mask.sum(-1) == 0).nonzero()`
+        return inner is not None and _empty_row_test(inner, wanted)
+    return False
+
+
+def _empty_row_test(test: cst.BaseExpression, wanted: set[str]) -> bool:
+    """`~mask.any(d)`, `mask.sum(d) == 0`, `(mask.sum(d) == 0)` of a wanted name."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, (cst.BitInvert, cst.Not)):
+        inner = test.expression
+        return (
+            isinstance(inner, cst.Call)
+            and isinstance(inner.func, cst.Attribute)
+            and inner.func.attr.value == "any"
+            and bool(wanted & names(inner.func.value))
+        )
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        return (
+            isinstance(target.operator, cst.Equal)
+            and isinstance(target.comparator, cst.Integer)
+            and target.comparator.value == "0"
+            and bool(wanted & names(test.left))
+        )
     return False
 
 
