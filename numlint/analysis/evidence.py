@@ -540,7 +540,7 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
 #: Masks that select by content (can be empty: an image without objects), not validity.
 _CONTENT_MASK = re.compile(
     r"(^|_)(fg|foreground|pos|positive|positives|match|matched|matches|inlier|inliers|"
-    r"selected|keep|hit|hits|detected|active|visible|occupied|obj|object|correct|found|"
+    r"selected|keep|hit|hits|detected|visible|occupied|obj|object|correct|found|"
     r"loss|label|labels|target|targets|completion|response|answer)"
     r"($|_|\d)",
     re.I,

@@ -50,7 +50,8 @@ class DetectAnomalyLeftOn(Rule):
     for its forward tracebacks) is left alone, as are tests (`tests/`, `unittests/`,
     `test_*` files and functions), which switch it on to check gradients on purpose, and
     code whose file, class or function is named for it (`detect_anomaly.py`,
-    `enable_anomaly_detection()`, `DebugPlugin`): running that code is the opt-in.
+    `enable_anomaly_detection()`, `DebugPlugin`): running that code is the opt-in; and a
+    function or main block that runs `gradcheck`, a gradient self-test.
 
     References:
     - https://pytorch.org/docs/stable/autograd.html#anomaly-detection
@@ -121,6 +122,16 @@ class DetectAnomalyLeftOn(Rule):
                 torch.autograd.set_detect_anomaly(True)
             """,
             "a helper named for debugging",
+        ),
+        Valid(
+            """
+            import torch
+            if __name__ == "__main__":
+                torch.autograd.gradcheck(sph_jn, (n, z), eps=0.01)
+                torch.autograd.set_detect_anomaly(True)
+                check_gradients(sph_jn)
+            """,
+            "a gradient self-test",
         ),
     ]
     INVALID = [
@@ -201,7 +212,17 @@ class DetectAnomalyLeftOn(Rule):
             return
         if self._in_tests() or self._conditional() or self._named_switch():
             return
+        if self._checks_gradients():
+            return
         self.report(node)
+
+    def _checks_gradients(self) -> bool:
+        """The enclosing function or `if __name__ == "__main__":` block runs
+        `torch.autograd.gradcheck`: a gradient self-test, which wants anomaly mode on."""
+        for node in self.ctx.ancestors():
+            if isinstance(node, (cst.FunctionDef, cst.If)):
+                return "gradcheck(" in self.ctx.code(node)
+        return False
 
     def _named_switch(self) -> bool:
         """In a file, class or function named for anomaly mode or debugging: an opt-in
