@@ -72,8 +72,19 @@ class Scope:
     env: dict[str, Binding] = field(default_factory=dict)
     #: For classes: `self.X = ...` assignments seen in its methods, and method return values.
     attrs: dict[str, Value] = field(default_factory=dict)
+    #: Attributes assigned different values in different places (`self.criterion` set to
+    #: one loss or another by a configuration test): what they hold depends on the run.
+    varied: set[str] = field(default_factory=set)
     returns: dict[str, list[Value]] = field(default_factory=dict)
     cls: Scope | None = None  # enclosing class of a method
+
+
+def _differs(ctx: Context, old: cst.CSTNode, new: cst.CSTNode) -> bool:
+    """Two assignments of one attribute that hold different things (not a `None`
+    placeholder, not the same code)."""
+    if any(isinstance(n, cst.Name) and n.value == "None" for n in (old, new)):
+        return False
+    return ctx.code(old).strip() != ctx.code(new).strip()
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -479,7 +490,11 @@ class Context:
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             cls = self.class_scope
             if target.value.value == "self" and cls is not None:
-                cls.attrs[target.attr.value] = Value(value, self.env)
+                name = target.attr.value
+                old = cls.attrs.get(name)
+                if old is not None and _differs(self, old.node, value):
+                    cls.varied.add(name)
+                cls.attrs[name] = Value(value, self.env)
         elif isinstance(target, cst.Subscript):
             self._mutate(target.value, stmt)
 

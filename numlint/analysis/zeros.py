@@ -152,6 +152,10 @@ def _nonzero_of(
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
     operator = node.operator
     if isinstance(operator, cst.Add):
+        parts = _mixed_parts(ctx, node, env)
+        if parts is not None:  # `q * pdf_1 + (1 - q) * pdf_0`: 0 only where both pdfs are
+            reasons = [sub(g) for g in parts]
+            return reasons[0] if parts and all(reasons) else None
         if _lifts_zeros(ctx, node.right, node.left, env) or _lifts_zeros(
             ctx, node.left, node.right, env
         ):
@@ -781,6 +785,15 @@ def _lifts_zeros(
 
 def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
     """`(1 - g) * p + g * q` with p, q positive (probabilities): a convex mixture."""
+    parts = _mixed_parts(ctx, node, env)
+    return parts is not None and all(sub(g) for g in parts)
+
+
+def _mixed_parts(
+    ctx: Context, node: cst.BinaryOperation, env: Env
+) -> list[cst.BaseExpression] | None:
+    """For `(1 - g) * p + g * q`: the factors besides the weights (`[p, q]`); None for
+    other sums. The weights cannot both be 0, so the sum is 0 only where p and q are."""
     left, right = _factors(node.left), _factors(node.right)
     for a, b in ((left, right), (right, left)):
         for f in a:
@@ -795,8 +808,8 @@ def _convex_mix(ctx: Context, node: cst.BinaryOperation, env: Env, sub) -> bool:
                 if match:
                     rest_a = [g for g in a if g is not f]
                     rest_b = [g for g in b if g is not match[0]]
-                    return all(sub(g) for g in (*rest_a, *rest_b))
-    return False
+                    return [*rest_a, *rest_b]
+    return None
 
 
 def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None:

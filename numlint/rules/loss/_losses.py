@@ -58,3 +58,31 @@ def loss_call(
     if inp is None:
         return None
     return LossCall(call, inp, spelling, ctor)
+
+
+def chosen_by_configuration(ctx: Context, loss: LossCall) -> bool:
+    """The loss object or its input is a `self.` attribute that the class sets to different
+    things in different places (`self.criterion = ContrastiveLoss(...)` on one arm of a
+    configuration test, `nn.CrossEntropyLoss()` on another): which pairs up depends on the
+    run, so the finding is only as likely as that configuration."""
+    cls = ctx.class_scope
+    if cls is None or not cls.varied:
+        return False
+    for expr in (loss.call.func, loss.input):
+        node: cst.BaseExpression | None = expr
+        for _ in range(6):
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+                if node.value.value == "self":
+                    if node.attr.value in cls.varied:
+                        return True
+                    break
+            if isinstance(node, cst.Name):
+                binding = ctx.lookup(node.value)
+                node = binding.value if binding is not None else None
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                node = node.func.value  # `self.score.view(-1)`
+            else:
+                break
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import BCE, LossCall, loss_call
+from numlint.rules.loss._losses import BCE, LossCall, chosen_by_configuration, loss_call
 from numlint.rules.loss._probs import Probability, movable, probability
 from numlint.semantics import needs_parens
 
@@ -42,6 +42,11 @@ class BceOnSigmoid(Rule):
     Known limitations:
     Follows values within one function, `self.` modules of one class and classes of the same
     file. A hand-written BCE on probabilities is reported by NUM102.
+
+    Confidence:
+    high, except where the loss object or its input is a `self.` attribute the class sets to
+    different things in different places (a loss or a score chosen by a configuration
+    test): then low, since whether this pair ever runs together depends on the run.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html
@@ -207,7 +212,8 @@ class BceOnSigmoid(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input), ("sigmoid",))
         if prob is None:
             return
-        self.report(node, fix=self._fix(loss, prob), related=prob.related)
+        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
+        self.report(node, fix=self._fix(loss, prob), related=prob.related, confidence=grade)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         ctx = self.ctx

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import CROSS_ENTROPY, LossCall, loss_call
+from numlint.rules.loss._losses import CROSS_ENTROPY, LossCall, chosen_by_configuration, loss_call
 from numlint.rules.loss._probs import Probability, movable, probability
 
 _MODEL_MESSAGE = (
@@ -46,6 +46,11 @@ class CrossEntropyOnSoftmax(Rule):
     file; a model defined in another file, or a softmax applied in another function, is not
     seen. A `forward()` that returns logits in training and probabilities otherwise is not
     flagged.
+
+    Confidence:
+    high, except where the loss object or its input is a `self.` attribute the class sets to
+    different things in different places (a loss or a score chosen by a configuration
+    test): then low, since whether this pair ever runs together depends on the run.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
@@ -259,7 +264,8 @@ class CrossEntropyOnSoftmax(Rule):
         if prob is None:
             return
         message = _MODEL_MESSAGE if prob.origin == "model" else None
-        self.report(node, message, self._fix(loss, prob), related=prob.related)
+        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
+        self.report(node, message, self._fix(loss, prob), related=prob.related, confidence=grade)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         logits = movable(self.ctx, prob)

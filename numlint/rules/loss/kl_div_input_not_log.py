@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import KL_DIV, LossCall, loss_call
+from numlint.rules.loss._losses import KL_DIV, LossCall, chosen_by_configuration, loss_call
 from numlint.rules.loss._probs import Probability, log_space_code, probability
 
 
@@ -36,6 +36,11 @@ class KlDivInputNotLog(Rule):
     Known limitations:
     Only inputs known to be probabilities are flagged; a target mistakenly given in log
     space without `log_target=True` is not checked.
+
+    Confidence:
+    high, except where the loss object or its input is a `self.` attribute the class sets to
+    different things in different places (a loss or a score chosen by a configuration
+    test): then low, since whether this pair ever runs together depends on the run.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.kl_div.html
@@ -169,7 +174,8 @@ class KlDivInputNotLog(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input))
         if prob is None:
             return
-        self.report(node, fix=self._fix(loss, prob), related=prob.related)
+        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
+        self.report(node, fix=self._fix(loss, prob), related=prob.related, confidence=grade)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         code = log_space_code(self.ctx, prob)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import NLL, LossCall, loss_call
+from numlint.rules.loss._losses import NLL, LossCall, chosen_by_configuration, loss_call
 from numlint.rules.loss._probs import Probability, log_space_code, probability
 
 
@@ -37,6 +37,11 @@ class NllLossOnProbabilities(Rule):
     Known limitations:
     Follows values within one function, `self.` modules of one class and classes of the same
     file. A softmax output passed through `torch.log` is left to NUM101.
+
+    Confidence:
+    high, except where the loss object or its input is a `self.` attribute the class sets to
+    different things in different places (a loss or a score chosen by a configuration
+    test): then low, since whether this pair ever runs together depends on the run.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.NLLLoss.html
@@ -199,7 +204,8 @@ class NllLossOnProbabilities(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input))
         if prob is None:
             return
-        self.report(node, fix=self._fix(loss, prob), related=prob.related)
+        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
+        self.report(node, fix=self._fix(loss, prob), related=prob.related, confidence=grade)
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         code = log_space_code(self.ctx, prob)
