@@ -169,7 +169,9 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         if const(ctx, node.left, env) == 1.0:
             base = square_of(ctx, node.right, env)
             if mode == "sqrt" and base is not None:
-                return None if clamped_inside_one(ctx, Value(base, env)) else "`1 - x**2`"
+                if clamped_inside_one(ctx, Value(base, env)) or _one_excluded(ctx, base):
+                    return None
+                return "`1 - x**2`"
             if sub(node.right, "one"):
                 return f"`1 - p` of {sub(node.right, 'one')}"
         return None
@@ -1010,6 +1012,31 @@ def clamped_inside_one(ctx: Context, value: Value) -> bool:
         return v is None or (abs(edge - v) >= FLOAT32_HALF_ULP_BELOW_ONE and abs(v) < 1)
 
     return strict(low, -1.0) and strict(high, 1.0)
+
+
+def _one_excluded(ctx: Context, base: cst.BaseExpression) -> bool:
+    """The node being visited runs only where `base` is not +-1: the `else` of
+    `f if x == 1 else ...`, or under `if abs(x) < 1:` / `if x != 1:`."""
+    text = ctx.code(base).strip()
+    for parent, child in zip(reversed(ctx.stack[:-1]), reversed(ctx.stack[1:]), strict=False):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if not isinstance(parent, (cst.If, cst.IfExp)):
+            continue
+        test = parent.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        subject, target = test.left, test.comparisons[0]
+        if isinstance(subject, cst.Call) and call_name(subject) == "abs" and subject.args:
+            subject = subject.args[0].value
+        if ctx.code(subject).strip() != text or const(ctx, target.comparator) != 1.0:
+            continue
+        in_else = child is parent.orelse
+        if in_else and isinstance(target.operator, cst.Equal):
+            return True
+        if not in_else and isinstance(target.operator, (cst.LessThan, cst.NotEqual)):
+            return True
+    return False
 
 
 def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
