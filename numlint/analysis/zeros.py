@@ -1024,6 +1024,13 @@ def _one_excluded(ctx: Context, base: cst.BaseExpression) -> bool:
         if not isinstance(parent, (cst.If, cst.IfExp)):
             continue
         test = parent.test
+        if isinstance(test, cst.Call) and call_name(test) == "isclose" and len(test.args) >= 2:
+            a, b = test.args[0].value, test.args[1].value  # `torch.isclose(x, one)`
+            one = next((e for e in (a, b) if _is_one(ctx, e)), None)
+            other = b if one is a else a
+            if one is not None and ctx.code(other).strip() == text and child is parent.orelse:
+                return True
+            continue
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
             continue
         subject, target = test.left, test.comparisons[0]
@@ -1037,6 +1044,13 @@ def _one_excluded(ctx: Context, base: cst.BaseExpression) -> bool:
         if not in_else and isinstance(target.operator, (cst.LessThan, cst.NotEqual)):
             return True
     return False
+
+
+def _is_one(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """`1.0`, or `torch.tensor(1.0, ...)`."""
+    if const(ctx, expr) == 1.0:
+        return True
+    return isinstance(expr, cst.Call) and bool(expr.args) and const(ctx, expr.args[0].value) == 1.0
 
 
 def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
