@@ -75,6 +75,9 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and _unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
+    if reason == "the square root of `1 - x**2`" and value is not None:
+        if not _root_of_unit_gap(ctx, value):
+            return "low"  # `sqrt(1 - ecc**2)`: an eccentricity stops short of 1
     if reason == "a `torch.rand` draw" and _runs_once(ctx):
         return "low"  # an initialisation draws a few hundred numbers once: 0 has odds 2**-24 each
     if value is not None and reason == "a value clamped at 0" and _enclosing(ctx, value):
@@ -100,6 +103,60 @@ def _runs_once(ctx: Context) -> bool:
     `_init_weights`): code that draws once, not at every step."""
     func = ctx.function
     return func is not None and bool(_INIT_NAME.match(func.name.value))
+
+
+_UNIT_OPS = frozenset(
+    {"cos", "sin", "tanh", "cosine", "cosine_similarity", "hardtanh", "clamp", "clip", "erf"}
+)
+
+
+_COSINE_NAME = re.compile(r"(cos|sin|corr|rho|tanh|dot|sim)", re.I)
+
+
+def unit_bounded(ctx: Context, value: Value) -> bool:
+    """In `1 - x**2`, x may reach +-1: a cosine, sine, tanh, a clamp, or a value whose name
+    says so (`cos`, `rho`). Not `exp(-k)`, another op whose range stops short of 1, or an
+    unknown `x` (an aperiodicity, a decay rate)."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        # `n * m * (1 - c**2)`: the factors that are `1 - x**2`
+        factors, pending = [], [node]
+        while pending:
+            f = pending.pop()
+            if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
+                pending += [f.left, f.right]
+            elif isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Subtract):
+                factors.append(f)
+        return not factors or any(unit_bounded(ctx, Value(f, v.env)) for f in factors)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        base = square_of(ctx, node.right, v.env)
+        if base is None:
+            return False
+        b, _ = strip(ctx, Value(base, v.env))
+        if isinstance(b.node, cst.Call):
+            o = op(ctx, b.node, b.env)
+            name = o.name if o is not None else call_name(b.node)
+            return name in _UNIT_OPS
+        # a parameter or attribute: unknown, a cosine when its name says so; a computed
+        # value: only the ops above reach +-1
+        node = b.node
+        ident = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+        return isinstance(ident, str) and bool(_COSINE_NAME.search(ident))
+    return True  # not the plain form: keep the grade
+
+
+def _root_of_unit_gap(ctx: Context, value: Value) -> bool:
+    """A denominator holding `sqrt(1 - x**2)` whose x can reach +-1 (see `unit_bounded`)."""
+    node = ctx.deref(value).node
+    gaps = [
+        n
+        for n in descendants(node)
+        if isinstance(n, cst.BinaryOperation)
+        and isinstance(n.operator, cst.Subtract)
+        and square_of(ctx, n.right, value.env) is not None
+    ]
+    return not gaps or any(unit_bounded(ctx, Value(g, value.env)) for g in gaps)
 
 
 def _enclosing(ctx: Context, value: Value, depth: int = 0) -> bool:

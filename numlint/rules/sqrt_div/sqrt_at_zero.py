@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.evidence import grade, zero_tested
+from numlint.analysis.evidence import grade, unit_bounded, zero_tested
 from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
@@ -15,8 +13,7 @@ from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import square_of, zero_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings, strip
-from numlint.tree import call_name
+from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings
 
 
 class SqrtAtZero(Rule):
@@ -410,7 +407,7 @@ class SqrtAtZero(Rule):
             # hurts, which a difference reaches by cancellation and a variance, eigenvalue or
             # pivot clamped against rounding only when degenerate
             confidence = "low"
-        if reason == "`1 - x**2`" and not _unit_bounded(ctx, ctx.value(arg)):
+        if reason == "`1 - x**2`" and not unit_bounded(ctx, ctx.value(arg)):
             confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
         elif confidence == "low" and expected:
             confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
@@ -499,44 +496,3 @@ def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
     if value == -0.5:
         return "rsqrt"
     return ""
-
-
-_UNIT_OPS = frozenset(
-    {"cos", "sin", "tanh", "cosine", "cosine_similarity", "hardtanh", "clamp", "clip", "erf"}
-)
-
-
-_COSINE_NAME = re.compile(r"(cos|sin|corr|rho|tanh|dot|sim)", re.I)
-
-
-def _unit_bounded(ctx, value: Value) -> bool:
-    """In `1 - x**2`, x may reach +-1: a cosine, sine, tanh, a clamp, or a value whose name
-    says so (`cos`, `rho`). Not `exp(-k)`, another op whose range stops short of 1, or an
-    unknown `x` (an aperiodicity, a decay rate)."""
-    v, _ = strip(ctx, value)
-    node = v.node
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        # `n * m * (1 - c**2)`: the factors that are `1 - x**2`
-        factors, pending = [], [node]
-        while pending:
-            f = pending.pop()
-            if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
-                pending += [f.left, f.right]
-            elif isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Subtract):
-                factors.append(f)
-        return not factors or any(_unit_bounded(ctx, Value(f, v.env)) for f in factors)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-        base = square_of(ctx, node.right, v.env)
-        if base is None:
-            return False
-        b, _ = strip(ctx, Value(base, v.env))
-        if isinstance(b.node, cst.Call):
-            o = op(ctx, b.node, b.env)
-            name = o.name if o is not None else call_name(b.node)
-            return name in _UNIT_OPS
-        # a parameter or attribute: unknown, a cosine when its name says so; a computed
-        # value: only the ops above reach +-1
-        node = b.node
-        ident = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
-        return isinstance(ident, str) and bool(_COSINE_NAME.search(ident))
-    return True  # not the plain form: keep the grade
