@@ -265,17 +265,30 @@ _BOUNDING = frozenset({"min", "max", "minimum", "maximum", "clamp", "clamp_min",
 
 
 def compared_here(ctx: Context) -> bool:
-    """The node being visited only feeds, through arithmetic, a comparison in its own
-    expression (`((dev / n) ** 0.5) > 0.1`): a NaN there makes the test False."""
-    return _feeds_comparison(ctx.stack[:-1], (cst.BinaryOperation, cst.UnaryOperation))
+    """The node being visited only feeds, through arithmetic and element-wise functions, a
+    comparison in its own expression (`((dev / n) ** 0.5) > 0.1`, `torch.sqrt(l / l[0]) >
+    rcond`): a NaN there makes the test False."""
+    return _feeds_comparison(
+        ctx.stack[:-1], (cst.BinaryOperation, cst.UnaryOperation), elementwise=True
+    )
 
 
-def _feeds_comparison(parents: list[cst.CSTNode], through: tuple[type, ...]) -> bool:
-    """Whether the innermost of `parents` lead, through nodes of the kinds `through`, to a
-    comparison."""
+#: Element-wise functions a comparison sees through (`torch.sqrt(r) > t`, `r.abs() < t`).
+_ELEMENTWISE = frozenset({"sqrt", "abs", "log", "log10", "log2", "exp", "square", "float"})
+
+
+def _feeds_comparison(
+    parents: list[cst.CSTNode], through: tuple[type, ...], elementwise: bool = False
+) -> bool:
+    """Whether the innermost of `parents` lead, through nodes of the kinds `through` (and,
+    with `elementwise`, calls of `_ELEMENTWISE` functions and methods), to a comparison."""
     for parent in reversed(parents):
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
             return True
+        if elementwise and isinstance(parent, (cst.Arg, cst.Attribute)):
+            continue  # checked at the call they belong to
+        if elementwise and isinstance(parent, cst.Call) and call_name(parent) in _ELEMENTWISE:
+            continue
         if not isinstance(parent, through):
             return False
     return False

@@ -9,7 +9,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.guards import guarded_by_mutation, sanitises
+from numlint.analysis.guards import guarded_by_mutation, sanitises, selected_nonzero
 from numlint.analysis.ops import (
     _TENSOR_LITERALS,
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -418,6 +418,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env) and _non_negative(ctx, Value(node.value, env)):
             return True  # `freq[freq.nonzero(as_tuple=True)]` of counts
+        if selected_nonzero(ctx, node):
+            return True  # `p = p[p > 1e-30]`
         return sub(node.value)
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
         return sub(node.value)  # `x.topk(k).values`
