@@ -449,6 +449,11 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         if left is not None:
             return left > 0  # inverse weights `1 / counts`
         return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _POSITIVE_FILLS:
+        fills = [positional(node, i, k) for i, k in _POSITIVE_FILLS[ctx.qualname(node.func, env)]]
+        if any(_writes_zero(ctx, stmt, env) for stmt in value.mutations):
+            return False  # `m.fill_diagonal_(0)`
+        return all(f is not None and (const(ctx, f, env) or 0) > 0 for f in fills)
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
@@ -489,6 +494,31 @@ def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
     return not (isinstance(inverse, cst.Name) and inverse.value == "True") or "count" in name.value
 
 
+def _writes_zero(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
+    """An in-place edit that may write a 0: `t[i] = 0`, `t.fill_diagonal_(0)`, `t.zero_()`,
+    or a value it cannot read."""
+    if isinstance(stmt, cst.Assign):
+        c = const(ctx, stmt.value, env)
+        return c is None or c == 0
+    if isinstance(stmt, cst.AugAssign):
+        return not isinstance(stmt.operator, (cst.DivideAssign, cst.MultiplyAssign))
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+        call = stmt.value
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if method in ("fill_", "fill_diagonal_") and call.args:
+            c = const(ctx, call.args[0].value, env)
+            return c is None or c <= 0
+        return True
+    return True
+
+
+#: Constructors filled with positive constants: the (position, keyword) of each value.
+_POSITIVE_FILLS = {
+    "torch.full": ((1, "fill_value"),),
+    "torch.full_like": ((1, "fill_value"),),
+    "torch.linspace": ((0, "start"), (1, "end")),
+    "torch.logspace": ((0, "start"),),
+}
 _CONTINUOUS_RANDOM = frozenset(
     f"torch.{name}" for name in ("randn", "randn_like", "rand", "rand_like", "normal")
 )
