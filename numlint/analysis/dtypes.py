@@ -288,7 +288,17 @@ def evidence(ctx: Context) -> tuple[Evidence, ...]:
 
 def _scan(ctx: Context, node: cst.CSTNode) -> Iterator[Evidence]:
     env = ctx.scopes[0].env
-    for call in _calls(node, skip_defs=isinstance(node, cst.Module)):
+    calls = list(_calls(node, skip_defs=isinstance(node, cst.Module)))
+    rounded = {  # `t.to(torch.float16).float()`: rounded to float16 values, kept in float32
+        id(c.func.value)
+        for c in calls
+        if isinstance(c.func, cst.Attribute)
+        and isinstance(c.func.value, cst.Call)
+        and (c.func.attr.value in ("float", "double") or conversion(ctx, c, env) == "float32")
+    }
+    for call in calls:
+        if id(call) in rounded:
+            continue
         qual = ctx.qualname(call.func, env)
         if qual == "torch.set_default_dtype":
             arg = positional(call, 0, "d")
