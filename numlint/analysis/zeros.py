@@ -153,9 +153,8 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     operator = node.operator
     if isinstance(operator, cst.Add):
         parts = _mixed_parts(ctx, node, env)
-        if parts is not None:  # `q * pdf_1 + (1 - q) * pdf_0`: 0 only where both pdfs are
-            reasons = [sub(g) for g in parts]
-            return reasons[0] if parts and all(reasons) else None
+        if parts is not None:  # `q * pdf_1 + (1 - q) * pdf_0`: 0 only where a pdf is
+            return next((r for r in map(sub, parts) if r), None)  # (not where q is)
         if _lifts_zeros(ctx, node.right, node.left, env) or _lifts_zeros(
             ctx, node.left, node.right, env
         ):
@@ -827,7 +826,7 @@ def _mixed_parts(
     ctx: Context, node: cst.BinaryOperation, env: Env
 ) -> list[cst.BaseExpression] | None:
     """For `(1 - g) * p + g * q`: the factors besides the weights (`[p, q]`); None for
-    other sums. The weights cannot both be 0, so the sum is 0 only where p and q are."""
+    other sums. The weights cannot both be 0, so the sum is 0 only where p or q is."""
     left, right = _factors(node.left), _factors(node.right)
     for a, b in ((left, right), (right, left)):
         for f in a:
