@@ -716,6 +716,8 @@ def _always_hit(
                 if root in inside:
                     return True
         for x, y in ((a, b), (b, a)):
+            if _picked_from(ctx, x, y):
+                return True  # `cats[y].tile(n, 1).t() == cats`: entry y meets itself
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
             if _distinct_values_of(ctx, Value(y, env), _roots(x)):
@@ -759,6 +761,28 @@ def _order_statistic(ctx: Context, value: Value, exact: bool, depth: int = 0) ->
 
 
 _OVERLAP = re.compile(r"(iou|overlap)", re.I)
+
+
+_REPEATS = frozenset({"tile", "t", "repeat", "expand", "expand_as", "view", "reshape",
+                      "unsqueeze", "transpose", "permute"})  # fmt: skip
+
+
+def _picked_from(ctx: Context, x: cst.BaseExpression, y: cst.BaseExpression) -> bool:
+    """`x` is entries of `y` picked by an index (`y[idx]`, also tiled or transposed): each
+    row compared with all of `y` meets the entry it was picked from."""
+    node = x
+    while (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _REPEATS
+    ):
+        node = node.func.value
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Slice)):
+        return False
+    return ctx.code(node.value).strip() == ctx.code(y).strip()
 
 
 def _self_overlap(ctx: Context, expr: cst.BaseExpression, env) -> bool:

@@ -859,8 +859,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     node, env = value.node, value.env
     if isinstance(node, cst.Subscript):
-        if indexed_by_nonzero(ctx, node, env):
-            return None  # `n[(n != 0).nonzero()]`: only the nonzero entries
+        if indexed_by_nonzero(ctx, node, env) or selected_nonzero(ctx, node):
+            return None  # `n[(n != 0).nonzero()]`, `n[valid]` with `valid = n != 0`
         return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
     if isinstance(node, cst.BinaryOperation):
         operator = node.operator
