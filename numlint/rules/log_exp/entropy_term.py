@@ -5,7 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.evidence import grade as evidence_grade
-from numlint.analysis.guards import guarded_by_mutation, sanitised_later, selection
+from numlint.analysis.guards import (
+    guarded_by_mutation,
+    replaced_by_where,
+    sanitised_later,
+    selection,
+)
 from numlint.analysis.ops import op, same_value
 from numlint.analysis.zeros import indexed_by_nonzero, positive_value, zero_reason
 from numlint.context import Value
@@ -68,7 +73,8 @@ class EntropyTerm(Rule):
     high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0, a
     probability that underflows); low when `p` is a mean over many entries (0 only where all
     are) or when the entries are replaced on the next lines (`t.masked_fill(p == 0, 0)`,
-    `torch.nan_to_num(t)`); medium otherwise (a normalised ratio, an unknown `p`).
+    `torch.nan_to_num(t)`, `h = torch.where(p > 0, h, 0)`); medium otherwise (a normalised
+    ratio, an unknown `p`).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.xlogy.html
@@ -252,5 +258,7 @@ class EntropyTerm(Rule):
             grade = "medium" if reason is None else evidence_grade(ctx, reason, value, log=True)
             if grade != "high" and _averaged(ctx, value):
                 grade = "low"
-            self.report(node, fix=fix, confidence="low" if sanitised_later(ctx) else grade)
+            if sanitised_later(ctx) or replaced_by_where(ctx, o.input):
+                grade = "low"  # `h = p * p.log(); h = torch.where(p > 0, h, 0)`
+            self.report(node, fix=fix, confidence=grade)
             return
