@@ -182,8 +182,26 @@ def is_half(ctx: Context, value: Value, autocast: bool = False) -> bool:
     found = [e for e in evidence(ctx) if e.kind != "autocast" or autocast]
     if not found:
         return False
-    elsewhere = _other_arms(ctx)
+    elsewhere = _other_arms(ctx) | _other_lambdas(ctx)
     return any(not _local_to(e, elsewhere) for e in found)
+
+
+def _other_lambdas(ctx: Context) -> set[int]:
+    """The calls inside lambdas that do not enclose the current node: a dispatch table's
+    `torch.Tensor.half: lambda: t.half()` converts only what that lambda returns."""
+    node = region(ctx)
+    cache: dict[int, set[int]] = ctx.shared.setdefault("lambda_calls", {})
+    inside = cache.get(id(node))
+    if inside is None:
+        inside = set()
+        for lam in descendants(node):
+            if isinstance(lam, cst.Lambda):
+                inside.update(id(c) for c in descendants(lam.body) if isinstance(c, cst.Call))
+        cache[id(node)] = inside
+    around = next((n for n in reversed(ctx.stack) if isinstance(n, cst.Lambda)), None)
+    if around is None:
+        return inside
+    return inside - {id(c) for c in descendants(around.body) if isinstance(c, cst.Call)}
 
 
 def _other_arms(ctx: Context) -> set[int]:

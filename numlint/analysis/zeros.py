@@ -436,6 +436,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return _convex_mix(ctx, node, env, sub)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        return sub(node.left)  # a positive base to any power: `d.clamp_min(eps) ** -2`
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         c = const(ctx, node.left, env)
         high = upper_bound(ctx, Value(node.right, env))
@@ -470,6 +472,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return activation(ctx, value) is not None
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
         return True
+    if o.name == "pow" and o.input is not None:
+        return sub(o.input)
     if o.name in ("sum", "mean") and o.input is not None:
         return sub(o.input) or nonzero_selected(ctx, Value(o.input, env))
     if o.name in ("clamp", "clamp_min"):
