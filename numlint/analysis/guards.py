@@ -392,7 +392,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
     wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
-    if selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
+    if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
         return True
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
@@ -533,7 +533,7 @@ def _rebinds(body: cst.BaseSuite, wanted: set[str]) -> bool:
     return any(assigned_name(stmt) in wanted for stmt in statements)
 
 
-def selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
+def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
     """`r[keep]` with `keep = (r > 1e-9).reshape(-1)` (or `wrong * keep`, `wrong & keep`):
     only the entries that pass a nonzero test of the denominator itself are divided by."""
     if not isinstance(operand, cst.Subscript):

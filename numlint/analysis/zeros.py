@@ -9,7 +9,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.guards import guarded_by_mutation, sanitises, selected_nonzero
+from numlint.analysis.guards import guarded_by_mutation, sanitises
 from numlint.analysis.ops import (
     _TENSOR_LITERALS,
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -417,7 +417,7 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env) and _non_negative(ctx, Value(node.value, env)):
             return True  # `freq[freq.nonzero(as_tuple=True)]` of counts
-        if selected_nonzero(ctx, node):
+        if _kept_by_own_test(ctx, node, env):
             return True  # `p = p[p > 1e-30]`
         return sub(node.value)
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
@@ -495,6 +495,22 @@ def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
     if not (isinstance(counts, cst.Name) and counts.value == "True"):
         return False
     return not (isinstance(inverse, cst.Name) and inverse.value == "True") or "count" in name.value
+
+
+def _kept_by_own_test(ctx: Context, node: cst.Subscript, env: Env) -> bool:
+    """`p[p > 1e-30]`, `p[p != 0]` (also through a name bound to the test): the entries kept
+    pass a test of themselves, entry by entry."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    test = ctx.deref(Value(node.slice[0].slice.value, env)).node
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    bound = const(ctx, target.comparator, env)
+    if bound is None or ctx.code(test.left).strip() != ctx.code(node.value).strip():
+        return False
+    kind = type(target.operator)
+    return (kind is cst.GreaterThan and bound >= 0) or (kind is cst.NotEqual and bound == 0)
 
 
 def _writes_zero(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
@@ -863,7 +879,7 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     node, env = value.node, value.env
     if isinstance(node, cst.Subscript):
-        if indexed_by_nonzero(ctx, node, env) or selected_nonzero(ctx, node):
+        if indexed_by_nonzero(ctx, node, env) or _kept_by_own_test(ctx, node, env):
             return None  # `n[(n != 0).nonzero()]`, `n[valid]` with `valid = n != 0`
         return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
     if isinstance(node, cst.BinaryOperation):
