@@ -138,15 +138,23 @@ def _nonzero_of(
     are the nonzero entries of `x`."""
     if same_code(ctx, tested, tensor):
         return True
+    found = _self_comparison(ctx, tested, tensor, env)
+    return found is not None and found[0] in (cst.NotEqual, cst.GreaterThan) and found[1] == 0
+
+
+def _self_comparison(
+    ctx: Context, tested: cst.BaseExpression, tensor: cst.BaseExpression, env: Env
+) -> tuple[type, float] | None:
+    """For `tested` a comparison of `tensor` itself with a constant (`p > 1e-30`, also
+    through a name bound to it): the operator's type and the constant."""
     test = ctx.deref(Value(tested, env)).node
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
+        return None
     target = test.comparisons[0]
-    return (
-        isinstance(target.operator, (cst.NotEqual, cst.GreaterThan))
-        and const(ctx, target.comparator, env) == 0
-        and same_code(ctx, test.left, tensor)
-    )
+    bound = const(ctx, target.comparator, env)
+    if bound is None or not same_code(ctx, test.left, tensor):
+        return None
+    return type(target.operator), bound
 
 
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
@@ -342,12 +350,15 @@ def _binary_max(ctx: Context, o: Op) -> bool:
     )
 
 
-def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
+def _where_arms(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
+    """The values `torch.where(c, a, b)` (or `a.where(c, b)`) picks from: `(a, b)`."""
     if o.spelling == "method":
-        cond, branches = positional(o.call, 0, "condition"), (o.input, positional(o.call, 1))
-    else:
-        cond = positional(o.call, 0, "condition")
-        branches = (positional(o.call, 1), positional(o.call, 2))
+        return o.input, positional(o.call, 1)
+    return positional(o.call, 1), positional(o.call, 2)
+
+
+def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
+    cond, branches = positional(o.call, 0, "condition"), _where_arms(o)
     fallback = cond is not None and any(
         b is not None and positive_value(ctx, Value(b, env)) for b in branches
     )
@@ -450,8 +461,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         if left is not None:
             return left > 0  # inverse weights `1 / counts`
         return sub(node.left) and sub(node.right)
-    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _POSITIVE_FILLS:
-        fills = [positional(node, i, k) for i, k in _POSITIVE_FILLS[ctx.qualname(node.func, env)]]
+    if isinstance(node, cst.Call) and (qual := ctx.qualname(node.func, env)) in _POSITIVE_FILLS:
+        fills = [positional(node, i, k) for i, k in _POSITIVE_FILLS[qual]]
         if any(_writes_zero(ctx, stmt, env) for stmt in value.mutations):
             return False  # `m.fill_diagonal_(0)`
         return all(f is not None and (const(ctx, f, env) or 0) > 0 for f in fills)
@@ -502,14 +513,10 @@ def _kept_by_own_test(ctx: Context, node: cst.Subscript, env: Env) -> bool:
     pass a test of themselves, entry by entry."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return False
-    test = ctx.deref(Value(node.slice[0].slice.value, env)).node
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    found = _self_comparison(ctx, node.slice[0].slice.value, node.value, env)
+    if found is None:
         return False
-    target = test.comparisons[0]
-    bound = const(ctx, target.comparator, env)
-    if bound is None or ctx.code(test.left).strip() != ctx.code(node.value).strip():
-        return False
-    kind = type(target.operator)
+    kind, bound = found
     return (kind is cst.GreaterThan and bound >= 0) or (kind is cst.NotEqual and bound == 0)
 
 
@@ -960,13 +967,9 @@ def _zeros_replaced(ctx: Context, value: Value, depth: int = 0) -> bool:
         return _zeros_replaced(ctx, Value(callee.receiver, env), depth + 1)
     o = op(ctx, node, env)
     if o is not None and o.name == "where":
-        call = o.call
-        arms = (
-            (o.input, positional(call, 1))
-            if o.spelling == "method"
-            else (positional(call, 1), positional(call, 2))
+        return all(
+            a is not None and _zeros_replaced(ctx, Value(a, env), depth + 1) for a in _where_arms(o)
         )
-        return all(a is not None and _zeros_replaced(ctx, Value(a, env), depth + 1) for a in arms)
     return False
 
 
