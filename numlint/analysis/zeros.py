@@ -809,7 +809,12 @@ def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 #: Tests that hold where `x` is 0: `x == 0`, `x <= tiny`, `x < tiny`.
 _AT_ZERO = (cst.Equal, cst.LessThanEqual, cst.LessThan)
-_MIRROR = {cst.GreaterThanEqual: cst.LessThanEqual, cst.GreaterThan: cst.LessThan}
+#: `0 >= x` read as `x <= 0`; a test that does not single out 0 maps to `!=` (rejected).
+_MIRROR = {
+    cst.GreaterThanEqual: cst.LessThanEqual,
+    cst.GreaterThan: cst.LessThan,
+    cst.Equal: cst.Equal,
+}
 
 
 def _lifts_zeros(
