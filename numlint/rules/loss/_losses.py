@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.context import Context
+from numlint.diagnostic import Confidence
 from numlint.semantics import positional
 
 CROSS_ENTROPY = (
@@ -58,6 +59,12 @@ def loss_call(
     if inp is None:
         return None
     return LossCall(call, inp, spelling, ctor)
+
+
+def configuration_grade(ctx: Context, loss: LossCall) -> Confidence | None:
+    """`low` where the loss is chosen by a configuration (below); None keeps the rule's
+    grade."""
+    return "low" if chosen_by_configuration(ctx, loss) else None
 
 
 def chosen_by_configuration(ctx: Context, loss: LossCall) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import BCE, LossCall, chosen_by_configuration, loss_call
+from numlint.rules.loss._losses import BCE, LossCall, configuration_grade, loss_call
 from numlint.rules.loss._probs import Probability, movable, probability
 from numlint.semantics import needs_parens
 
@@ -212,8 +212,12 @@ class BceOnSigmoid(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input), ("sigmoid",))
         if prob is None:
             return
-        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
-        self.report(node, fix=self._fix(loss, prob), related=prob.related, confidence=grade)
+        self.report(
+            node,
+            fix=self._fix(loss, prob),
+            related=prob.related,
+            confidence=configuration_grade(self.ctx, loss),
+        )
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         ctx = self.ctx

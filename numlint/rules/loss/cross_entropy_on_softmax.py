@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import CROSS_ENTROPY, LossCall, chosen_by_configuration, loss_call
+from numlint.rules.loss._losses import CROSS_ENTROPY, LossCall, configuration_grade, loss_call
 from numlint.rules.loss._probs import Probability, movable, probability
 
 _MODEL_MESSAGE = (
@@ -264,8 +264,13 @@ class CrossEntropyOnSoftmax(Rule):
         if prob is None:
             return
         message = _MODEL_MESSAGE if prob.origin == "model" else None
-        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
-        self.report(node, message, self._fix(loss, prob), related=prob.related, confidence=grade)
+        self.report(
+            node,
+            message,
+            self._fix(loss, prob),
+            related=prob.related,
+            confidence=configuration_grade(self.ctx, loss),
+        )
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         logits = movable(self.ctx, prob)

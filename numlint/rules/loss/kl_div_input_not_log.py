@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.loss._losses import KL_DIV, LossCall, chosen_by_configuration, loss_call
+from numlint.rules.loss._losses import KL_DIV, LossCall, configuration_grade, loss_call
 from numlint.rules.loss._probs import Probability, log_space_code, probability
 
 
@@ -174,8 +174,12 @@ class KlDivInputNotLog(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input))
         if prob is None:
             return
-        grade = "low" if chosen_by_configuration(self.ctx, loss) else None
-        self.report(node, fix=self._fix(loss, prob), related=prob.related, confidence=grade)
+        self.report(
+            node,
+            fix=self._fix(loss, prob),
+            related=prob.related,
+            confidence=configuration_grade(self.ctx, loss),
+        )
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         code = log_space_code(self.ctx, prob)
