@@ -1222,3 +1222,63 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
 
     node.visit(_Products())
     return found
+
+
+#: Calls that draw an index from a distribution (or its logits): the entry drawn has p > 0.
+_DRAWS = frozenset({"multinomial", "argmax", "sample", "topk", "max"})
+
+
+def picked_where_drawn(ctx: Context, expr: cst.BaseExpression, sources: set[str]) -> bool:
+    """`probs.gather(-1, tok)` / `probs[i, tok]` with `tok` drawn, on every arm, from the
+    distribution by a call that reads one of `sources` (`multinomial(probs)`,
+    `logits.argmax(-1)`, `sample_top_k(probs, k)`, `Categorical(probs).sample()`): a drawn
+    entry has a probability above 0, so its log is finite."""
+    value = ctx.deref(ctx.value(expr))
+    for _ in range(8):
+        node = value.node
+        index: list[cst.BaseExpression] = []
+        base: cst.BaseExpression | None = None
+        if isinstance(node, cst.Subscript):
+            base = node.value
+            index = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        elif isinstance(node, cst.Call):
+            callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+            if callee.method == "gather" and callee.receiver is not None:
+                base, index = callee.receiver, [positional(node, 1, "index")]  # type: ignore[list-item]
+            elif callee.qualname == "torch.gather":
+                base, index = positional(node, 0, "input"), [positional(node, 2, "index")]  # type: ignore[list-item]
+            elif callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+                base = callee.receiver
+        if base is None:
+            return False
+        if any(i is not None and _drawn(ctx, Value(i, value.env), sources) for i in index):
+            return True
+        value = ctx.deref(Value(base, value.env, value.mutations))
+    return False
+
+
+def _drawn(ctx: Context, index: Value, sources: set[str]) -> bool:
+    arms = [ctx.deref(index), *ctx.alternatives(index)]
+    return all(arm is not None and _one_draw(ctx, arm, sources) for arm in arms)
+
+
+def _one_draw(ctx: Context, value: Value, sources: set[str]) -> bool:
+    for _ in range(6):
+        node = value.node
+        if isinstance(node, cst.Subscript):  # `probs.max(-1)[1]`, `tok[..., 0]`
+            value = Value(node.value, value.env)
+            continue
+        if not isinstance(node, cst.Call):
+            return False
+        callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            value = ctx.deref(Value(callee.receiver, value.env))
+            continue
+        name = call_name(node)
+        if name not in _DRAWS and "sample" not in name:
+            return False
+        read = names(node)
+        if callee.receiver is not None:
+            read |= names(ctx.deref(Value(callee.receiver, value.env)).node)
+        return bool(read & sources)
+    return False

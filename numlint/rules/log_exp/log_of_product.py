@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from numlint.analysis.guards import sanitised_later
 from numlint.analysis.ops import op
+from numlint.context import Context, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find
+from numlint.semantics import positional
+from numlint.tree import call_name
 
 
 class LogOfProduct(Rule):
@@ -29,6 +34,9 @@ class LogOfProduct(Rule):
     Unsafe (the values change, becoming finite). `log(prod(p, d))` becomes
     `torch.log(p).sum(d)`; `log(det(A))` becomes `torch.logdet(A)`; `log(abs(det(A)))`
     becomes `torch.linalg.slogdet(A).logabsdet`. Only the natural log is rewritten.
+
+    A product of a shape's sizes (`torch.prod(torch.Tensor(shape))`, `torch.tensor(x.shape)`)
+    is an element count and is left alone.
 
     Known limitations:
     A product written with `*` over a loop is not seen. `torch.inverse(A) @ b` (use
@@ -76,6 +84,15 @@ class LogOfProduct(Rule):
             y = torch.log(torch.cumsum(p, 0))
             """,
             "not a product",
+        ),
+        Valid(
+            """
+            import torch
+            numel = torch.prod(torch.Tensor(shape))
+            scale = torch.log(numel) / 2
+            fan = torch.log(torch.tensor(x.shape[1:]).prod())
+            """,
+            "the product of a shape's sizes is an element count",
         ),
     ]
     INVALID = [
@@ -160,7 +177,7 @@ class LogOfProduct(Rule):
             absolute = True
             inner = find(ctx, found.op.input, ("det",), found.op.env)
             found = inner if inner is not None and found.movable else None
-        if found is None:
+        if found is None or (found.op.name == "prod" and _of_sizes(ctx, found)):
             return
         fix = self._fix(node, o.name, o.spelling, found, absolute)
         # `log_det[log_det == -inf] = floor` on the next line: the code handles the underflow
@@ -192,3 +209,24 @@ class LogOfProduct(Rule):
         else:
             code = f"{ctx.code(node.func)}({text}).sum({args})"
         return self.fix("unsafe", "Sum the logs instead", (node, code))
+
+
+_SIZE_NAME = re.compile(r"(^|_)(shape|shapes|size|sizes|dims|dim_sizes)$", re.I)
+_FROM_DATA = frozenset({"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.LongTensor"})
+
+
+def _of_sizes(ctx: Context, found: Found) -> bool:
+    """`torch.prod(torch.Tensor(shape))`: the product of a shape's sizes is an element count
+    (at least 1); it neither underflows nor reaches float32's overflow."""
+    value = ctx.deref(Value(found.op.input, found.op.env)) if found.op.input else None
+    if value is None or not isinstance(value.node, cst.Call):
+        return False
+    if ctx.qualname(value.node.func, value.env) not in _FROM_DATA:  # type: ignore[arg-type]
+        return False
+    data = positional(value.node, 0, "data")
+    if isinstance(data, cst.Subscript):
+        data = data.value  # `x.shape[1:]`
+    if isinstance(data, cst.Call) and call_name(data) == "size":
+        return True
+    name = data.attr.value if isinstance(data, cst.Attribute) else getattr(data, "value", None)
+    return isinstance(name, str) and bool(_SIZE_NAME.search(name))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.evidence import picked_where_drawn
+from numlint.analysis.ops import names
 from numlint.analysis.summaries import origin_of, related
+from numlint.context import Context
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import Activation, activation, format_args, log_argument, same_bindings
 
@@ -36,6 +39,11 @@ class LogOfSoftmax(Rule):
     It is unsafe: the results differ in the last bits (they are more accurate). When the
     softmax reaches the log through a variable, the fix is offered only if the softmax's
     inputs were not reassigned in between.
+
+    Confidence:
+    high, except a log of probabilities picked at indices drawn from them (`p.gather(-1,
+    tok)` with `tok` from `torch.multinomial(p, 1)`, `logits.argmax(-1)` or a sampler given
+    `p`, on every arm): a drawn entry is above 0, so only the accuracy is at stake (low).
 
     Known limitations:
     Follows values within one function (and `self.` modules set in the same class); a softmax
@@ -252,6 +260,49 @@ class LogOfSoftmax(Rule):
             note="the softmax input was reassigned: flagged, no fix",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            def step(logits, use_sampling):
+                probs = torch.softmax(logits, -1)
+                if use_sampling:
+                    tok = torch.multinomial(probs, 1)
+                else:
+                    tok = logits.argmax(-1, keepdim=True)
+                return -torch.log(probs.gather(-1, tok))
+            """,
+            line=8,
+            column=13,
+            confidence="low",
+            note="entries drawn from the probabilities on every arm: above 0",
+        ),
+        Invalid(
+            """
+            import torch
+            def step(logits, tok, use_sampling):
+                probs = torch.softmax(logits, -1)
+                if use_sampling:
+                    tok = torch.multinomial(probs, 1)
+                return -torch.log(probs.gather(-1, tok))
+            """,
+            line=6,
+            column=13,
+            note="an index drawn on one arm only: the other arm's tokens come from the caller",
+        ),
+        Invalid(
+            """
+            import torch
+            def step(logits, other):
+                probs = torch.softmax(logits, -1)
+                tok = torch.multinomial(other, 1)
+                return torch.log(probs[torch.arange(4), tok])
+            """,
+            line=5,
+            column=12,
+            note="drawn from another distribution",
+        ),
+    ]
     PROBE = Probe(
         hazard="torch.log(torch.softmax(x, -1))",
         fix="torch.log_softmax(x, -1)",
@@ -268,6 +319,9 @@ class LogOfSoftmax(Rule):
             if found is not None:
                 message = f"log of softmax ({found.what}): {_CROSSED}"
                 self.report(node, message, related=related(found))
+            return
+        if act.indirect and picked_where_drawn(self.ctx, arg, _sources(self.ctx, arg, act)):
+            self.report(node, _DRAWN, confidence="low")
             return
         self.report(node, fix=self._fix(node, act))
 
@@ -298,6 +352,16 @@ class LogOfSoftmax(Rule):
         return self.fix("unsafe", "Replace with `log_softmax`", (node, code))
 
 
+def _sources(ctx: Context, arg: cst.BaseExpression, act: Activation) -> set[str]:
+    """The names a draw from these probabilities would read: the probabilities' variables
+    and the softmax's inputs."""
+    return names(act.call) | names(arg) | names(ctx.deref(ctx.value(arg)).node)
+
+
+_DRAWN = (
+    "log of softmax at entries drawn from it: a drawn entry has a probability above 0, so "
+    "this is finite; `log_softmax(...).gather(...)` is still the more accurate form"
+)
 _CROSSED = (
     "probabilities underflow to 0, giving -inf and NaN gradients; return log-probabilities "
     "(`log_softmax`) from there, or pass the logits to `F.cross_entropy`"

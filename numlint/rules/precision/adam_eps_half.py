@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.dtypes import constant, evidence, traced_dtype
-from numlint.context import Value
+from numlint.context import Context, Value
+from numlint.diagnostic import Confidence
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.semantics import positional
 from numlint.tree import descendants
@@ -35,6 +36,11 @@ class AdamEpsHalf(Rule):
     `m / (sqrt(v) + eps)` is 0/0 = NaN or x/0 = inf after one step (gradients `[1e-4, 0, 1e-3,
     1]` already do it). Mixed precision (autocast + GradScaler) keeps float32 master weights
     and avoids the problem; bfloat16 has float32's range; otherwise eps must be at least 1e-4.
+
+    Confidence:
+    high, except where a class converts itself to float16 only in another method than the
+    one building the optimizer, other than `__init__` (`def quantize(self, bits): ... return
+    self.half()`): whether that ran before training is not visible (low).
 
     Known limitations:
     Only parameters whose owner is converted in the same class, function or module are seen;
@@ -146,6 +152,39 @@ class AdamEpsHalf(Rule):
             note="parameter groups of a submodule",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Model(nn.Module):
+                def quantize(self, bits):
+                    if bits == 16:
+                        return self.half()
+                def fit(self, data, lr):
+                    return torch.optim.AdamW(self.parameters(), lr=lr)
+            """,
+            line=8,
+            column=16,
+            confidence="low",
+            note="converted only by another method (an inference export)",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.half()
+                def fit(self, data, lr):
+                    return torch.optim.AdamW(self.parameters(), lr=lr)
+            """,
+            line=8,
+            column=16,
+            note="converted in the constructor: every instance is float16",
+        ),
+    ]
     PROBE = Probe(
         scenario="adam-eps-half",
         inputs={"grad": "torch.tensor([1e-4, 0.0, 1e-3, 1.0])"},
@@ -164,22 +203,42 @@ class AdamEpsHalf(Rule):
             if eps is None or eps >= float(self.options["min_eps"]):
                 return
         params = positional(node, 0, "params")
-        if params is not None and self._half_owner(params):
-            self.report(node)
+        grade = self._half_owner(params) if params is not None else None
+        if grade is not None:
+            self.report(node, confidence=grade)
 
-    def _half_owner(self, params: cst.BaseExpression) -> bool:
+    def _half_owner(self, params: cst.BaseExpression) -> Confidence | None:
+        """None when the parameters are not known to be float16; else the grade: low when
+        the class converts itself only in another method (`def quantize(self): return
+        self.half()`), which this training path need not have run."""
         ctx = self.ctx
         found = evidence(ctx)
         if any(e.kind == "default" for e in found):
-            return True
-        converted = {e.receiver for e in found if e.kind == "convert" and e.receiver}
+            return "high"
+        converted = [e for e in found if e.kind == "convert" and e.receiver]
+        grade: Confidence | None = None
         for owner, env in _owners(ctx, Value(params, ctx.env)):
             text = ctx.code(owner)
-            if any(text == r or text.startswith(r + ".") for r in converted):
-                return True
+            for e in converted:
+                if text == e.receiver or text.startswith(f"{e.receiver}."):
+                    if not _other_method(ctx, e.node):
+                        return "high"
+                    grade = "low"
             if traced_dtype(ctx, Value(owner, env)) == "float16":
-                return True
+                return "high"
+        return grade
+
+
+def _other_method(ctx: Context, node: cst.CSTNode) -> bool:
+    """`node` sits in a method of the enclosing class other than `__init__` and the current
+    function."""
+    cls = ctx.class_scope
+    if cls is None or not isinstance(cls.node, cst.ClassDef):
         return False
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.FunctionDef) and any(n is node for n in descendants(stmt)):
+            return stmt.name.value != "__init__" and not any(a is stmt for a in ctx.ancestors())
+    return False
 
 
 def _owners(ctx, value: Value, depth: int = 4) -> list[tuple[cst.BaseExpression, object]]:
