@@ -157,6 +157,55 @@ def _self_comparison(
     return type(target.operator), bound
 
 
+def _keeps_one_per_row(ctx: Context, cond: Value) -> bool:
+    """`~mask` where `mask = torch.where(mask.any(d, keepdim=True), mask, True)` (or `mask |
+    ~mask.any(d, keepdim=True)`): a row with nothing kept is kept whole, so filling `~mask`
+    never empties a row."""
+    node = cond.node
+    if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert)):
+        return False
+    kept = ctx.deref(Value(node.expression, cond.env))
+    expr = kept.node
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func, kept.env) == "torch.where":
+        test, _keep, other = (positional(expr, i) for i in range(3))
+        return (
+            test is not None
+            and other is not None
+            and (_is_true(other) or const(ctx, other, kept.env) == 1.0)
+            and _any_of_row(ctx, Value(test, kept.env))
+        )
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        for side in (expr.left, expr.right):
+            if isinstance(side, cst.UnaryOperation) and isinstance(side.operator, cst.BitInvert):
+                if _any_of_row(ctx, Value(side.expression, kept.env)):
+                    return True
+    return False
+
+
+def _any_of_row(ctx: Context, test: Value) -> bool:
+    """`mask.any(dim=d, keepdim=True)` / `torch.any(mask, d, keepdim=True)` on some arm (an
+    arm may combine it across shards: `dist_sum(any_mask.float()).bool()`)."""
+    return ctx.on_any_arm(test, lambda v: _one_any_of_row(ctx, v) or None) is not None
+
+
+def _one_any_of_row(ctx: Context, test: Value) -> bool:
+    node = ctx.deref(test).node
+    if isinstance(node, cst.Call) and call_name(node) == "unsqueeze":
+        return isinstance(node.func, cst.Attribute) and _any_call(node.func.value)
+    return _any_call(node) and any(
+        a.keyword is not None and a.keyword.value == "keepdim" and _is_true(a.value)
+        for a in node.args  # type: ignore[attr-defined]
+    )
+
+
+def _any_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and call_name(node) == "any" and bool(node.args)
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
     operator = node.operator
     if isinstance(operator, cst.Add):
@@ -239,6 +288,9 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
     if o.name == "masked_fill":
         fill = positional(node, 1, "value")
         if fill is not None and is_zero(ctx, fill, env):
+            cond = positional(node, 0, "mask")
+            if cond is not None and _keeps_one_per_row(ctx, Value(cond, env)):
+                return sub(inp) if inp is not None else None
             return "a tensor filled with 0"
         return sub(inp) if inp is not None else None
     if o.name in ("abs", "cumprod") and inp is not None:
