@@ -1108,10 +1108,14 @@ def _shifted_in_place(ctx: Context, value: Value) -> bool:
     return False
 
 
-def clamped_inside_one(ctx: Context, value: Value) -> bool:
-    """`c.clamp(-1 + eps, 1 - eps)`: both bounds strictly inside (-1, 1) in float32."""
+def clamped_inside_one(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """`c.clamp(-1 + eps, 1 - eps)`: both bounds strictly inside (-1, 1) in float32; or the
+    entries at +-1 replaced: `r.masked_fill(~(r.abs() < 1), 0)`, `torch.where(r.abs() < 1,
+    r, 0)` (also after further fills with values inside (-1, 1))."""
     value = ctx.deref(value)
     o = op(ctx, value.node, value.env)
+    if o is not None and o.name in ("masked_fill", "where") and depth < 4:
+        return _ones_replaced(ctx, o, value.env, depth)
     if o is None or o.name != "clamp":
         return False
     low, high = clamp_bounds(o)
@@ -1123,6 +1127,35 @@ def clamped_inside_one(ctx: Context, value: Value) -> bool:
         return v is None or (abs(edge - v) >= FLOAT32_HALF_ULP_BELOW_ONE and abs(v) < 1)
 
     return strict(low, -1.0) and strict(high, 1.0)
+
+
+def _ones_replaced(ctx: Context, o: Op, env: Env, depth: int) -> bool:
+    if o.name == "where":
+        test, kept, fill = (positional(o.call, i) for i in range(3))
+        inside = True
+    else:
+        kept, test, fill = o.input, o.arg(0, "mask"), o.arg(1, "value")
+        inside = False
+    v = const(ctx, fill, env) if fill is not None else None
+    if kept is None or test is None or v is None or abs(v) >= 1:
+        return False
+    if clamped_inside_one(ctx, Value(kept, env), depth + 1):
+        return True  # `safe = corr.masked_fill(underflow, 0)` of a corr already inside
+    node = ctx.deref(Value(test, env)).node
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        node, inside = ctx.deref(Value(node.expression, env)).node, not inside
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    subject = node.left
+    if isinstance(subject, cst.Call) and call_name(subject) == "abs":
+        inner = ctx.callee(subject, env).receiver or positional(subject, 0, "input")
+        subject = inner if inner is not None else subject
+    if const(ctx, target.comparator, env) != 1.0 or not same_code(ctx, subject, kept):
+        return False
+    if inside:  # the test holds where kept: it must say |r| < 1
+        return isinstance(target.operator, cst.LessThan)
+    return isinstance(target.operator, cst.GreaterThanEqual)  # filled where |r| >= 1
 
 
 def _one_excluded(ctx: Context, base: cst.BaseExpression) -> bool:
