@@ -1051,6 +1051,8 @@ def exp_bounded(
     if shifted_only:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
             return is_max_of(ctx, ctx.deref(Value(node.right, env)))
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return _max_with_zero(ctx, ctx.deref(Value(node.expression, env)))  # `0 - m`
         return False
     if _non_positive(ctx, value):
         return True
@@ -1067,6 +1069,19 @@ def exp_bounded(
         if qual == "torch.nn.functional.log_softmax":
             return True
     return False
+
+
+def _max_with_zero(ctx: Context, value: Value) -> bool:
+    """`torch.clamp(-x, 0, inf)`, `x.clamp(min=0)`, `torch.maximum(x, zeros)`: a maximum taken
+    with 0, so `exp(-m)` is the max-shifted exp(0) term of `log(exp(0 - m) + exp(x - m))`."""
+    o = op(ctx, value.node, value.env)
+    if o is None or not is_max_of(ctx, value):
+        return False
+    if o.name in ("clamp", "clamp_min"):
+        low = clamp_bounds(o)[0]
+        return low is not None and is_zero(ctx, low, value.env)
+    other = o.arg(0, "other")
+    return other is not None and is_zero(ctx, other, value.env)
 
 
 def _scaled_part(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
@@ -1318,7 +1333,7 @@ def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
         return True
     if o is not None and o.name in ("clamp", "clamp_min") and o.input is not None:
         low, high = clamp_bounds(o)
-        if low is not None and high is None:
+        if low is not None and (high is None or const(ctx, high, env) == math.inf):
             return True  # `y.clamp(min=x)` is max(x, y); a clamped maximum stays one
     if callee.qualname in ("torch.amax", "torch.logsumexp") or callee.method in (
         "amax",

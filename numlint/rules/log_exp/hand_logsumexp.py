@@ -125,6 +125,15 @@ class HandWrittenLogsumexp(Rule):
             """,
             "`y.clamp(min=x)` is the maximum of the two",
         ),
+        Valid(
+            """
+            import torch
+            def bce_with_logits(x, y):
+                m = torch.clamp(-x, 0.0, float("inf"))
+                return x - x * y + m + ((-m).exp() + (-x - m).exp()).log()
+            """,
+            "log(exp(0 - m) + exp(-x - m)) with m = max(-x, 0): both terms max-shifted",
+        ),
     ]
     INVALID = [
         Invalid(

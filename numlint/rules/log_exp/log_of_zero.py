@@ -307,6 +307,9 @@ def _noise_construction(ctx, node: cst.Call) -> bool:
         if isinstance(parent, (cst.UnaryOperation, cst.Arg)):
             child = parent
             continue
+        if isinstance(parent, cst.Attribute) and parent.value is child:
+            child = parent  # `(-u.log()).log()`: the method's call comes next
+            continue
         if isinstance(parent, cst.Call):
             o = op(ctx, parent)
             return o is not None and o.name in _LOGS  # `log(-log(u))`
