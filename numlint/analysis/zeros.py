@@ -1300,6 +1300,40 @@ _DISTANCES = frozenset(
 )  # fmt: skip
 
 
+def _gathered_at_argmax(ctx: Context, node: cst.Call, callee, env: Env) -> bool:
+    """`torch.gather(x, 1, idx)` / `x.gather(1, idx)` with `_, idx = torch.max(x, 1)` or `idx =
+    x.argmax(1)`: the maximum picked by its index (the CRF `log_sum_exp` helpers)."""
+    if callee.method == "gather" and callee.receiver is not None:
+        source, index = callee.receiver, positional(node, 1, "index")
+    elif callee.qualname == "torch.gather":
+        source, index = positional(node, 0, "input"), positional(node, 2, "index")
+    else:
+        return False
+    if source is None or index is None:
+        return False
+    value = Value(index, env)
+    for _ in range(6):
+        found = ctx.deref(value)
+        if isinstance(found.node, cst.Name):  # `_, idx = torch.max(x, 1)`
+            unpacked = unpacking_call(ctx, found.node, found.env)
+            if unpacked is None:
+                return False
+            found = unpacked
+        if not isinstance(found.node, cst.Call):
+            return False
+        inner = ctx.callee(found.node, found.env)  # type: ignore[arg-type]
+        if inner.method in TRANSPARENT_METHODS and inner.receiver is not None:
+            value = Value(inner.receiver, found.env)
+            continue
+        picked = inner.receiver if inner.receiver is not None else positional(found.node, 0)
+        return (
+            call_name(found.node) in ("max", "argmax")
+            and picked is not None
+            and same_code(ctx, picked, source)
+        )
+    return False
+
+
 def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     """A maximum (`x.max(d).values`, `torch.amax`, `torch.maximum`, a `*max*` helper's result)
     through masking, detaching and reshaping: subtracting it is the stabilisation idiom."""
@@ -1321,6 +1355,8 @@ def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if not isinstance(node, cst.Call):
         return False
     callee = ctx.callee(node, env)  # type: ignore[arg-type]
+    if _gathered_at_argmax(ctx, node, callee, env):
+        return True
     if callee.receiver is not None and (
         callee.method in TRANSPARENT_METHODS or callee.method in ("masked_fill", "squeeze")
     ):

@@ -134,8 +134,37 @@ class HandWrittenLogsumexp(Rule):
             """,
             "log(exp(0 - m) + exp(-x - m)) with m = max(-x, 0): both terms max-shifted",
         ),
+        Valid(
+            """
+            import torch
+            def log_sum_exp(vec, n):
+                _, idx = torch.max(vec, 1)
+                top = torch.gather(vec, 1, idx.view(-1, 1, n)).view(-1, 1, n)
+                return top.view(-1, n) + torch.log(torch.sum(torch.exp(vec - top.expand_as(vec)), 1))
+            """,
+            "shifted by the maximum picked at its own argmax (the CRF helper)",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def log_sum_exp(vec, other, n):
+                _, idx = torch.max(other, 1)
+                top = torch.gather(vec, 1, idx.view(-1, 1, n))
+                return torch.log(torch.sum(torch.exp(vec - top.expand_as(vec)), 1))
+            """,
+            line=5,
+            column=12,
+            fixed="""
+            import torch
+            def log_sum_exp(vec, other, n):
+                _, idx = torch.max(other, 1)
+                top = torch.gather(vec, 1, idx.view(-1, 1, n))
+                return torch.logsumexp(vec - top.expand_as(vec), dim=1)
+            """,
+            note="gathered at the argmax of another tensor: not this one's maximum",
+        ),
         Invalid(
             """
             import torch
