@@ -13,7 +13,7 @@ from numlint.analysis.gradients import (
     only_thresholds,
 )
 from numlint.analysis.guards import beside_minus_inf, sanitised_later, selection
-from numlint.analysis.ops import op, same_value
+from numlint.analysis.ops import is_zero, op, same_value
 from numlint.analysis.zeros import zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -53,7 +53,9 @@ class LogOfZero(Rule):
     a sigmoid or softmax, and probabilities that underflow; medium for a normalised ratio
     `x / x.sum()`; low for the log of a 0/1 indicator (usually a deliberate log-density),
     a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
-    parameter initialiser (a few numbers drawn once).
+    parameter initialiser (a few numbers drawn once), and a normalised distribution whose
+    zeros a mask wrote (`p[~mask] = 0` before `p / p.sum(-1)`: its -inf logits are the
+    masking).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -277,6 +279,7 @@ class LogOfZero(Rule):
         harmless = harmless or beside_minus_inf(ctx)  # `where(keep, log(p), -inf)`
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`
         harmless = harmless or compared_here(ctx)  # `u.log() < log_alpha`: -inf only accepts
+        harmless = harmless or (reason == _RATIO and _masked_distribution(ctx, value))
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
@@ -296,6 +299,28 @@ _TAIL_FORWARD = (
 
 
 _RAND = "a `torch.rand` draw"
+_RATIO = "a normalised ratio"
+
+
+def _masked_distribution(ctx, value: Value) -> bool:
+    """`probs[~mask] = 0; probs = probs / probs.sum(-1, keepdim=True); probs.log()`: the
+    zeros were written by a mask on purpose, and their -inf logits are the masking."""
+    found = ctx.deref(value)
+    node = found.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)):
+        return False
+    numerator = ctx.deref(Value(node.left, found.env))
+    for stmt in numerator.mutations:
+        target = getattr(stmt, "targets", None)
+        if not target or len(target) != 1 or not isinstance(target[0].target, cst.Subscript):
+            continue
+        index = target[0].target.slice
+        if len(index) == 1 and isinstance(index[0].slice, cst.Index):
+            mask = index[0].slice.value
+            masked = isinstance(mask, (cst.Name, cst.UnaryOperation, cst.Attribute))
+            if masked and is_zero(ctx, stmt.value, numerator.env):  # type: ignore[attr-defined]
+                return True
+    return False
 
 
 def _noise_construction(ctx, node: cst.Call) -> bool:
