@@ -309,7 +309,13 @@ def _masked_distribution(ctx, value: Value) -> bool:
     node = found.node
     if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)):
         return False
-    numerator = ctx.deref(Value(node.left, found.env))
+    top = Value(node.left, found.env)
+    arms = [ctx.deref(top), *(a for a in ctx.alternatives(top) if a is not None)]
+    return any(_zeros_masked(ctx, arm) for arm in arms)
+
+
+def _zeros_masked(ctx, numerator: Value) -> bool:
+    """`p[~mask] = 0` (or `p[m] = 0`) among the in-place edits of `numerator`."""
     for stmt in numerator.mutations:
         target = getattr(stmt, "targets", None)
         if not target or len(target) != 1 or not isinstance(target[0].target, cst.Subscript):
