@@ -18,7 +18,13 @@ import libcst as cst
 
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.summaries import never_passed, passed_names
-from numlint.analysis.zeros import is_max_of, positive_value, square_of, zero_reason
+from numlint.analysis.zeros import (
+    gather_parts,
+    is_max_of,
+    positive_value,
+    square_of,
+    zero_reason,
+)
 from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.semantics import TRANSPARENT_METHODS, dotted_name, positional, strip
@@ -1243,15 +1249,14 @@ def picked_where_drawn(ctx: Context, expr: cst.BaseExpression, sources: set[str]
             index = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         elif isinstance(node, cst.Call):
             callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
-            if callee.method == "gather" and callee.receiver is not None:
-                base, index = callee.receiver, [positional(node, 1, "index")]  # type: ignore[list-item]
-            elif callee.qualname == "torch.gather":
-                base, index = positional(node, 0, "input"), [positional(node, 2, "index")]  # type: ignore[list-item]
+            parts = gather_parts(node, callee)  # type: ignore[arg-type]
+            if parts is not None:
+                base, index = parts[0], [parts[1]]
             elif callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
                 base = callee.receiver
         if base is None:
             return False
-        if any(i is not None and _drawn(ctx, Value(i, value.env), sources) for i in index):
+        if any(_drawn(ctx, Value(i, value.env), sources) for i in index):
             return True
         value = ctx.deref(Value(base, value.env, value.mutations))
     return False

@@ -341,18 +341,25 @@ _COV_NAME = re.compile(r"(^|_)(cov|covar|covariance|gram|sigma|var|variance)s?($
 _PICKING = frozenset({"multinomial", "argmax"})
 
 
-def _picked_by_sampling(ctx: Context, node: cst.Call, callee, env: Env) -> bool:
-    """`probs.gather(1, idx)` with `idx = torch.multinomial(probs, 1)` or `probs.argmax(-1)`
-    (on every arm of an earlier `if`): the token drawn, or the most likely one, never has
-    probability 0."""
+def gather_parts(node: cst.Call, callee) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """`(x, idx)` for `x.gather(d, idx)` / `torch.gather(x, d, idx)`; None for other calls."""
     if callee.method == "gather" and callee.receiver is not None:
         source, index = callee.receiver, positional(node, 1, "index")
     elif callee.qualname == "torch.gather":
         source, index = positional(node, 0, "input"), positional(node, 2, "index")
     else:
+        return None
+    return None if index is None or source is None else (source, index)
+
+
+def _picked_by_sampling(ctx: Context, node: cst.Call, callee, env: Env) -> bool:
+    """`probs.gather(1, idx)` with `idx = torch.multinomial(probs, 1)` or `probs.argmax(-1)`
+    (on every arm of an earlier `if`): the token drawn, or the most likely one, never has
+    probability 0."""
+    parts = gather_parts(node, callee)
+    if parts is None:
         return False
-    if source is None or index is None:
-        return False
+    source, index = parts
     value = Value(index, env)
     picks = [ctx.deref(value), *ctx.alternatives(value)]
     return all(p is not None and _picks_from(ctx, p, source, env) for p in picks)
@@ -1303,14 +1310,10 @@ _DISTANCES = frozenset(
 def _gathered_at_argmax(ctx: Context, node: cst.Call, callee, env: Env) -> bool:
     """`torch.gather(x, 1, idx)` / `x.gather(1, idx)` with `_, idx = torch.max(x, 1)` or `idx =
     x.argmax(1)`: the maximum picked by its index (the CRF `log_sum_exp` helpers)."""
-    if callee.method == "gather" and callee.receiver is not None:
-        source, index = callee.receiver, positional(node, 1, "index")
-    elif callee.qualname == "torch.gather":
-        source, index = positional(node, 0, "input"), positional(node, 2, "index")
-    else:
+    parts = gather_parts(node, callee)
+    if parts is None:
         return False
-    if source is None or index is None:
-        return False
+    source, index = parts
     value = Value(index, env)
     for _ in range(6):
         found = ctx.deref(value)
