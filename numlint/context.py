@@ -160,13 +160,41 @@ class Context:
             two = orelse.get(name)
             if one is two:
                 continue
-            if two is None:
+            if two is None or (
+                node.orelse is None
+                and two is before.get(name)
+                and self._replaces_tested_entries(node, name, one, two)
+            ):
                 merged[name] = one
             elif two is before.get(name):  # only the `if` arm rebinds: it comes later
                 merged[name] = _join(one, two)
             else:
                 merged[name] = _join(two, one)
         scope.env = merged
+
+    def _replaces_tested_entries(self, node: cst.If, name: str, one: Binding, two: Binding) -> bool:
+        """`if (std == 0).any(): std[std == 0] = 1`: the body only edits the entries the test
+        looked for, so where it is skipped there are none and both arms hold the same."""
+        if one.value is not two.value or len(one.mutations) <= len(two.mutations):
+            return False
+        mask = _any_of(node.test)
+        if mask is None:
+            return False
+        wanted = _bare_code(self, mask)
+        for stmt in one.mutations[len(two.mutations) :]:
+            edited = None
+            if isinstance(stmt, cst.Assign) and isinstance(stmt.targets[0].target, cst.Subscript):
+                target = stmt.targets[0].target
+                if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                    edited = target.slice[0].slice.value
+            elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+                call = stmt.value
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill_":
+                    edited = call.args[0].value if call.args else None
+            if edited is None or _bare_code(self, edited) != wanted:
+                return False
+        return wanted != name and re.search(rf"\b{re.escape(name)}\b", wanted) is not None
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         self._bind(node.name.value, None)
@@ -699,3 +727,24 @@ def _returns_name(ctx: Context, function: cst.FunctionDef, name: str) -> bool:
     """`function` returns (or yields) the nested function `name` itself, not its result."""
     pattern = re.compile(rf"^\s*(return|yield)\b[^\n]*\b{re.escape(name)}\b(?!\s*\()", re.M)
     return bool(pattern.search(ctx.code(function)))
+
+
+def _any_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The mask `m` of `m.any()`, `torch.any(m)`, `np.any(m)` or `any(m)`."""
+    if not isinstance(test, cst.Call):
+        return None
+    func = test.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "any":
+        if not test.args:
+            return func.value
+        return test.args[0].value if isinstance(func.value, cst.Name) else None
+    if isinstance(func, cst.Name) and func.value == "any" and len(test.args) == 1:
+        return test.args[0].value
+    return None
+
+
+def _bare_code(ctx: Context, node: cst.BaseExpression) -> str:
+    """The source of `node` without its outer parentheses and spaces."""
+    if getattr(node, "lpar", None):
+        node = node.with_changes(lpar=[], rpar=[])
+    return re.sub(r"\s+", "", cst.Module([]).code_for_node(node))

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 
 import libcst as cst
+import libcst.matchers as m
 
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.summaries import never_passed, passed_names
@@ -371,9 +372,10 @@ _PADDING = re.compile(
 
 
 def zero_tested(ctx: Context, value: Value) -> bool:
-    """The function compares the value, or what its root or norm is taken of, with 0 (or a
-    tiny eps) somewhere: `k = where(sin_sq > 0, two_theta / sin_theta, 2)` after
-    `sin_theta = sqrt(sin_sq)`. The author expects exact zeros there (the identity
+    """The function compares the value, or what its root is taken of, with 0 (or a tiny
+    eps) somewhere: `k = where(sin_sq > 0, two_theta / sin_theta, 2)` after
+    `sin_theta = sqrt(sin_sq)`. Tests of a sum's or norm's entries (`p > 0`) do not count:
+    they say nothing of a whole row being 0. The author expects exact zeros there (the identity
     rotation, the principal point); a test that guards the operation itself is a guard,
     which the rules check first."""
     func = ctx.function
@@ -402,10 +404,8 @@ def zero_tested(ctx: Context, value: Value) -> bool:
                 continue
             o = op(ctx, node, following.env)
             if o is not None and o.name in _THROUGH and o.input is not None:
-                if o.name in ("sum", "mean") and mask_like(ctx, Value(o.input, following.env)):
-                    break  # `mask == 0` selects entries: not a sum expected to be 0
-                if o.name in ("sum", "mean", "norm") and not o.rest():
-                    break  # `counts == 0` finds empty classes: the total of all is not 0
+                if o.name in ("sum", "mean", "norm", "std", "var"):
+                    break  # `p > 0`, `counts == 0` test entries, not a whole row's total
                 current = Value(o.input, following.env)  # sqrt(s): what s is
     if not wanted:
         return False
@@ -545,7 +545,7 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         return mask_computed(ctx, Value(expr, v.env), depth + 1)
 
     if isinstance(node, cst.Comparison):
-        cleared = any("fill_diagonal_" in ctx.code(m) for m in (*value.mutations, *v.mutations))
+        cleared = any("fill_diagonal_" in ctx.code(s) for s in (*value.mutations, *v.mutations))
         if (
             len(node.comparisons) == 1
             and not cleared  # `pos.fill_diagonal_(0)`: the entries that always hit are gone
@@ -679,9 +679,62 @@ def given_name(ctx: Context, value: Value) -> str | None:
     return None
 
 
+def _selected_by_kept_mask(ctx: Context, value: Value) -> bool:
+    """`x[mask, 4:5]` with a mask some entry always passes (`box_iou(d[0], d) > t`: the first
+    box overlaps itself): the selection is never empty."""
+    node = value.node
+    if not isinstance(node, cst.Subscript):
+        return False
+    for element in node.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index):
+            continue
+        mask = Value(index.value, value.env)
+        if mask_like(ctx, mask) and not mask_computed(ctx, mask):
+            return True
+    return False
+
+
+def _reshaped_parameter(ctx: Context, value: Value) -> str | None:
+    """A parameter passed through methods numlint does not model (`image.float()
+    .normalize()`, a library's own tensor type): still the caller's values, not ones this
+    code zeroes (a ReLU, a clamp or a test would be an op it knows)."""
+    node, env = value.node, value.env
+    for _ in range(8):
+        if isinstance(node, cst.Name) and ctx.parameter(node.value) is None:
+            bound = ctx.deref(Value(node, env))
+            if bound.node is node or not isinstance(bound.node, cst.BaseExpression):
+                return None
+            node, env = bound.node, bound.env
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            if op(ctx, node, env) is not None and method not in _CASTS:
+                return None
+            if method not in TRANSPARENT_METHODS and method not in _CASTS and _names_in(node):
+                return None  # `x.foo(mask)`: what another value does to it is unknown
+            node = node.func.value
+        else:
+            break
+    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        return node.value
+    return None
+
+
+def _names_in(call: cst.Call) -> bool:
+    """The call's arguments name a variable (`foo(mask)`, not `mergedims([], {})`)."""
+    return any(
+        n.value not in ("True", "False", "None")
+        for a in call.args
+        for n in m.findall(a.value, m.Name())
+        if isinstance(n, cst.Name)
+    )
+
+
 #: Masks of entries that exist (every row has one), whatever computed them.
 _STRUCTURAL_MASK = re.compile(
-    r"(valid|exists?|present|available|attention|attn|padding|nonpad|non_pad"
+    r"((?<!in)valid|exists?|present|(?<!un)available|attention|attn|padding|nonpad|non_pad"
     r"|node_mask|atom_mask|residue_mask|seq_mask)",  # a dense batch's real nodes, atoms, ...
     re.I,
 )
@@ -722,7 +775,7 @@ def _always_hit(
                 if root in inside:
                     return True
         for x, y in ((a, b), (b, a)):
-            if _picked_from(ctx, x, y):
+            if _picked_from(ctx, x, y) or _entry_against_its_column(ctx, x, y):
                 return True  # `cats[y].tile(n, 1).t() == cats`: entry y meets itself
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
@@ -789,6 +842,23 @@ def _picked_from(ctx: Context, x: cst.BaseExpression, y: cst.BaseExpression) -> 
     if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Slice)):
         return False
     return ctx.code(node.value).strip() == ctx.code(y).strip()
+
+
+def _entry_against_its_column(ctx: Context, x: cst.BaseExpression, y: cst.BaseExpression) -> bool:
+    """`d[0, -1] == d[:, -1]`: one row's entry against the whole column that holds it."""
+    if not (isinstance(x, cst.Subscript) and isinstance(y, cst.Subscript)):
+        return False
+    if len(x.slice) != len(y.slice) or ctx.code(x.value) != ctx.code(y.value):
+        return False
+    picked = 0
+    for a, b in zip(x.slice, y.slice, strict=True):
+        if ctx.code(a.slice).strip() == ctx.code(b.slice).strip():
+            continue
+        whole = isinstance(b.slice, cst.Slice) and b.slice.lower is None and b.slice.upper is None
+        if not whole or not isinstance(a.slice, cst.Index):
+            return False
+        picked += 1
+    return picked == 1
 
 
 def _self_overlap(ctx: Context, expr: cst.BaseExpression, env) -> bool:
@@ -1210,11 +1280,13 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     weights, _ = strip(ctx, inner)
     if _structural(weights.node):
         return False
+    if _selected_by_kept_mask(ctx, ctx.deref(inner)):
+        return False  # `w = scores[overlap]` with the box itself in `overlap`: never empty
     if positive_value(ctx, inner):
         return False  # sigmoid / softmax / exp weights: all 0 only if every one underflows
     if mask_like(ctx, inner) and not mask_computed(ctx, inner):
         return False  # a mask that keeps an entry: ties at a maximum, a padding mask
-    given = given_name(ctx, inner) or given_name(ctx, weights)
+    given = given_name(ctx, inner) or given_name(ctx, weights) or _reshaped_parameter(ctx, inner)
     if given is not None and not _CONTENT_MASK.search(given):
         return False  # weights the caller passes: a valid-entry mask, positive weights
     node = ctx.deref(numerator).node

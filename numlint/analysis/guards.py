@@ -92,6 +92,29 @@ def beside_minus_inf(ctx: Context) -> bool:
     return False
 
 
+def writes_minus_inf(ctx: Context) -> bool:
+    """The enclosing class (or function) writes -inf values itself (`float("-inf")`,
+    `-math.inf`, `x - inf`): log-space code in which -inf stands for probability 0 (an
+    HMM's tables, masked scores)."""
+    cls = ctx.class_scope
+    scope = cls.node if cls is not None else ctx.function
+    if scope is None:
+        return False
+    cache = ctx.shared.setdefault("writes_minus_inf", {})
+    found = cache.get(id(scope))
+    if found is None:
+        text = _SENTINEL.sub("", ctx.code(scope))  # `best = float("-inf")` starts a search
+        found = cache[id(scope)] = bool(_MINUS_INF.search(text) or _MINUS_NAME.search(text))
+    return found
+
+
+_MINUS_NAME = re.compile(r"-\s*inf\b")
+_SENTINEL = re.compile(
+    r"(?m)^\s*[\w.]+\s*=\s*(float\(\s*[\"']-inf[\"']\s*\)"
+    r"|-\s*(float\(\s*[\"']inf[\"']\s*\)|(math|np|numpy|torch)\.inf|inf))\s*(#.*)?$"
+)
+
+
 def _inside_nan_handler(ctx: Context) -> bool:
     """The current node is inside `torch.nansum(...)`, `torch.nan_to_num(...)` or the like
     (or their method forms) within its statement: the NaN it makes is dropped there."""
@@ -129,6 +152,18 @@ def sanitised_later(ctx: Context) -> bool:
     if _zero_entries_replaced(ctx, name, after[:5]):
         return True
     return _derived_sanitised(ctx, name, after[:8])
+
+
+def nonfinite_replaced(ctx: Context, value: Value) -> bool:
+    """An in-place edit of the value replaces its non-finite entries:
+    `log_p[torch.isinf(log_p) | torch.isnan(log_p)] = 0`, `log_p.nan_to_num_(0)`,
+    `log_p.masked_fill_(~torch.isfinite(log_p), 0)`, `log_p[log_p == -inf] = 0`."""
+    return any(_NONFINITE_TEST.search(ctx.code(stmt)) for stmt in value.mutations)
+
+
+_NONFINITE_TEST = re.compile(
+    r"\b(isinf|isnan|isfinite|isneginf|nan_to_num_)\(|==\s*-\s*(float\(|(math|np|numpy|torch)\.inf)"
+)
 
 
 def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
@@ -545,8 +580,14 @@ def _selected_nonzero(ctx: Context, operand: cst.BaseExpression) -> bool:
             continue
         for part in _mask_factors(index.value):
             taken = True
-            if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.BitInvert):
-                part, taken = part.expression, False  # `t[~invalid]`, `invalid = t == 0`
+            for _ in range(3):  # `t[~invalid]`, or `t[ok]` with `ok = ~invalid`
+                bound = _bound_expression(ctx, part)
+                if not (
+                    isinstance(bound, cst.UnaryOperation)
+                    and isinstance(bound.operator, cst.BitInvert)
+                ):
+                    break
+                part, taken = bound.expression, not taken  # `invalid = t == 0`
             for factor in _mask_factors(_bound_expression(ctx, part)):  # `keep = (n > 0) & ...`
                 test = _mask_condition(ctx, factor)
                 if test is not None and _nonzero_test(ctx, test, wanted, taken):

@@ -1227,13 +1227,23 @@ def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
     value = ctx.deref(value)
     node, env = value.node, value.env
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return _non_negative(ctx, Value(node.expression, env), depth + 1)
+        inner = node.expression
+        if isinstance(inner, cst.Name) and _positive_default(ctx, inner.value):
+            return True  # `-t` in `def uniform_loss(x, t=2)`: a scale kept positive
+        return _non_negative(ctx, Value(inner, env), depth + 1)
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
         if callee.method == "neg" and callee.receiver is not None and not node.args:
             return _non_negative(ctx, Value(callee.receiver, env), depth + 1)
         if callee.qualname in ("torch.neg", "torch.negative") and node.args:
             return _non_negative(ctx, Value(node.args[0].value, env), depth + 1)
+        o = op(ctx, node, env)
+        other = o.arg(0, "other") if o is not None and o.name in ("mul", "div") else None
+        if o is not None and o.input is not None and other is not None:  # `d.mul(-t)`
+            left, right = Value(o.input, env), Value(other, env)
+            if _non_positive(ctx, left, depth + 1) and _non_negative(ctx, right, depth + 1):
+                return True
+            return _non_negative(ctx, left, depth + 1) and _non_positive(ctx, right, depth + 1)
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Multiply, cst.Divide)
     ):
@@ -1296,6 +1306,15 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
             return e is not None and (const(ctx, e, env) or 1) % 2 == 0
         return _non_negative(ctx, Value(o.input, env), depth + 1)
     return False
+
+
+def _positive_default(ctx: Context, name: str) -> bool:
+    """`name` is a parameter of the function whose default is a constant >= 0."""
+    param = ctx.parameter(name)
+    if param is None or param.default is None:
+        return False
+    low = const(ctx, param.default, {})
+    return low is not None and low >= 0
 
 
 _ZERO_FILLS = frozenset({"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like"})

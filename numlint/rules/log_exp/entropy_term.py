@@ -7,6 +7,7 @@ import libcst as cst
 from numlint.analysis.evidence import grade as evidence_grade
 from numlint.analysis.guards import (
     guarded_by_mutation,
+    nonfinite_replaced,
     replaced_by_where,
     sanitised_later,
     selection,
@@ -97,6 +98,16 @@ class EntropyTerm(Rule):
             h = -torch.special.entr(p).sum(-1)
             """,
             "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            def entropy(hist):
+                log_h = torch.log(hist)
+                log_h[torch.isinf(log_h) | torch.isnan(log_h)] = 0.0
+                return -(hist * log_h).sum(-1)
+            """,
+            "the log's non-finite entries are replaced by 0 before the product",
         ),
         Valid(
             """
@@ -240,6 +251,8 @@ class EntropyTerm(Rule):
             value = ctx.deref(ctx.value(o.input))
             if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
                 return
+            if separate and nonfinite_replaced(ctx, kept):
+                return  # `log_p[torch.isinf(log_p)] = 0`: 0 * 0 where p is 0
             if isinstance(value.node, cst.Subscript) and indexed_by_nonzero(
                 ctx, value.node, value.env
             ):

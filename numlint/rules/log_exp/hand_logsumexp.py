@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
+import libcst.matchers as m
 
 from numlint.analysis.ops import op
 from numlint.analysis.zeros import exp_bounded
@@ -40,7 +43,9 @@ class HandWrittenLogsumexp(Rule):
     Confidence:
     high; low when every exponent is bounded above (`exp(-d ** 2)`, `exp(-x.abs())`): exp
     cannot overflow, and the sum reaches 0 only when every term underflows (all exponents
-    below -104 in float32), which needs every point far from every other.
+    below -104 in float32), which needs every point far from every other. Also low when the
+    function writes the shifted form of the same two values too
+    (`mx + torch.log1p(torch.exp(mn - mx))`): the plain sum is a deliberate edge-case path.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
@@ -268,6 +273,37 @@ class HandWrittenLogsumexp(Rule):
         Invalid(
             """
             import torch
+            def logaddexp(a, b, edge):
+                mx, mn = torch.maximum(a, b), torch.minimum(a, b)
+                odd = torch.log(torch.exp(mn) + torch.exp(mx))
+                return torch.where(edge, odd, mx + torch.log1p(torch.exp(mn - mx)))
+            """,
+            fixed="""
+            import torch
+            def logaddexp(a, b, edge):
+                mx, mn = torch.maximum(a, b), torch.minimum(a, b)
+                odd = torch.logaddexp(mn, mx)
+                return torch.where(edge, odd, mx + torch.log1p(torch.exp(mn - mx)))
+            """,
+            confidence="low",
+            line=4,
+            column=11,
+            note="the same function writes the shifted form of the same values: an edge-case path",
+        ),
+        Invalid(
+            """
+            import torch
+            def uniform_loss(x, t=2):
+                return torch.pdist(x, p=2).pow(2).mul(-t).exp().mean().log()
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            note="squared distances times minus a scale whose default is positive",
+        ),
+        Invalid(
+            """
+            import torch
             def dispersion(z, t):
                 d = z @ z.T
                 return torch.log(torch.exp(d / t).mean())
@@ -311,7 +347,8 @@ class HandWrittenLogsumexp(Rule):
             b = unbounded_exp(ctx, expr.right, inner.env, shifted_only=True)
             if a is not None and b is not None:
                 fix = self._logaddexp(node, a, b, inner.node is o.input)
-                self.report(node, fix=fix, confidence=_grade(ctx, a, b))
+                grade = "low" if _stable_form_beside(ctx, a, b) else _grade(ctx, a, b)
+                self.report(node, fix=fix, confidence=grade)
             return
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
             self._ratio(node, expr, inner.env)
@@ -378,3 +415,20 @@ def _grade(ctx, *exps: Found) -> str:
     term is left."""
     bounded = all(e.op.input is not None and exp_bounded(ctx, e.op.input, e.op.env) for e in exps)
     return "low" if bounded else "high"
+
+
+def _stable_form_beside(ctx, a: Found, b: Found) -> bool:
+    """The function also writes the shifted form over the same two values
+    (`mx + torch.log1p(torch.exp(mn - mx))`): the plain one is a deliberate edge-case path."""
+    func = ctx.function
+    if func is None or a.op.input is None or b.op.input is None:
+        return False
+    wanted = _identifiers(a.op.input) | _identifiers(b.op.input)
+    for found in re.finditer(r"log1p\(\s*(?:torch\.)?exp\(([^()]*)\)", ctx.code(func)):
+        if wanted and wanted <= set(re.findall(r"[A-Za-z_]\w*", found.group(1))):
+            return True
+    return False
+
+
+def _identifiers(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in m.findall(node, m.Name())}  # type: ignore[union-attr]

@@ -12,7 +12,12 @@ from numlint.analysis.gradients import (
     only_ranked,
     only_thresholds,
 )
-from numlint.analysis.guards import beside_minus_inf, sanitised_later, selection
+from numlint.analysis.guards import (
+    beside_minus_inf,
+    sanitised_later,
+    selection,
+    writes_minus_inf,
+)
 from numlint.analysis.ops import is_zero, op, same_value
 from numlint.analysis.zeros import zero_reason
 from numlint.context import Value
@@ -55,7 +60,9 @@ class LogOfZero(Rule):
     a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
     parameter initialiser (a few numbers drawn once), and a normalised distribution whose
     zeros a mask wrote (`p[~mask] = 0` before `p / p.sum(-1)`: its -inf logits are the
-    masking).
+    masking), or a normalised ratio where no gradient flows in a class (or function) that
+    writes -inf values itself (an HMM's log-space tables, where -inf is probability 0; a
+    `best = float("-inf")` search start does not count).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -273,8 +280,11 @@ class LogOfZero(Rule):
         reason = zero_reason(ctx, value, "log")
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
-        tail = _TAIL if gradient_flows(ctx, o.input) else _TAIL_FORWARD
-        harmless = sanitised_later(ctx) or (not gradient_flows(ctx, o.input) and only_ranked(ctx))
+        flows = gradient_flows(ctx, o.input)
+        tail = _TAIL if flows else _TAIL_FORWARD
+        harmless = sanitised_later(ctx) or (not flows and only_ranked(ctx))
+        # an empirical frequency's log in code where -inf means probability 0 (an HMM's table)
+        harmless = harmless or (reason == _RATIO and not flows and writes_minus_inf(ctx))
         harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
         harmless = harmless or beside_minus_inf(ctx)  # `where(keep, log(p), -inf)`
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`

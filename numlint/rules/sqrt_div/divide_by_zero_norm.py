@@ -55,8 +55,9 @@ class DivideByZeroNorm(Rule):
     (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, of Gaussian noise
     (`torch.randn`), or of `x + eps` is not. A denominator tested by an enclosing
     `if n > 0:` / `if n != 0:` / `... if n else`, by an earlier `if n == 0: return` (or
-    `if n == 0: n = ...`, which replaces it), by a mask that selects its nonzero entries
-    (`c[ok] / n[ok]`, `wrong * (n != 0)`) or through a factor (`w = mask * p` after
+    `if n == 0: n = ...`, which replaces it; `if (n == 0).any(): n[n == 0] = 1`), by a mask
+    that selects its nonzero entries (`c[ok] / n[ok]`, also with `ok = ~(n == 0)`,
+    `wrong * (n != 0)`) or through a factor (`w = mask * p` after
     `if mask.sum() == 0: break`) is guarded.
 
     Known limitations:
@@ -70,9 +71,13 @@ class DivideByZeroNorm(Rule):
     (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
     (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
     ReLU output or of a value clamped at 0, and where the function tests the denominator
-    (or what its norm or root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos,
-    ...)`: the author expects exact zeros); low for the norm or sum of some tensor (it would
-    need an all-zero vector), a standard deviation or variance (a constant input), a mask
+    (or what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`:
+    the author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
+    count); low for the norm or sum of some tensor (it would need an all-zero vector), a
+    weighted mean whose weights are the caller's values (also through methods numlint does
+    not model, `image.float().normalize()`) or are picked by a mask some entry always passes
+    (`w = det[overlap, 4]` with the box itself in `overlap`), a standard deviation or
+    variance (a constant input), a mask
     the function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry
     per row by construction), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`) and the count of an attention, padding or length mask (every row
