@@ -136,3 +136,30 @@ def test_many_reassignments_take_linear_steps() -> None:
     expr = ast.parse("p", mode="eval").body
     project.origin(expr, "use", ("softmax",))
     assert 0 < project._steps < 400
+
+
+def _root_step(tmp_path: Path, module_base: str) -> list:
+    """A solver step taking a square root of a clamped discriminant, in a class based on
+    the project's own `Module`, itself based on `module_base`."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    core = tmp_path / "core.py"
+    core.write_text(f"import abc\nimport torch\n\n\nclass Module({module_base}):\n    pass\n")
+    solver = tmp_path / "solver.py"
+    solver.write_text(
+        "import torch\nfrom core import Module\n\n\n"
+        "class Dogleg(Module):\n"
+        "    def solve(self, a, b, c):\n"
+        "        disc = (b * b - 4 * a * c).clamp(min=0)\n"
+        "        return (-b + torch.sqrt(disc)) / (2 * a)\n"
+    )
+    return [(d.code, d.confidence) for d in _found([solver]) if d.code == "NUM201"]
+
+
+def test_a_project_class_named_module_is_not_an_nn_module(tmp_path: Path) -> None:
+    """`class Module(abc.ABC)` of an optimizer library: nothing differentiates its
+    methods, so the NaN gradient of sqrt at 0 is only a possibility (low)."""
+    assert _root_step(tmp_path, "abc.ABC") == [("NUM201", "low")]
+
+
+def test_a_project_module_based_on_nn_module_is_differentiated(tmp_path: Path) -> None:
+    assert _root_step(tmp_path, "torch.nn.Module") == [("NUM201", "high")]

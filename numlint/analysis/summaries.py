@@ -875,7 +875,12 @@ class Project:
                 root = base.split(".")[0]
                 imported = cmod.imports.get(root)
                 full = imported + base[len(root) :] if imported else base
-                if full.startswith("torch.nn.") or full.endswith("Module"):
+                if full.startswith("torch.nn."):
+                    return True
+                target = self._lookup(cmod, root) if base else None
+                if target and target[1] in target[0].classes:
+                    continue  # the project's own `Module`: its bases (in the MRO) decide
+                if full.endswith("Module"):
                     return True
         return False
 
