@@ -89,14 +89,23 @@ def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]
 
 def exits(block: cst.BaseSuite) -> bool:
     """A block whose last statement line returns, raises, continues or breaks (`if c: return`
-    on one line included)."""
+    on one line included, and an `if` / `elif` / `else` whose every arm does)."""
     if isinstance(block, cst.SimpleStatementSuite):
         return any(isinstance(s, _EXITS) for s in block.body)
     body = getattr(block, "body", ())
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
         return any(isinstance(s, _EXITS) for s in last.body)
-    return False
+    return isinstance(last, cst.If) and _every_arm_exits(last)
+
+
+def _every_arm_exits(node: cst.If) -> bool:
+    """`if a: return x` / `elif b: raise` / `else: return y`."""
+    if node.orelse is None or not exits(node.body):
+        return False
+    if isinstance(node.orelse, cst.If):
+        return _every_arm_exits(node.orelse)
+    return exits(node.orelse.body)
 
 
 _EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)

@@ -6,6 +6,8 @@ Purely syntactic plus numlint.context's data flow; nothing is imported or execut
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import libcst as cst
@@ -182,7 +184,22 @@ def const(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> flo
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         inner = const(ctx, expr.expression, env)
         return None if inner is None else -inner
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
+        func = _MATH.get(ctx.qualname(expr.func) or "")  # `math.exp(-2)`, `np.sqrt(2)`
+        arg = const(ctx, expr.args[0].value, env) if func is not None else None
+        if func is not None and arg is not None:
+            try:
+                return float(func(arg))
+            except (ValueError, OverflowError):
+                return None
     return number(ctx, expr, env)
+
+
+_MATH = {
+    f"{module}.{name}": getattr(math, name)
+    for module in ("math", "numpy", "np")
+    for name in ("exp", "log", "log2", "log10", "sqrt", "cos", "sin", "tanh")
+}
 
 
 def positive_bound(ctx: Context, expr: cst.BaseExpression | None, env: Env) -> bool:

@@ -88,6 +88,9 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
 
     if mode == "one":
         return _one_reason(ctx, value, depth)
+    c = const(ctx, node, env)
+    if c is not None:
+        return None  # a nonzero constant (`math.exp(-2)`); a literal 0 is the callers' test
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env):
             return None  # `p[p.nonzero(as_tuple=True)]`: only the nonzero entries
@@ -209,6 +212,8 @@ def _is_true(node: cst.BaseExpression) -> bool:
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
     operator = node.operator
     if isinstance(operator, cst.Add):
+        if _blend_with_constant(ctx, node, env):
+            return None  # `u * (1 - c) + c`: at least c
         parts = _mixed_parts(ctx, node, env)
         if parts is not None:  # `q * pdf_1 + (1 - q) * pdf_0`: 0 only where a pdf is
             return next((r for r in map(sub, parts) if r), None)  # (not where q is)
@@ -934,6 +939,29 @@ def _mixed_parts(
                     rest_b = [g for g in b if g is not match[0]]
                     return [*rest_a, *rest_b]
     return None
+
+
+def _blend_with_constant(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """`u * (1 - c) + c` with c a constant in (0, 1): the value is at least min(c, 1 - c)
+    times the larger of its parts, and one part is the constant 1, so it is never 0."""
+    left, right = _factors(node.left), _factors(node.right)
+    for a, b in ((left, right), (right, left)):
+        for f in a:
+            if not (
+                isinstance(f, cst.BinaryOperation)
+                and isinstance(f.operator, cst.Subtract)
+                and const(ctx, f.left, env) == 1.0
+            ):
+                continue
+            weight = const(ctx, f.right, env)
+            if weight is None or not 0 < weight < 1:
+                continue
+            other = [g for g in b if not same_code(ctx, g, f.right)]
+            if len(other) < len(b) and not other:
+                return True  # `... + c`: the constant's own part is 1
+            if len(a) == 1:
+                return True  # `(1 - c) + c * q`
+    return False
 
 
 def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None:
