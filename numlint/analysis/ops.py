@@ -7,7 +7,6 @@ Purely syntactic plus numlint.context's data flow; nothing is imported or execut
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import libcst as cst
