@@ -263,11 +263,18 @@ def _source_grade(ctx: Context, value: Value) -> Confidence:
 
 def _one_source_grade(ctx: Context, value: Value) -> Confidence:
     inner = reduced(ctx, value)
-    if inner is None:
-        return "low"
+    return "low" if inner is None else _summed_grade(ctx, inner)
+
+
+def _summed_grade(ctx: Context, inner: Value) -> Confidence:
+    """Grade from the value a sum, norm or root is taken of."""
     if mask_like(ctx, inner):
         return "high" if mask_computed(ctx, inner) else "low"
-    node = ctx.deref(inner).node
+    found = ctx.deref(inner)
+    node = found.node
+    if isinstance(node, cst.IfExp):  # `k.clamp_min(0) if r else torch.ones_like(d)`: each arm
+        arms = (Value(node.body, found.env), Value(node.orelse, found.env))
+        return max((_summed_grade(ctx, a) for a in arms), key=confidence_rank)
     diff = _difference(node)
     if diff is not None:
         left, right = diff
@@ -284,7 +291,8 @@ def _one_source_grade(ctx: Context, value: Value) -> Confidence:
 
 
 def _padding_fill(ctx: Context, value: Value) -> bool:
-    """`w.masked_fill(idx == -1, 0)` (through variables): zeros only at padding."""
+    """`w.masked_fill(idx == -1, 0)`, `w.masked_fill(padding_mask, 0)` (through variables):
+    zeros only at padding."""
     for _ in range(8):
         v = ctx.deref(value)
         node = v.node
@@ -297,7 +305,11 @@ def _padding_fill(ctx: Context, value: Value) -> bool:
         if o is None or o.name != "masked_fill":
             return False
         mask = positional(node, 0, "mask")
-        found = strip(ctx, Value(mask, v.env))[0].node if mask is not None else None
+        if mask is None:
+            return False
+        found = strip(ctx, Value(mask, v.env))[0].node
+        if _structural(mask) or _structural(found):
+            return True  # `alpha.masked_fill(padding_mask, 0)`: a sequence keeps real frames
         return isinstance(found, cst.Comparison) and _padding_test(ctx, found)
     return False
 
