@@ -480,3 +480,16 @@ def test_anomaly_detection_is_left_alone_in_tests() -> None:
         "pkg/utils/unittests/model_tests_basic.py": 0,
         "tests/m.py": 0,
     }
+
+
+@pytest.mark.parametrize(
+    ("imports", "expected"),
+    [
+        ('"""A torch-like library."""\nimport numpy as np\n', []),  # NumPy arrays, not tensors
+        ("import numpy as np\nimport torch\n", ["high"]),
+        ("from torch import nn\n", ["high"]),
+    ],
+)
+def test_files_of_host_arrays(imports: str, expected: list[str]) -> None:
+    code = f"{imports}def grad_of_max(x, result):\n    comp = x.relu()\n    return comp / comp.sum(0)\n"
+    assert _confidence(code, "NUM202") == expected

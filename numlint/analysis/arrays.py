@@ -18,7 +18,7 @@ def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
     `np.ndarray`, the result of `.numpy()` / `.tolist()` / `.item()`, a `numpy.` call."""
     if depth > 8:  # `self.z = self.z * a + b` refers to itself
         return False
-    if foreign(ctx, value):
+    if foreign(ctx, value) or array_file(ctx):
         return True
     for _ in range(8):
         value = ctx.deref(value)
@@ -45,6 +45,17 @@ def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
             )
         return False
     return False
+
+
+def array_file(ctx: Context) -> bool:
+    """The file imports NumPy (or CuPy, JAX) and nothing from torch: its arrays are not
+    tensors (a NumPy library, a metrics module working on host arrays)."""
+    targets = [*ctx.imports.values(), *ctx.star_imports]
+    arrays = any(t.split(".")[0] in _ARRAY_MODULES for t in targets)
+    return arrays and not any(t.split(".")[0] == "torch" for t in targets)
+
+
+_ARRAY_MODULES = frozenset({"numpy", "cupy", "jax"})
 
 
 def _annotated_numpy(ctx: Context, name: str) -> bool:

@@ -1346,6 +1346,35 @@ def picked_where_drawn(ctx: Context, expr: cst.BaseExpression, sources: set[str]
     return False
 
 
+def gathered_where_drawn(ctx: Context, node: cst.Call, sources: set[str]) -> bool:
+    """The node being visited (a log) is gathered right away at an index drawn from the
+    distribution: `torch.gather(p.log(), 1, tok)`, `p.log()[rows, tok]`."""
+    parent, grand = ctx.parent, ctx.stack[-3] if len(ctx.stack) > 2 else None
+    index: list[cst.BaseExpression] = []
+    if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+        parts = gather_parts(grand, ctx.callee(grand))
+        if parts is not None and parts[0] is node:
+            index = [parts[1]]
+    elif isinstance(parent, cst.Attribute) and isinstance(grand, cst.Call):
+        parts = gather_parts(grand, ctx.callee(grand))  # `p.log().gather(1, tok)`
+        if parts is not None and parts[0] is node:
+            index = [parts[1]]
+    elif isinstance(parent, cst.Subscript) and parent.value is node:
+        index = [e.slice.value for e in parent.slice if isinstance(e.slice, cst.Index)]
+    return any(_drawn(ctx, ctx.value(i), sources) for i in index)
+
+
+def _inverse_cdf(ctx: Context, expr: cst.BaseExpression | None) -> bool:
+    """`p.cumsum(d) < u` (or `torch.cumsum(p, d) < u`): counting the CDF's entries below a
+    uniform draw picks an index with the probability of its entry."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    if not isinstance(expr.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual)):
+        return False
+    left = expr.left
+    return isinstance(left, cst.Call) and call_name(left) == "cumsum"
+
+
 def _drawn(ctx: Context, index: Value, sources: set[str]) -> bool:
     arms = [ctx.deref(index), *ctx.alternatives(index)]
     return all(arm is not None and _one_draw(ctx, arm, sources) for arm in arms)
@@ -1364,7 +1393,9 @@ def _one_draw(ctx: Context, value: Value, sources: set[str]) -> bool:
             value = ctx.deref(Value(callee.receiver, value.env))
             continue
         name = call_name(node)
-        if name not in _DRAWS and "sample" not in name:
+        if name == "sum" and _inverse_cdf(ctx, callee.receiver or positional(node, 0, "input")):
+            node = callee.receiver or node  # `(p.cumsum(1) < u).sum(1)`: the draw's CDF
+        elif name not in _DRAWS and "sample" not in name:
             return False
         read = names(node)
         if callee.receiver is not None:

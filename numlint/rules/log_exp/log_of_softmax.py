@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
-from numlint.analysis.evidence import picked_where_drawn
-from numlint.analysis.ops import names
+from numlint.analysis.evidence import gathered_where_drawn, picked_where_drawn
+from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.ops import names, op
 from numlint.analysis.summaries import origin_of, related
 from numlint.context import Context
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import Activation, activation, format_args, log_argument, same_bindings
+from numlint.semantics import (
+    TRANSPARENT_METHODS,
+    Activation,
+    activation,
+    format_args,
+    log_argument,
+    same_bindings,
+)
 
 _LOG_SOFTMAX = {
     "torch.softmax": "torch.log_softmax",
@@ -44,6 +53,10 @@ class LogOfSoftmax(Rule):
     high, except a log of probabilities picked at indices drawn from them (`p.gather(-1,
     tok)` with `tok` from `torch.multinomial(p, 1)`, `logits.argmax(-1)` or a sampler given
     `p`, on every arm): a drawn entry is above 0, so only the accuracy is at stake (low).
+    Also low where no gradient flows and the whole log is gathered at once at a drawn index
+    (`torch.gather(p.log(), 1, tok)` under `no_grad`, `tok` also from an inverse-CDF draw
+    `(p.cumsum(1) < u).sum(1)`): the -inf entries are never picked. With a gradient the
+    same code gives NaN (0 times the infinite derivative of log at 0) and stays high.
 
     Known limitations:
     Follows values within one function (and `self.` modules set in the same class); a softmax
@@ -302,6 +315,32 @@ class LogOfSoftmax(Rule):
             column=12,
             note="drawn from another distribution",
         ),
+        Invalid(
+            """
+            import torch
+            def draw(model, x):
+                with torch.no_grad():
+                    p = model(x).softmax(1)
+                    tok = (p.cumsum(1) < torch.rand(p.shape[0], 1)).sum(1, keepdim=True)
+                    return tok, torch.gather(p.log(), 1, tok)
+            """,
+            line=6,
+            column=34,
+            confidence="low",
+            note="an inverse-CDF draw, gathered where no gradient flows",
+        ),
+        Invalid(
+            """
+            import torch
+            def policy_loss(model, x):
+                p = model(x).softmax(1)
+                tok = (p.cumsum(1) < torch.rand(p.shape[0], 1)).sum(1, keepdim=True)
+                return -torch.gather(p.log(), 1, tok).mean()
+            """,
+            line=5,
+            column=26,
+            note="with a gradient: the unpicked zeros give 0 * inf = NaN",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.softmax(x, -1))",
@@ -323,6 +362,13 @@ class LogOfSoftmax(Rule):
         if act.indirect and picked_where_drawn(self.ctx, arg, _sources(self.ctx, arg, act)):
             self.report(node, _DRAWN, confidence="low")
             return
+        if (
+            not act.indirect
+            and not gradient_flows(self.ctx, arg)
+            and gathered_where_drawn(self.ctx, node, _sources(self.ctx, arg, act))
+        ):  # `gather(p.log(), 1, tok)` under no_grad: the -inf entries are not picked
+            self.report(node, _DRAWN, confidence="low")
+            return
         self.report(node, fix=self._fix(node, act))
 
     def _fix(self, node: cst.Call, act: Activation) -> FixSpec | None:
@@ -331,6 +377,8 @@ class LogOfSoftmax(Rule):
         if act.through_variable and not same_bindings(self.ctx, act.call, act.env):
             return None
         ctx = self.ctx
+        if act.through_variable and _runs_other_code(ctx, act.input, act.env):
+            return None  # `p = model(x).softmax(1)`: moving it would run the model again
         if act.spelling == "method":
             receiver = ctx.code(act.input)
             args = ", ".join(format_args(ctx, act.args))
@@ -350,6 +398,18 @@ class LogOfSoftmax(Rule):
                 return None
             code = f"{func}({', '.join(args)})"
         return self.fix("unsafe", "Replace with `log_softmax`", (node, code))
+
+
+def _runs_other_code(ctx: Context, expr: cst.BaseExpression, env) -> bool:
+    """`expr` calls something besides torch operations (a model, a helper)."""
+    for call in m.findall(expr, m.Call()):
+        assert isinstance(call, cst.Call)
+        callee = ctx.callee(call, env)
+        if op(ctx, call, env) is not None or callee.method in TRANSPARENT_METHODS:
+            continue
+        if not (callee.qualname or "").startswith("torch."):
+            return True
+    return False
 
 
 def _sources(ctx: Context, arg: cst.BaseExpression, act: Activation) -> set[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.evidence import grade, unit_bounded, zero_tested
@@ -60,7 +61,9 @@ class SqrtAtZero(Rule):
     output (its backward selects 0). The harm is a gradient, so a root is low unless
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
     calling `backward()` or `autograd.grad`, or a function one of those calls, across the
-    project) or the code tests the value against 0 itself.
+    project) or the code tests the value against 0 itself. Also low where a variable the
+    root is computed from was first given a safe value at some entries
+    (`r = torch.where(sphere, torch.full_like(r, 0.5), r)`, the double-`where` fix).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
@@ -411,8 +414,8 @@ class SqrtAtZero(Rule):
             confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
         elif confidence == "low" and expected:
             confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
-        if unseen:
-            confidence = "low"
+        if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
+            confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
@@ -457,6 +460,36 @@ def _under_views(ctx, arg: cst.BaseExpression) -> Value:
             break
         value = ctx.deref(Value(callee.receiver, value.env))
     return value
+
+
+def _safe_value_substituted(ctx, arg: cst.BaseExpression) -> bool:
+    """A variable the root is computed from was rebound as `torch.where(c, safe, v)` with a
+    constant `safe` (`torch.full_like(v, 0.5)`): the documented way to keep a singular
+    point out of a root's backward, so the author has dealt with the entries at 0."""
+    found = ctx.deref(ctx.value(arg))
+    for name in m.findall(found.node, m.Name()):
+        assert isinstance(name, cst.Name)
+        bound = ctx.deref(Value(name, found.env)).node
+        o = op(ctx, bound, found.env) if isinstance(bound, cst.Call) else None
+        if o is None or o.name != "where" or len(bound.args) != 3:  # type: ignore[union-attr]
+            continue
+        arms = [a.value for a in bound.args[1:]]  # type: ignore[union-attr]
+        if any(_constant_fill(ctx, a) for a in arms) and any(isinstance(a, cst.Name) for a in arms):
+            return True
+    return False
+
+
+def _constant_fill(ctx, expr: cst.BaseExpression) -> bool:
+    """`0.5`, `torch.full_like(v, 0.5)`, `torch.ones_like(v)`: a constant safe value."""
+    if const(ctx, expr) is not None:
+        return const(ctx, expr) != 0
+    if isinstance(expr, cst.Call):
+        qual = ctx.callee(expr).qualname or ""
+        if qual in ("torch.ones_like", "torch.ones"):
+            return True
+        if qual == "torch.full_like" and len(expr.args) >= 2:
+            return (const(ctx, expr.args[1].value) or 0) != 0
+    return False
 
 
 def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
