@@ -29,6 +29,8 @@ def _confidence(code: str, rule: str) -> list[str]:
         ("x.sum() / valid_mask.sum()", ["low"]),  # a given mask of valid entries
         ("x.sum() / attention_mask.sum()", ["low"]),  # a padding mask keeps one token
         ("x.sum() / (idx >= 0).sum()", ["low"]),  # a padding test of indices
+        ("x.sum(1) / (valid_mask == 1).sum(1)", ["low"]),  # the given mask, as booleans
+        ("x.sum(1) / (fg_mask == 1).sum(1)", ["high"]),  # a given content mask stays high
         ("x.sum() / x.relu().sum()", ["high"]),  # dead ReLUs
         ("(x - x.mean()) / x.std()", ["low"]),  # constant input only
         ("x / x.clamp(min=0)", ["high"]),  # clamped at exactly 0

@@ -557,6 +557,9 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         return mask_computed(ctx, Value(expr, v.env), depth + 1)
 
     if isinstance(node, cst.Comparison):
+        given = _given_mask_as_bool(ctx, node, v.env)
+        if given is not None:  # `mask == 1` of the mask the function is given
+            return bool(_CONTENT_MASK.search(given))
         cleared = any("fill_diagonal_" in ctx.code(s) for s in (*value.mutations, *v.mutations))
         if (
             len(node.comparisons) == 1
@@ -705,6 +708,25 @@ def _selected_by_kept_mask(ctx: Context, value: Value) -> bool:
         if mask_like(ctx, mask) and not mask_computed(ctx, mask):
             return True
     return False
+
+
+def _given_mask_as_bool(ctx: Context, node: cst.Comparison, env) -> str | None:
+    """`mask == 1`, `mask > 0`, `mask != 0` on a mask the function is given (a parameter or
+    attribute named as a mask): the same entries as the mask, not a test of content."""
+    if len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.GreaterThan)):
+        return None
+    bound = const(ctx, target.comparator, env)
+    if bound not in (0.0, 1.0) or (bound == 1.0 and not isinstance(target.operator, cst.Equal)):
+        return None
+    given = given_name(ctx, Value(node.left, env))
+    return given if given is not None and _MASK_END.search(given) else None
+
+
+#: A name for a mask itself (`mask`, `pad_mask`, `valid`), not for what it masks (`mask_logits`).
+_MASK_END = re.compile(r"(^|_)(mask|masks|valid|keep)\d*$", re.I)
 
 
 def _reshaped_parameter(ctx: Context, value: Value) -> str | None:

@@ -92,8 +92,8 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if c is not None:
         return None  # a nonzero constant (`math.exp(-2)`); a literal 0 is the callers' test
     if isinstance(node, cst.Subscript):
-        if indexed_by_nonzero(ctx, node, env):
-            return None  # `p[p.nonzero(as_tuple=True)]`: only the nonzero entries
+        if indexed_by_nonzero(ctx, node, env) or _kept_by_own_test(ctx, node, env):
+            return None  # `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`: only the nonzero entries
         return sub(node.value)
     if isinstance(node, cst.Comparison):
         return "a 0/1 mask"
