@@ -364,8 +364,8 @@ class LogOfSoftmax(Rule):
             return
         if (
             not act.indirect
-            and not gradient_flows(self.ctx, arg)
             and gathered_where_drawn(self.ctx, node, _sources(self.ctx, arg, act))
+            and not gradient_flows(self.ctx, arg)
         ):  # `gather(p.log(), 1, tok)` under no_grad: the -inf entries are not picked
             self.report(node, _DRAWN, confidence="low")
             return
