@@ -31,13 +31,14 @@ def _confidence(code: str, rule: str) -> list[str]:
         ("x.sum() / (idx >= 0).sum()", ["low"]),  # a padding test of indices
         ("x.sum(1) / (valid_mask == 1).sum(1)", ["low"]),  # the given mask, as booleans
         ("x.sum(1) / (fg_mask == 1).sum(1)", ["high"]),  # a given content mask stays high
+        ("x.sum(1) / (e1_mask != 0).sum(1)", ["high"]),  # an entity span: empty if truncated
         ("x.sum() / x.relu().sum()", ["high"]),  # dead ReLUs
         ("(x - x.mean()) / x.std()", ["low"]),  # constant input only
         ("x / x.clamp(min=0)", ["high"]),  # clamped at exactly 0
     ],
 )
 def test_division_confidence(expr: str, expected: list[str]) -> None:
-    params = "x, y, m, idx, fg_mask, valid_mask, attention_mask"
+    params = "x, y, m, idx, fg_mask, valid_mask, attention_mask, e1_mask"
     code = f"import torch\ndef f({params}):\n    return {expr}\n"
     assert _confidence(code, "NUM202") == expected
 
