@@ -183,6 +183,8 @@ def _enclosing(ctx: Context, value: Value, depth: int = 0) -> bool:
         o = op(ctx, node, env)
         if o is not None and o.input is not None and o.name in ("clamp", "clamp_min", "prod"):
             return _enclosing(ctx, Value(o.input, env), depth + 1)
+        if "cast" in call_name(node) and len(node.args) == 1:  # torchvision's `_upcast(rb - lt)`
+            return _enclosing(ctx, Value(node.args[0].value, env), depth + 1)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         high = ctx.deref(Value(node.left, env)).node
         low = ctx.deref(Value(node.right, env)).node
