@@ -60,7 +60,9 @@ class LogOfZero(Rule):
     a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
     parameter initialiser (a few numbers drawn once), and a normalised distribution whose
     zeros a mask wrote (`p[~mask] = 0` before `p / p.sum(-1)`: its -inf logits are the
-    masking), or a normalised ratio where no gradient flows in a class (or function) that
+    masking), a module's own setting clamped into its range (`self.alpha.clamp(0, 1)`, a
+    decay rate: 0 only if training drives it there), or a normalised ratio where no
+    gradient flows in a class (or function) that
     writes -inf values itself (an HMM's log-space tables, where -inf is probability 0; a
     `best = float("-inf")` search start does not count).
 
@@ -290,6 +292,7 @@ class LogOfZero(Rule):
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`
         harmless = harmless or compared_here(ctx)  # `u.log() < log_alpha`: -inf only accepts
         harmless = harmless or (reason == _RATIO and _masked_distribution(ctx, value))
+        harmless = harmless or (reason == _CLAMPED and _clamped_setting(ctx, value))
         self.report(
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
@@ -309,7 +312,23 @@ _TAIL_FORWARD = (
 
 
 _RAND = "a `torch.rand` draw"
+_CLAMPED = "a value clamped at 0"
 _RATIO = "a normalised ratio"
+
+
+def _clamped_setting(ctx, value: Value) -> bool:
+    """`torch.log(self.alpha.clamp(0, 1))`: a module's own setting (a decay rate) held in
+    its range, 0 only if training drives it there, unlike data clamped at 0."""
+    found = ctx.deref(value)
+    o = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    if o is None or o.name not in ("clamp", "clamp_min", "clip") or o.input is None:
+        return False
+    target = o.input
+    return (
+        isinstance(target, cst.Attribute)
+        and isinstance(target.value, cst.Name)
+        and target.value.value == "self"
+    )
 
 
 def _masked_distribution(ctx, value: Value) -> bool:
