@@ -534,7 +534,9 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         start, step = positional(node, 0, "start"), positional(node, 2, "step")
         if positional(node, 1, "end") is not None and start is not None:
             low = const(ctx, start, env)  # `torch.arange(1, n + 1)`: 1, 2, ..., n
-            return low is not None and low > 0 and (step is None or (const(ctx, step, env) or 0) > 0)
+            return (
+                low is not None and low > 0 and (step is None or (const(ctx, step, env) or 0) > 0)
+            )
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
