@@ -307,6 +307,10 @@ def sanitises(
             return False
         subject, bound, flipped = bound, subject, True
     low = const(ctx, bound, env)
+    if low is None and isinstance(bound, (cst.Name, cst.Attribute)):
+        strict = cst.LessThan if flipped else cst.GreaterThan
+        if isinstance(operator, strict):
+            low = 0.0  # `lam > thr`: a named threshold, taken as >= 0 like a named eps
     if low is None or low < 0:
         return False
     above = isinstance(operator, _ABOVE) if not flipped else isinstance(operator, _BELOW[:2])

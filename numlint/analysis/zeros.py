@@ -556,6 +556,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return True
     if o.name == "pow" and o.input is not None:
         return sub(o.input)
+    if o.name == "where" and len(node.args) == 3:  # type: ignore[union-attr]
+        # `torch.where(lam > thr, lam, 1)`: each branch positive where it is taken
+        cond, *branches = (a.value for a in node.args)  # type: ignore[union-attr]
+        return all(sub(b) or sanitises(ctx, cond, b, i == 0, env) for i, b in enumerate(branches))
     if o.name in ("sum", "mean") and o.input is not None:
         return sub(o.input) or nonzero_selected(ctx, Value(o.input, env))
     if o.name in ("clamp", "clamp_min"):
