@@ -873,6 +873,11 @@ def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
             low = _setting(ctx, expr, env)  # `def sigma(t, sigma_min=1e-3)`
             if low is not None:
                 return low > 0
+        param = ctx.parameter(last)
+        if param is not None and param.default is not None:
+            low = const(ctx, param.default, {})  # `def nmi(x, y, e=1e-10)`: a tiny default
+            if low is not None and 0 < low <= 1e-3:
+                return True
     return last is not None and _EPS_NAME.search(last.lower()) is not None
 
 
