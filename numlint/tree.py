@@ -89,13 +89,16 @@ def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]
 
 def exits(block: cst.BaseSuite) -> bool:
     """A block whose last statement line returns, raises, continues or breaks (`if c: return`
-    on one line included, and an `if` / `elif` / `else` whose every arm does)."""
+    on one line included, an `if` / `elif` / `else` whose every arm does, and a `try` whose body
+    and handlers do)."""
     if isinstance(block, cst.SimpleStatementSuite):
         return any(isinstance(s, _EXITS) for s in block.body)
     body = getattr(block, "body", ())
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
         return any(isinstance(s, _EXITS) for s in last.body)
+    if isinstance(last, cst.Try):  # `try: return new(...)` / `except E: return old(...)`
+        return exits(last.body) and all(exits(h.body) for h in last.handlers)
     return isinstance(last, cst.If) and _every_arm_exits(last)
 
 

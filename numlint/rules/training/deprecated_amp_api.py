@@ -101,6 +101,19 @@ class DeprecatedAmpApi(Rule):
         Valid(
             """
             import torch
+            def make_scaler(enabled):
+                if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+                    try:
+                        return torch.amp.GradScaler("cuda", enabled=enabled)
+                    except TypeError:
+                        return torch.amp.GradScaler(enabled=enabled)
+                return torch.cuda.amp.GradScaler(enabled=enabled)
+            """,
+            "after an `if` that returns the new API from every arm of a `try`",
+        ),
+        Valid(
+            """
+            import torch
             with torch.amp.autocast("cuda", dtype=torch.bfloat16):
                 y = model(x)
             scaler = torch.amp.GradScaler("cuda")
