@@ -1100,16 +1100,17 @@ def exp_bounded(
     if scaled is not None:
         node = ctx.deref(Value(scaled, env)).node
     if shifted_only:
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-            return is_max_of(ctx, ctx.deref(Value(node.right, env)))
+        parts = _subtraction(ctx, node, env)
+        if parts is not None:
+            return is_max_of(ctx, ctx.deref(Value(parts[1], env)))
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
             return _max_with_zero(ctx, ctx.deref(Value(node.expression, env)))  # `0 - m`
         return False
     if _non_positive(ctx, value):
         return True
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-        right = ctx.deref(Value(node.right, env))
-        return is_max_of(ctx, right)
+    parts = _subtraction(ctx, node, env)
+    if parts is not None:
+        return is_max_of(ctx, ctx.deref(Value(parts[1], env)))
     o = op(ctx, node, env)
     if o is not None and o.name in ("clamp",):
         return clamp_bounds(o)[1] is not None
@@ -1120,6 +1121,23 @@ def exp_bounded(
         if qual == "torch.nn.functional.log_softmax":
             return True
     return False
+
+
+def _subtraction(
+    ctx: Context, node: cst.BaseExpression, env: Env
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(a, b) of `a - b`, `a.sub(b)`, `a.subtract(b)`, `torch.sub(a, b)`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return node.left, node.right
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    args = [a.value for a in node.args if a.keyword is None]
+    if callee.method in ("sub", "subtract") and callee.receiver is not None and len(args) == 1:
+        return callee.receiver, args[0]
+    if callee.qualname in ("torch.sub", "torch.subtract") and len(args) == 2:
+        return args[0], args[1]
+    return None
 
 
 def _max_with_zero(ctx: Context, value: Value) -> bool:
