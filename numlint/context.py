@@ -177,10 +177,10 @@ class Context:
         looked for, so where it is skipped there are none and both arms hold the same."""
         if one.value is not two.value or len(one.mutations) <= len(two.mutations):
             return False
-        mask = _any_of(node.test)
+        mask = self._any_operand(node.test)
         if mask is None:
             return False
-        wanted = _bare_code(self, mask)
+        wanted = _bare_code(mask)
         for stmt in one.mutations[len(two.mutations) :]:
             edited = None
             if isinstance(stmt, cst.Assign) and isinstance(stmt.targets[0].target, cst.Subscript):
@@ -192,9 +192,22 @@ class Context:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill_":
                     edited = call.args[0].value if call.args else None
-            if edited is None or _bare_code(self, edited) != wanted:
+            if edited is None or _bare_code(edited) != wanted:
                 return False
         return wanted != name and re.search(rf"\b{re.escape(name)}\b", wanted) is not None
+
+    def _any_operand(self, test: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The mask `m` of `m.any()`, `torch.any(m)`, `np.any(m)` or the builtin `any(m)`."""
+        if not isinstance(test, cst.Call):
+            return None
+        func = test.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "any" and not test.args:
+            return func.value
+        if len(test.args) != 1 or test.args[0].keyword is not None:
+            return None
+        qual = self.qualname(func)
+        builtin = isinstance(func, cst.Name) and func.value == "any" and qual is None
+        return test.args[0].value if builtin or qual in ("torch.any", "numpy.any") else None
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         self._bind(node.name.value, None)
@@ -729,21 +742,7 @@ def _returns_name(ctx: Context, function: cst.FunctionDef, name: str) -> bool:
     return bool(pattern.search(ctx.code(function)))
 
 
-def _any_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The mask `m` of `m.any()`, `torch.any(m)`, `np.any(m)` or `any(m)`."""
-    if not isinstance(test, cst.Call):
-        return None
-    func = test.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "any":
-        if not test.args:
-            return func.value
-        return test.args[0].value if isinstance(func.value, cst.Name) else None
-    if isinstance(func, cst.Name) and func.value == "any" and len(test.args) == 1:
-        return test.args[0].value
-    return None
-
-
-def _bare_code(ctx: Context, node: cst.BaseExpression) -> str:
+def _bare_code(node: cst.BaseExpression) -> str:
     """The source of `node` without its outer parentheses and spaces."""
     if getattr(node, "lpar", None):
         node = node.with_changes(lpar=[], rpar=[])
