@@ -41,6 +41,7 @@ REASONS: dict[str, Confidence] = {
     "`1 - x**2`": "high",
     "a count": "high",
     "a `torch.rand` draw": "high",
+    "a range from 0": "high",
     "a softmax output": "medium",
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",
@@ -225,6 +226,26 @@ def _ratio_of_norms(ctx: Context, value: Value) -> bool:
     if o is not None and o.name == "sum" and o.input is not None:
         return _squares(strip(ctx, Value(o.input, top.env))[0].node)  # an energy ratio (dB)
     return o is not None and o.name in ("norm", "std", "var")
+
+
+_TALLY_NAME = re.compile(r"count|cnt|hist|freq|tally|occurr|vote|hits|prob|(^|_)(n|num)_", re.I)
+
+
+def tallied_share(ctx: Context, value: Value) -> bool:
+    """`counts / counts.sum()`: a share of tallies (counts, a histogram, frequencies), whose
+    empty bins are everyday zeros, unlike the share of a quantity (a composition, a volume)."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    base = square_of(ctx, node, v.env)  # type: ignore[arg-type]
+    if base is not None:
+        v, _ = strip(ctx, Value(base, v.env))
+        node = v.node
+    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Divide):
+        return False
+    top = strip(ctx, Value(node.left, v.env))[0]
+    found = {n.rsplit(".", 1)[-1] for n in names(node.left) | names(top.node)}
+    found |= {p for n in list(found) for p in passed_names(ctx, n)}  # `_init(cf=counts)`
+    return any(_TALLY_NAME.search(n) for n in found)
 
 
 def _counted(ctx: Context, value: Value) -> Value | None:

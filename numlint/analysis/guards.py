@@ -458,7 +458,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True  # `w, empty = split(...)`; `if empty: return`
                 if (
                     isinstance(stmt, cst.If)
-                    and _nonzero_test(ctx, stmt.test, wanted, False)
+                    and _nonzero_test(ctx, _checked_part(stmt.test, wanted), wanted, False)
                     and (exits(stmt.body) or _rebinds(stmt.body, wanted))
                 ):
                     return True  # `if n == 0: return ...` / `if n == 0: n = ones.norm()`
@@ -472,6 +472,28 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if isinstance(stmt, cst.While) and _empty_rows_left(ctx, stmt.test, wanted):
                     return True  # `while len(empty) > 0: <refill>`: none is left after it
     return False
+
+
+def _checked_part(test: cst.BaseExpression, wanted: set[str]) -> cst.BaseExpression:
+    """`not torch.compiler.is_compiling() and (n <= 0).any()` -> the test of `n`: a check
+    the code makes only in some mode (eager, debug) still states the value's contract."""
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+        return test
+    left, right = test.left, test.right
+    if _mode_flag(left) and not wanted & names(left):
+        return right
+    if _mode_flag(right) and not wanted & names(right):
+        return left
+    return test
+
+
+def _mode_flag(test: cst.BaseExpression) -> bool:
+    """`flag`, `self.debug`, `not is_compiling()`: a setting, not a test of data."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Call):
+        return not test.args and isinstance(test.func, (cst.Name, cst.Attribute))
+    return isinstance(test, (cst.Name, cst.Attribute))
 
 
 def _empty_rows_left(ctx: Context, test: cst.BaseExpression, wanted: set[str]) -> bool:
@@ -825,6 +847,13 @@ def _nonzero_test(
         and len(test.args) == 1
     ):
         return _nonzero_test(ctx, test.args[0].value, wanted, taken, depth + 1)  # `bool(n > 0)`
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, (cst.BitOr, cst.BitAnd)):
+        if isinstance(test.operator, cst.BitAnd) == taken:  # `a & b` true, `a | b` false: both
+            return any(
+                _nonzero_test(ctx, side, wanted, taken, depth + 1)
+                for side in (test.left, test.right)
+            )
+        return False
     if isinstance(test, cst.Name):
         bound = ctx.deref(ctx.value(test)).node
         if bound is not test and isinstance(bound, (cst.Comparison, cst.BooleanOperation)):
@@ -837,7 +866,14 @@ def _nonzero_test(
         inner = positional(test, 0) if callee.qualname in ("torch.all", "torch.any") else None
         if callee.method in ("all", "any", "item") and callee.receiver is not None:
             inner = callee.receiver
-        return inner is not None and _nonzero_test(ctx, inner, wanted, taken, depth + 1)
+        elif callee.method == "detach" and callee.receiver is not None and not test.args:
+            inner = callee.receiver  # `bool((n <= 0).any().detach())`
+        if inner is None:
+            return False
+        if taken and (callee.method == "any" or callee.qualname == "torch.any"):
+            if _implies_wanted_mask(ctx, inner, wanted):
+                return True  # `if not (sdf < 0).any(): raise` ... `/ (sdf <= 0).float().sum()`
+        return _nonzero_test(ctx, inner, wanted, taken, depth + 1)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]
@@ -863,6 +899,55 @@ def _nonzero_test(
         or (kind is cst.LessThanEqual and low >= 0)
         or (kind is cst.LessThan and low > 0)
     )
+
+
+_IMPLIES = {
+    (cst.LessThan, cst.LessThan),
+    (cst.LessThan, cst.LessThanEqual),
+    (cst.LessThanEqual, cst.LessThanEqual),
+    (cst.GreaterThan, cst.GreaterThan),
+    (cst.GreaterThan, cst.GreaterThanEqual),
+    (cst.GreaterThanEqual, cst.GreaterThanEqual),
+    (cst.Equal, cst.Equal),
+    (cst.Equal, cst.LessThanEqual),
+    (cst.Equal, cst.GreaterThanEqual),
+}
+
+
+def _implies_wanted_mask(ctx: Context, tested: cst.BaseExpression, wanted: set[str]) -> bool:
+    """Some entry passes the tested mask (`(x < 0).any()`), and a wanted name is a mask that
+    every such entry also passes (`m = (x <= 0).float()`): its sum is at least 1."""
+    test = _mask_condition(ctx, _bound_expression(ctx, tested))
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    for name in wanted:
+        if "." in name:
+            continue
+        mask = _mask_condition(ctx, _bound_expression(ctx, cst.Name(name)))
+        if mask is not test and isinstance(mask, cst.Comparison) and _implies(ctx, test, mask):
+            return True
+    return False
+
+
+def _implies(ctx: Context, first: cst.Comparison, second: cst.Comparison) -> bool:
+    """`x < 0` implies `x <= 0`; `x > 1` implies `x > 0.5`: the same subject, a weaker test."""
+    if len(second.comparisons) != 1 or ctx.code(first.left) != ctx.code(second.left):
+        return False
+    one, two = first.comparisons[0], second.comparisons[0]
+    kinds = (type(one.operator), type(two.operator))
+    a, b = const(ctx, one.comparator), const(ctx, two.comparator)
+    if a is None or b is None:
+        same = ctx.code(one.comparator) == ctx.code(two.comparator)
+        return same and kinds in _IMPLIES
+    if a == b:
+        return kinds in _IMPLIES
+    below = {cst.LessThan, cst.LessThanEqual}
+    above = {cst.GreaterThan, cst.GreaterThanEqual}
+    if kinds[0] in below | {cst.Equal} and kinds[1] in below:
+        return a < b
+    if kinds[0] in above | {cst.Equal} and kinds[1] in above:
+        return a > b
+    return False
 
 
 def _size_test(test: cst.BaseExpression, wanted: set[str]) -> bool:

@@ -34,6 +34,7 @@ FUNCTIONS: dict[str, str] = {
     "torch.rand": "rand", "torch.rand_like": "rand",
     "torch.clamp": "clamp", "torch.clip": "clamp", "torch.clamp_min": "clamp_min",
     "torch.maximum": "maximum", "torch.fmax": "maximum", "torch.max": "max",
+    "torch.amax": "amax", "torch.amin": "amin", "torch.min": "min",
     "torch.where": "where", "torch.abs": "abs", "torch.absolute": "abs",
     "torch.det": "det", "torch.linalg.det": "det",
     "torch.acos": "acos", "torch.arccos": "acos", "torch.asin": "asin", "torch.arcsin": "asin",
@@ -65,7 +66,7 @@ METHODS: dict[str, str] = {
     "mul": "mul", "multiply": "mul", "reciprocal": "reciprocal", "matmul": "matmul",
     "mm": "matmul", "bmm": "matmul", "dot": "matmul", "add": "add", "where": "where",
     "masked_fill": "masked_fill", "sigmoid": "sigmoid", "softmax": "softmax",
-    "diagonal": "diagonal", "diag": "diagonal",
+    "diagonal": "diagonal", "diag": "diagonal", "amax": "amax", "amin": "amin",
 }  # fmt: skip
 
 

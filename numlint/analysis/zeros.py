@@ -268,6 +268,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
     act = activation(ctx, Value(node, env))
     if act is not None:
         return f"a {act.kind} output"
+    if _range_from_zero(ctx, node, env):
+        return "a range from 0"
     o = op(ctx, node, env)
     if o is None:
         return None
@@ -611,6 +613,60 @@ def _writes_zero(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
             return c is None or c <= 0
         return True
     return True
+
+
+_EXTREMES = frozenset({"max", "min", "amax", "amin"})
+
+
+def _hits_of_own_extreme(ctx: Context, mask: Value, dim: cst.BaseExpression | None) -> bool:
+    """`(x == x.max(d, keepdim=True)[0])`, `x == torch.amax(x, d, keepdim=True)`: the entries
+    equal to their row's maximum, at least one per row, summed over that row (or whole)."""
+    found = ctx.deref(mask)
+    node, env = found.node, found.env
+    for _ in range(4):  # `.float()`, `.to(x.dtype)`
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in TRANSPARENT_METHODS:
+                node = node.func.value
+                continue
+        break
+    if isinstance(node, cst.Name):
+        found = ctx.deref(Value(node, env))
+        node, env = found.node, found.env
+    if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
+        return False
+    if not isinstance(node.comparisons[0].operator, cst.Equal):
+        return False
+    left, right = node.left, node.comparisons[0].comparator
+    for a, b in ((left, right), (right, left)):
+        extreme = ctx.deref(Value(b, env)).node if isinstance(b, cst.Name) else b
+        if isinstance(extreme, cst.Subscript):  # `torch.max(x, 0, keepdim=True)[0]`
+            extreme = extreme.value
+        elif isinstance(extreme, cst.Attribute) and extreme.attr.value == "values":
+            extreme = extreme.value
+        o = op(ctx, extreme, env)
+        if o is None or o.name not in _EXTREMES or o.input is None:
+            continue
+        if ctx.code(o.input) != ctx.code(a):
+            continue
+        axis = o.arg(0, "dim")
+        if dim is None or (axis is not None and const(ctx, axis, env) == const(ctx, dim, env)):
+            return axis is not None or dim is None
+    return False
+
+
+def _range_from_zero(ctx: Context, node: cst.Call, env: Env) -> bool:
+    """`torch.arange(n)`, `torch.arange(0, n)`, `torch.linspace(0, 1, n)`: the first entry
+    is exactly 0."""
+    qual = ctx.qualname(node.func, env)
+    if qual == "torch.arange":
+        if positional(node, 1, "end") is None:
+            return positional(node, 0, "end") is not None and keyword(node, "start") is None
+        start = positional(node, 0, "start")
+        return start is not None and const(ctx, start, env) == 0
+    if qual == "torch.linspace":
+        start = positional(node, 0, "start")
+        return start is not None and const(ctx, start, env) == 0
+    return False
 
 
 #: Constructors filled with positive constants: the (position, keyword) of each value.
@@ -1031,6 +1087,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return None
         if nonzero_selected(ctx, Value(o.input, env)):
             return None  # `m = m[m.sum(1) > 0]; ... / m.sum(1)`: the empty rows are gone
+        if _hits_of_own_extreme(ctx, Value(o.input, env), o.arg(0, "dim")):
+            return None  # `w = (p == p.max(0, keepdim=True)[0]).float(); w / w.sum(0)`
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
         if o.name == "pow":

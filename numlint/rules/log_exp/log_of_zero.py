@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.evidence import grade
+from numlint.analysis.evidence import grade, tallied_share
 from numlint.analysis.gradients import (
     compared_here,
     gradient_flows,
@@ -55,8 +55,11 @@ class LogOfZero(Rule):
 
     Confidence:
     high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
-    a sigmoid or softmax, and probabilities that underflow; medium for a normalised ratio
-    `x / x.sum()`; low for the log of a 0/1 indicator (usually a deliberate log-density),
+    a sigmoid or softmax, probabilities that underflow, and a range from 0
+    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for a share of tallies
+    (`counts / counts.sum()`: a histogram, frequencies, probabilities, or what callers pass
+    under such a name), whose empty bins are everyday zeros; low for the share of any other
+    quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a 0/1 indicator (usually a deliberate log-density),
     a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
     parameter initialiser (a few numbers drawn once), and a normalised distribution whose
     zeros a mask wrote (`p[~mask] = 0` before `p / p.sum(-1)`: its -inf logits are the
@@ -292,6 +295,8 @@ class LogOfZero(Rule):
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`
         harmless = harmless or compared_here(ctx)  # `u.log() < log_alpha`: -inf only accepts
         harmless = harmless or (reason == _RATIO and _masked_distribution(ctx, value))
+        # `log(x / x.sum())` of a quantity (a composition, a volume), not of tallies
+        harmless = harmless or (reason == _RATIO and not tallied_share(ctx, value))
         harmless = harmless or (reason == _CLAMPED and _clamped_setting(ctx, value))
         self.report(
             node,

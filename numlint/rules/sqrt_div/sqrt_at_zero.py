@@ -46,7 +46,8 @@ class SqrtAtZero(Rule):
 
     Confidence:
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
-    (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel),
+    (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel;
+    not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
     a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp or a value named so), a
     value the function tests against 0 elsewhere (`mask = theta_sq > 0`);
     low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`) or of an unknown
@@ -502,7 +503,24 @@ def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
     inner = ctx.deref(Value(o.input, value.env)).node
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
-    return isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)
+    if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
+        return False
+    return not _discriminant(ctx, inner, value.env)
+
+
+def _discriminant(ctx, diff: cst.BinaryOperation, env) -> bool:
+    """`b**2 - 4 * a * c`: a quadratic's discriminant, 0 only at a double root (a ray
+    exactly tangent to a circle); the clamp guards rounding, not an everyday 0."""
+    if square_of(ctx, diff.left, env) is None:
+        return False
+    factors, pending = [], [diff.right]
+    while pending:
+        f = pending.pop()
+        if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
+            pending += [f.left, f.right]
+        else:
+            factors.append(f)
+    return any(const(ctx, f, env) == 4.0 for f in factors)
 
 
 _FILLS = frozenset({"a tensor filled with 0", "a `torch.where` with a 0 branch"})

@@ -726,7 +726,7 @@ def steps_without_update(t: StepTracker, seq: Sequence[Event]) -> Iterator[tuple
             None,
         )
         if not updates:
-            if "local" not in step.flags and step.receiver in t.updated:
+            if "local" not in step.flags and _updated_elsewhere(step.receiver, t.updated):
                 continue  # updated elsewhere in the file (another method or function)
             iteration = loop is not None or any(e.kind in BACKWARDS for e in seq)
             if step.receiver in t.constructed or iteration:
@@ -735,6 +735,17 @@ def steps_without_update(t: StepTracker, seq: Sequence[Event]) -> Iterator[tuple
             if _over_optimizers(t.loop_nodes.get(loop)):
                 continue  # one step per optimizer, then one update: the documented pattern
             yield step, "outside"
+
+
+def _updated_elsewhere(receiver: str, updated: set[str]) -> bool:
+    """`self.scaler.step(...)` with `self.learn.scaler.update()` in a callback: the same
+    attribute reached through another object is the same scaler."""
+    if receiver in updated:
+        return True
+    if "." not in receiver:
+        return False
+    attr = receiver.rsplit(".", 1)[1]
+    return any(u.rsplit(".", 1)[-1] == attr and "." in u for u in updated)
 
 
 _OPTIMIZERS = re.compile(r"optim|(^|_)opts?($|_|\b)", re.I)

@@ -86,6 +86,20 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
         ),
         Valid(
             """
+            def mixed_precision_one_batch(self):
+                self.scaler.scale(self.loss).backward()
+                self.scaler.step(self.opt)
+
+            class MixedPrecision(Callback):
+                def before_fit(self):
+                    self.learn.scaler = torch.amp.GradScaler()
+                def after_step(self):
+                    self.learn.scaler.update()
+            """,
+            "a callback updates the same scaler attribute reached through another object",
+        ),
+        Valid(
+            """
             import torch
             for x in loader:
                 optimizer.step()
@@ -175,6 +189,28 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
                     self.grad_scaler.update()
             """,
             note="a scaler on self, recognised from its scale/unscale_ calls",
+        ),
+        Invalid(
+            """
+            class Trainer:
+                def train_step(self, batch):
+                    self.scaler.scale(self.model(batch)).backward()
+                    self.scaler.step(self.optimizer)
+                def after_step(self):
+                    self.ema.update()
+            """,
+            line=4,
+            column=9,
+            fixed="""
+            class Trainer:
+                def train_step(self, batch):
+                    self.scaler.scale(self.model(batch)).backward()
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                def after_step(self):
+                    self.ema.update()
+            """,
+            note="another object's update() is not the scaler's",
         ),
     ]
     PROBE = Probe(
