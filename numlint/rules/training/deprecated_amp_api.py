@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import exits
+from numlint.tree import descendants, exits
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ class DeprecatedAmpApi(Rule):
 
     Known limitations:
     Calls under an `if` (or conditional expression) that tests the torch version or
-    `hasattr(torch, ...)` are a deliberate fallback for old releases and stay silent.
+    `hasattr(torch, ...)` are a deliberate fallback for old releases and stay silent, as
+    are calls in a function the file uses only under such a test (a polyfill installed as
+    `torch.autocast` where it is missing).
     References that are not called (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`)
     are not flagged.
 
@@ -175,6 +177,18 @@ class DeprecatedAmpApi(Rule):
         ),
         Valid(
             """
+            import torch
+            class Polyfill:
+                @staticmethod
+                def autocast_cuda_only(device_type, enabled=True):
+                    return torch.cuda.amp.autocast(enabled=enabled)
+            if not hasattr(torch, "autocast"):
+                torch.autocast = Polyfill.autocast_cuda_only
+            """,
+            "a polyfill installed only where torch lacks the new API",
+        ),
+        Valid(
+            """
             from apex import amp
             model, optimizer = amp.initialize(model, optimizer)
             with amp.autocast():
@@ -184,6 +198,29 @@ class DeprecatedAmpApi(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def cuda_autocast(enabled=True):
+                return torch.cuda.amp.autocast(enabled=enabled)
+            if not hasattr(torch, "autocast"):
+                torch.autocast = cuda_autocast
+            with cuda_autocast():
+                y = model(x)
+            """,
+            line=3,
+            column=12,
+            fixed="""
+            import torch
+            def cuda_autocast(enabled=True):
+                return torch.amp.autocast("cuda", enabled=enabled)
+            if not hasattr(torch, "autocast"):
+                torch.autocast = cuda_autocast
+            with cuda_autocast():
+                y = model(x)
+            """,
+            note="a helper also called on every torch release",
+        ),
         Invalid(
             """
             import torch
@@ -357,7 +394,22 @@ class DeprecatedAmpApi(Rule):
                 if any(self._fallback_before(stmt) for stmt in earlier):
                     return True
             inner = node
-        return False
+        return self._installed_as_polyfill()
+
+    def _installed_as_polyfill(self) -> bool:
+        """A function used only under a version test: `if not hasattr(torch, "autocast"):
+        torch.autocast = Polyfill.autocast_cuda_only` (it runs on old torch only)."""
+        func = self.ctx.function
+        if func is None:
+            return False
+        name = re.compile(rf"\b{re.escape(func.name.value)}\b")
+        uses = len(name.findall(self.ctx.module.code)) - 1  # less the `def` itself
+        gated = sum(
+            len(name.findall(self.ctx.code(node.body)))
+            for node in descendants(self.ctx.module)
+            if isinstance(node, cst.If) and _VERSION_TEST.search(self.ctx.code(node.test))
+        )
+        return uses > 0 and gated >= uses
 
     def _fallback_before(self, stmt: cst.CSTNode) -> bool:
         """`if new_torch: return torch.amp...`: what follows is the old-torch fallback."""
