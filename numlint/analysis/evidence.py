@@ -575,6 +575,9 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
         return bool(_CONTENT_MASK.search(given))  # a parameter, however it is rebound
     v, _ = strip(ctx, value)
     node = v.node
+    given = _unpacked_name(ctx, v)  # `mask.unsqueeze(-1)` of `pred, mask = inputs`
+    if given is not None:
+        return bool(_CONTENT_MASK.search(given))
 
     def sub(expr: cst.BaseExpression) -> bool:
         return mask_computed(ctx, Value(expr, v.env), depth + 1)

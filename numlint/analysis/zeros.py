@@ -92,7 +92,10 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if c is not None:
         return None  # a nonzero constant (`math.exp(-2)`); a literal 0 is the callers' test
     if isinstance(node, cst.Subscript):
-        if indexed_by_nonzero(ctx, node, env) or _kept_by_own_test(ctx, node, env):
+        # a named threshold only for a root's entries: a grade of a sum asks this too, and a
+        # selection by `s > thr` may be empty
+        kept = _kept_by_own_test(ctx, node, env, named=mode == "sqrt")
+        if indexed_by_nonzero(ctx, node, env) or kept:
             return None  # `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`: only the nonzero entries
         return sub(node.value)
     if isinstance(node, cst.Comparison):
@@ -146,7 +149,11 @@ def _nonzero_of(
 
 
 def _self_comparison(
-    ctx: Context, tested: cst.BaseExpression, tensor: cst.BaseExpression, env: Env
+    ctx: Context,
+    tested: cst.BaseExpression,
+    tensor: cst.BaseExpression,
+    env: Env,
+    named: bool = False,
 ) -> tuple[type, float] | None:
     """For `tested` a comparison of `tensor` itself with a constant (`p > 1e-30`, also
     through a name bound to it): the operator's type and the constant."""
@@ -155,6 +162,9 @@ def _self_comparison(
         return None
     target = test.comparisons[0]
     bound = const(ctx, target.comparator, env)
+    if named and bound is None and isinstance(target.comparator, (cst.Name, cst.Attribute)):
+        if isinstance(target.operator, cst.GreaterThan):
+            bound = 0.0  # `d > min_distance`: a named threshold, taken as >= 0
     if bound is None or not same_code(ctx, test.left, tensor):
         return None
     return type(target.operator), bound
@@ -494,8 +504,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env) and _non_negative(ctx, Value(node.value, env)):
             return True  # `freq[freq.nonzero(as_tuple=True)]` of counts
-        if _kept_by_own_test(ctx, node, env):
-            return True  # `p = p[p > 1e-30]`
+        if _kept_by_own_test(ctx, node, env, named=False):
+            return True  # `p = p[p > 1e-30]` (a sum of `s[s > thr]` may be empty)
         return sub(node.value)
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
         return sub(node.value)  # `x.topk(k).values`
@@ -585,16 +595,29 @@ def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
     return not (isinstance(inverse, cst.Name) and inverse.value == "True") or "count" in name.value
 
 
-def _kept_by_own_test(ctx: Context, node: cst.Subscript, env: Env) -> bool:
+def _kept_by_own_test(ctx: Context, node: cst.Subscript, env: Env, named: bool = True) -> bool:
     """`p[p > 1e-30]`, `p[p != 0]` (also through a name bound to the test): the entries kept
     pass a test of themselves, entry by entry."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return False
-    found = _self_comparison(ctx, node.slice[0].slice.value, node.value, env)
-    if found is None:
-        return False
-    kind, bound = found
-    return (kind is cst.GreaterThan and bound >= 0) or (kind is cst.NotEqual and bound == 0)
+    test = ctx.deref(Value(node.slice[0].slice.value, env))
+    for factor in _conjuncts(test.node):  # `(d > lo) & (d < hi)`: each must hold
+        found = _self_comparison(ctx, factor, node.value, test.env, named)
+        if found is None:
+            continue
+        kind, bound = found
+        if (kind is cst.GreaterThan and bound >= 0) or (kind is cst.NotEqual and bound == 0):
+            return True
+    return False
+
+
+def _conjuncts(test: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The tests `a & b & c` (or `a and b`) requires, parentheses dropped."""
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.BitAnd):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test] if isinstance(test, cst.BaseExpression) else []
 
 
 def _writes_zero(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
