@@ -136,6 +136,10 @@ def traced_dtype(ctx: Context, value: Value, depth: int = 12) -> str | None:
         return traced_dtype(ctx, Value(node.value, env), depth - 1)
     if isinstance(node, cst.Comparison):
         return "bool"
+    if isinstance(node, cst.IfExp):  # `pad(w.float(), p) if p else w.float()`: arms agree
+        body = traced_dtype(ctx, Value(node.body, env), depth - 1)
+        orelse = traced_dtype(ctx, Value(node.orelse, env), depth - 1)
+        return body if body == orelse else None
     if isinstance(node, (cst.Tuple, cst.List)) and node.elements:  # `torch.cat((a, b))`
         found = [traced_dtype(ctx, Value(e.value, env), depth - 1) for e in node.elements]
         return found[0] if all(f == found[0] for f in found) else None
