@@ -139,7 +139,7 @@ def test_many_reassignments_take_linear_steps() -> None:
 
 
 def _root_step(tmp_path: Path, module_base: str) -> list:
-    """A solver step taking a square root of a clamped discriminant, in a class based on
+    """A solver step taking a square root of a clamped difference, in a class based on
     the project's own `Module`, itself based on `module_base`."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     core = tmp_path / "core.py"
@@ -149,8 +149,8 @@ def _root_step(tmp_path: Path, module_base: str) -> list:
         "import torch\nfrom core import Module\n\n\n"
         "class Dogleg(Module):\n"
         "    def solve(self, a, b, c):\n"
-        "        disc = (b * b - 4 * a * c).clamp(min=0)\n"
-        "        return (-b + torch.sqrt(disc)) / (2 * a)\n"
+        "        gap = (b * b - c).clamp(min=0)\n"
+        "        return (-b + torch.sqrt(gap)) / (2 * a)\n"
     )
     return [(d.code, d.confidence) for d in _found([solver]) if d.code == "NUM201"]
 
