@@ -398,8 +398,10 @@ def _tests(ctx: Context, cond: cst.BaseExpression, wanted: set[str]) -> bool:
     sides = [cond.left, *(t.comparator for t in cond.comparisons)]
     for a, b in zip(sides, sides[1:], strict=False):
         for subject, bound in ((a, b), (b, a)):
-            if wanted & names(subject) and constant_bound(ctx, bound):
-                return True
+            if not wanted & names(subject) or wanted & names(bound):
+                continue
+            if constant_bound(ctx, bound) or isinstance(bound, (cst.Name, cst.Attribute)):
+                return True  # `s2 > 0`, `s2 > self.eps_sq`: a named threshold
     return False
 
 
@@ -884,10 +886,13 @@ def _nonzero_test(
         if not wanted & names(subject):
             return False
     low = const(ctx, bound)
+    kind = type(operator)
+    if low is None and isinstance(bound, (cst.Name, cst.Attribute)):
+        # `n > eps_sq`, `if n <= self.tol: return`: a named threshold, taken as >= 0
+        return (taken and kind is cst.GreaterThan) or (not taken and kind is cst.LessThanEqual)
     if low is None and not constant_bound(ctx, bound):
         return False
     low = 0.0 if low is None else low
-    kind = type(operator)
     if taken:
         return (
             (kind is cst.GreaterThan and low >= 0)

@@ -184,6 +184,10 @@ def const(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> flo
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         inner = const(ctx, expr.expression, env)
         return None if inner is None else -inner
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("pi", "e", "tau"):
+        found = _MATH_CONSTANTS.get(ctx.qualname(expr) or "")  # `math.pi`, `np.e`
+        if found is not None:
+            return found
     if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
         func = _MATH.get(ctx.qualname(expr.func) or "")  # `math.exp(-2)`, `np.sqrt(2)`
         arg = const(ctx, expr.args[0].value, env) if func is not None else None
@@ -195,6 +199,11 @@ def const(ctx: Context, expr: cst.BaseExpression, env: Env | None = None) -> flo
     return number(ctx, expr, env)
 
 
+_MATH_CONSTANTS = {
+    f"{module}.{name}": getattr(math, name)
+    for module in ("math", "numpy", "np", "torch")
+    for name in ("pi", "e", "tau")
+}
 _MATH = {
     f"{module}.{name}": getattr(math, name)
     for module in ("math", "numpy", "np")

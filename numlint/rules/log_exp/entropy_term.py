@@ -12,7 +12,7 @@ from numlint.analysis.guards import (
     sanitised_later,
     selection,
 )
-from numlint.analysis.ops import op, same_value
+from numlint.analysis.ops import const, op, same_value
 from numlint.analysis.zeros import indexed_by_nonzero, positive_value, zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -249,6 +249,8 @@ class EntropyTerm(Rule):
             if not same_value(ctx, ctx.value(base), Value(o.input, kept.env)):
                 continue
             value = ctx.deref(ctx.value(o.input))
+            if const(ctx, o.input) is not None:
+                return  # `math.pi * torch.log(math.pi)`: a constant, never 0
             if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
                 return
             if separate and nonfinite_replaced(ctx, kept):
