@@ -400,9 +400,22 @@ def _tests(ctx: Context, cond: cst.BaseExpression, wanted: set[str]) -> bool:
         for subject, bound in ((a, b), (b, a)):
             if not wanted & names(subject) or wanted & names(bound):
                 continue
-            if constant_bound(ctx, bound) or isinstance(bound, (cst.Name, cst.Attribute)):
+            if constant_bound(ctx, bound) or threshold_name(bound):
                 return True  # `s2 > 0`, `s2 > self.eps_sq`: a named threshold
     return False
+
+
+_THRESHOLD = re.compile(
+    r"(^|_)(eps|epsilon|tol|tolerance|thr|thresh|threshold|tiny|floor)|^min(imum)?_", re.I
+)
+
+
+def threshold_name(bound: cst.BaseExpression) -> bool:
+    """`eps_sq`, `self.tol`, `min_threshold`: a name that says it is a small threshold."""
+    if not isinstance(bound, (cst.Name, cst.Attribute)):
+        return False
+    last = bound.value if isinstance(bound, cst.Name) else bound.attr.value
+    return bool(_THRESHOLD.search(last.lstrip("_")))
 
 
 def _mask_condition(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -887,7 +900,7 @@ def _nonzero_test(
             return False
     low = const(ctx, bound)
     kind = type(operator)
-    if low is None and isinstance(bound, (cst.Name, cst.Attribute)):
+    if low is None and threshold_name(bound):
         # `n > eps_sq`, `if n <= self.tol: return`: a named threshold, taken as >= 0
         return (taken and kind is cst.GreaterThan) or (not taken and kind is cst.LessThanEqual)
     if low is None and not constant_bound(ctx, bound):

@@ -9,7 +9,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.guards import guarded_by_mutation, sanitises
+from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
     _TENSOR_LITERALS,
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -162,7 +162,7 @@ def _self_comparison(
         return None
     target = test.comparisons[0]
     bound = const(ctx, target.comparator, env)
-    if named and bound is None and isinstance(target.comparator, (cst.Name, cst.Attribute)):
+    if named and bound is None and threshold_name(target.comparator):
         if isinstance(target.operator, cst.GreaterThan):
             bound = 0.0  # `d > min_distance`: a named threshold, taken as >= 0
     if bound is None or not same_code(ctx, test.left, tensor):

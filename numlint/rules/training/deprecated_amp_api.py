@@ -38,6 +38,8 @@ _NO_SPACE = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+#: The current spellings: an arm using one makes the other arm a deliberate fallback.
+_NEW_API = re.compile(r"torch\.amp\.|torch\.(GradScaler|autocast)\b")
 #: Tests that select an API by torch version: the old spelling is a deliberate fallback.
 _VERSION_TEST = re.compile(
     r"version|VERSION|_GREATER|_LESS|_TORCH_|TORCH_?\d|torch_?\d|_\d+_\d+\b|hasattr\(torch"
@@ -174,6 +176,15 @@ class DeprecatedAmpApi(Rule):
                 scaler = torch.cuda.amp.GradScaler()
             """,
             "the other branch uses torch.amp: a deliberate fallback",
+        ),
+        Valid(
+            """
+            import torch
+            from packaging import version
+            newer = version.parse(torch.__version__) > version.parse("2.3.0")
+            scaler = torch.GradScaler() if newer else torch.cuda.amp.GradScaler()
+            """,
+            "a version flag bound before the test, and `torch.GradScaler` on the other arm",
         ),
         Valid(
             """
@@ -384,10 +395,10 @@ class DeprecatedAmpApi(Rule):
             if isinstance(node, cst.ExceptHandler):
                 return True
             if isinstance(node, (cst.If, cst.IfExp)):
-                if _VERSION_TEST.search(self.ctx.code(node.test)):
+                if self._version_test(node.test):
                     return True
                 other = node.orelse if inner is node.body else node.body
-                if other is not None and "torch.amp." in self.ctx.code(other):
+                if other is not None and _NEW_API.search(self.ctx.code(other)):
                     return True
             if isinstance(node, (cst.IndentedBlock, cst.Module)) and inner in node.body:
                 earlier = node.body[: node.body.index(inner)]
@@ -410,6 +421,17 @@ class DeprecatedAmpApi(Rule):
             if isinstance(node, cst.If) and _VERSION_TEST.search(self.ctx.code(node.test))
         )
         return uses > 0 and gated >= uses
+
+    def _version_test(self, test: cst.BaseExpression) -> bool:
+        """A test of the torch version or API, also through a flag bound to one
+        (`newer = version.parse(torch.__version__) > ...`)."""
+        if _VERSION_TEST.search(self.ctx.code(test)):
+            return True
+        flag = test.expression if isinstance(test, cst.UnaryOperation) else test
+        if isinstance(flag, cst.Name):
+            bound = self.ctx.deref(self.ctx.value(flag)).node
+            return bound is not flag and bool(_VERSION_TEST.search(self.ctx.code(bound)))
+        return False
 
     def _fallback_before(self, stmt: cst.CSTNode) -> bool:
         """`if new_torch: return torch.amp...`: what follows is the old-torch fallback."""
