@@ -413,14 +413,25 @@ class DeprecatedAmpApi(Rule):
         func = self.ctx.function
         if func is None:
             return False
+        text, gated_text = self._module_texts()
         name = re.compile(rf"\b{re.escape(func.name.value)}\b")
-        uses = len(name.findall(self.ctx.module.code)) - 1  # less the `def` itself
-        gated = sum(
-            len(name.findall(self.ctx.code(node.body)))
-            for node in descendants(self.ctx.module)
-            if isinstance(node, cst.If) and _VERSION_TEST.search(self.ctx.code(node.test))
-        )
+        uses = len(name.findall(text)) - 1  # less the `def` itself
+        gated = len(name.findall(gated_text))
         return uses > 0 and gated >= uses
+
+    def _module_texts(self) -> tuple[str, str]:
+        """The module's code and the code of the bodies of its version tests (once per file)."""
+        found = self.ctx.shared.get("version_gated_text")
+        if found is None:
+            module = self.ctx.module
+            gated = [
+                self.ctx.code(node.body)
+                for node in descendants(module)
+                if isinstance(node, cst.If) and _VERSION_TEST.search(self.ctx.code(node.test))
+            ]
+            found = (module.code, "\n".join(gated))
+            self.ctx.shared["version_gated_text"] = found
+        return found
 
     def _version_test(self, test: cst.BaseExpression) -> bool:
         """A test of the torch version or API, also through a flag bound to one
