@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import descendants, exits
+from numlint.tree import exits
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ _NO_SPACE = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+#: An `if` / `elif` line: its indent, its test, and a statement on the same line.
+_IF_LINE = re.compile(r"^(\s*)(?:el)?if\b(.*?):(.*)$")
 #: The current spellings: an arm using one makes the other arm a deliberate fallback.
 _NEW_API = re.compile(r"torch\.amp\.|torch\.(GradScaler|autocast)\b")
 #: Tests that select an API by torch version: the old spelling is a deliberate fallback.
@@ -414,22 +416,33 @@ class DeprecatedAmpApi(Rule):
         if func is None:
             return False
         text, gated_text = self._module_texts()
+        if not gated_text:
+            return False
         name = re.compile(rf"\b{re.escape(func.name.value)}\b")
         uses = len(name.findall(text)) - 1  # less the `def` itself
         gated = len(name.findall(gated_text))
         return uses > 0 and gated >= uses
 
     def _module_texts(self) -> tuple[str, str]:
-        """The module's code and the code of the bodies of its version tests (once per file)."""
+        """The module's code and the lines under its version tests (once per file, by text:
+        walking every node of a large file for a rare case costs more than the rule)."""
         found = self.ctx.shared.get("version_gated_text")
         if found is None:
-            module = self.ctx.module
-            gated = [
-                self.ctx.code(node.body)
-                for node in descendants(module)
-                if isinstance(node, cst.If) and _VERSION_TEST.search(self.ctx.code(node.test))
-            ]
-            found = (module.code, "\n".join(gated))
+            text = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
+            gated: list[str] = []
+            if _VERSION_TEST.search(text):
+                lines = text.splitlines()
+                for i, line in enumerate(lines):
+                    head = _IF_LINE.match(line)
+                    if head is None or not _VERSION_TEST.search(head.group(2)):
+                        continue
+                    gated.append(head.group(3))  # `if old: torch.autocast = polyfill`
+                    depth = len(head.group(1))
+                    for inner in lines[i + 1 :]:
+                        if inner.strip() and len(inner) - len(inner.lstrip()) <= depth:
+                            break
+                        gated.append(inner)
+            found = (text, "\n".join(gated))
             self.ctx.shared["version_gated_text"] = found
         return found
 
