@@ -20,6 +20,7 @@ import libcst.matchers as m
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.summaries import never_passed, passed_names
 from numlint.analysis.zeros import (
+    factors,
     gather_parts,
     is_max_of,
     positive_value,
@@ -129,14 +130,12 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
     node = v.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         # `n * m * (1 - c**2)`: the factors that are `1 - x**2`
-        factors, pending = [], [node]
-        while pending:
-            f = pending.pop()
-            if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
-                pending += [f.left, f.right]
-            elif isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Subtract):
-                factors.append(f)
-        return not factors or any(unit_bounded(ctx, Value(f, v.env)) for f in factors)
+        gaps = [
+            f
+            for f in factors(node)
+            if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Subtract)
+        ]
+        return not gaps or any(unit_bounded(ctx, Value(f, v.env)) for f in gaps)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
         base = square_of(ctx, node.right, v.env)
         if base is None:
@@ -210,17 +209,25 @@ def _unused_option(ctx: Context, value: Value) -> bool:
     return False
 
 
+def _division(ctx: Context, value: Value) -> Value | None:
+    """The division `a / b` the value is, also through its square (`(a / b).pow(2)`)."""
+    v, _ = strip(ctx, value)
+    base = square_of(ctx, v.node, v.env)  # type: ignore[arg-type]
+    if base is not None:
+        v, _ = strip(ctx, Value(base, v.env))
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return v
+    return None
+
+
 def _ratio_of_norms(ctx: Context, value: Value) -> bool:
     """`a / b` whose numerator is a norm, standard deviation or variance; also its square
     (`(ref.norm() / err.norm()).pow(2)`, a power ratio in dB)."""
-    v, _ = strip(ctx, value)
-    node = v.node
-    base = square_of(ctx, node, v.env)  # type: ignore[arg-type]
-    if base is not None:
-        v, _ = strip(ctx, Value(base, v.env))
-        node = v.node
-    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Divide):
+    v = _division(ctx, value)
+    if v is None:
         return False
+    node: cst.BinaryOperation = v.node  # type: ignore[assignment]
     top = strip(ctx, Value(node.left, v.env))[0]  # `x.norm(2, 1, True)[:, 0]`
     o = op(ctx, top.node, top.env) if isinstance(top.node, cst.Call) else None
     if o is not None and o.name == "sum" and o.input is not None:
@@ -234,14 +241,10 @@ _TALLY_NAME = re.compile(r"count|cnt|hist|freq|tally|occurr|vote|hits|prob|(^|_)
 def tallied_share(ctx: Context, value: Value) -> bool:
     """`counts / counts.sum()`: a share of tallies (counts, a histogram, frequencies), whose
     empty bins are everyday zeros, unlike the share of a quantity (a composition, a volume)."""
-    v, _ = strip(ctx, value)
-    node = v.node
-    base = square_of(ctx, node, v.env)  # type: ignore[arg-type]
-    if base is not None:
-        v, _ = strip(ctx, Value(base, v.env))
-        node = v.node
-    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Divide):
+    v = _division(ctx, value)
+    if v is None:
         return False
+    node: cst.BinaryOperation = v.node  # type: ignore[assignment]
     top = strip(ctx, Value(node.left, v.env))[0]
     found = {n.rsplit(".", 1)[-1] for n in names(node.left) | names(top.node)}
     found |= {p for n in list(found) for p in passed_names(ctx, n)}  # `_init(cf=counts)`

@@ -673,7 +673,7 @@ def _hits_of_own_extreme(ctx: Context, mask: Value, dim: cst.BaseExpression | No
             continue
         axis = o.arg(0, "dim")
         if dim is None or (axis is not None and const(ctx, axis, env) == const(ctx, dim, env)):
-            return axis is not None or dim is None
+            return True
     return False
 
 
@@ -960,9 +960,10 @@ def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
     return last is not None and _EPS_NAME.search(last.lower()) is not None
 
 
-def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+def factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The factors of a product `a * b * c` (the node itself when it is not one)."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return [*_factors(node.left), *_factors(node.right)]
+        return [*factors(node.left), *factors(node.right)]
     return [node]
 
 
@@ -982,7 +983,7 @@ def _lifts_zeros(
     """`x + 1e-4 * (x <= 0).float()`: a positive multiple of a test that holds where `x`
     is 0, so every zero of `x` is lifted."""
     test: Value | None = None
-    for factor in _factors(addend):
+    for factor in factors(addend):
         c = const(ctx, factor, env)
         if c is not None and c > 0 or _eps_like(ctx, factor, env):
             continue
@@ -1018,7 +1019,7 @@ def _mixed_parts(
 ) -> list[cst.BaseExpression] | None:
     """For `(1 - g) * p + g * q`: the factors besides the weights (`[p, q]`); None for
     other sums. The weights cannot both be 0, so the sum is 0 only where p or q is."""
-    left, right = _factors(node.left), _factors(node.right)
+    left, right = factors(node.left), factors(node.right)
     for a, b in ((left, right), (right, left)):
         for f in a:
             inner = f
@@ -1039,7 +1040,7 @@ def _mixed_parts(
 def _blend_with_constant(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
     """`u * (1 - c) + c` with c a constant in (0, 1): the value is at least min(c, 1 - c)
     times the larger of its parts, and one part is the constant 1, so it is never 0."""
-    left, right = _factors(node.left), _factors(node.right)
+    left, right = factors(node.left), factors(node.right)
     for a, b in ((left, right), (right, left)):
         for f in a:
             if not (

@@ -59,14 +59,14 @@ class LogOfZero(Rule):
     (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for a share of tallies
     (`counts / counts.sum()`: a histogram, frequencies, probabilities, or what callers pass
     under such a name), whose empty bins are everyday zeros; low for the share of any other
-    quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a 0/1 indicator (usually a deliberate log-density),
-    a ratio of norms in dB (SI-SNR, SQNR), and a `torch.rand` draw in a constructor or
-    parameter initialiser (a few numbers drawn once), and a normalised distribution whose
-    zeros a mask wrote (`p[~mask] = 0` before `p / p.sum(-1)`: its -inf logits are the
-    masking), a module's own setting clamped into its range (`self.alpha.clamp(0, 1)`, a
-    decay rate: 0 only if training drives it there), or a normalised ratio where no
-    gradient flows in a class (or function) that
-    writes -inf values itself (an HMM's log-space tables, where -inf is probability 0; a
+    quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a
+    0/1 indicator (usually a deliberate log-density), a ratio of norms in dB (SI-SNR, SQNR),
+    and a `torch.rand` draw in a constructor or parameter initialiser (a few numbers drawn
+    once), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
+    `p / p.sum(-1)`: its -inf logits are the masking), a module's own setting clamped into
+    its range (`self.alpha.clamp(0, 1)`, a decay rate: 0 only if training drives it there),
+    or a normalised ratio where no gradient flows in a class (or function) that writes -inf
+    values itself (an HMM's log-space tables, where -inf is probability 0; a
     `best = float("-inf")` search start does not count).
 
     References:

@@ -11,7 +11,7 @@ from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.summaries import origin_of, related
-from numlint.analysis.zeros import square_of, zero_reason
+from numlint.analysis.zeros import factors, square_of, zero_reason
 from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings
@@ -513,14 +513,7 @@ def _discriminant(ctx, diff: cst.BinaryOperation, env) -> bool:
     exactly tangent to a circle); the clamp guards rounding, not an everyday 0."""
     if square_of(ctx, diff.left, env) is None:
         return False
-    factors, pending = [], [diff.right]
-    while pending:
-        f = pending.pop()
-        if isinstance(f, cst.BinaryOperation) and isinstance(f.operator, cst.Multiply):
-            pending += [f.left, f.right]
-        else:
-            factors.append(f)
-    return any(const(ctx, f, env) == 4.0 for f in factors)
+    return any(const(ctx, f, env) == 4.0 for f in factors(diff.right))
 
 
 _FILLS = frozenset({"a tensor filled with 0", "a `torch.where` with a 0 branch"})
