@@ -163,3 +163,58 @@ def test_a_project_class_named_module_is_not_an_nn_module(tmp_path: Path) -> Non
 
 def test_a_project_module_based_on_nn_module_is_differentiated(tmp_path: Path) -> None:
     assert _root_step(tmp_path, "torch.nn.Module") == [("NUM201", "high")]
+
+
+def _behaviour_step(tmp_path: Path, base: str) -> list:
+    """A `forward` step method dividing by a tested sum, in a class based on the project's
+    `Behavior`, itself based on `base` (nothing, or torch.nn.Module)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    parent = f"({base})" if base else ""
+    (tmp_path / "core.py").write_text(f"import torch\n\n\nclass Behavior{parent}:\n    pass\n")
+    rules = tmp_path / "rules.py"
+    rules.write_text(
+        "import torch\nfrom core import Behavior\n\n\n"
+        "class Normalise(Behavior):\n"
+        "    def forward(self, sums, norm):\n"
+        "        return torch.where(sums == 0, torch.ones_like(sums), norm / sums)\n"
+    )
+    return [(d.code, d.confidence) for d in _found([rules]) if d.code == "NUM110"]
+
+
+def test_a_forward_of_a_plain_project_hierarchy_is_not_differentiated(tmp_path: Path) -> None:
+    """A simulation framework's behaviours have a `forward` step but are plain classes:
+    the NaN gradient of the discarded branch is only a possibility (low)."""
+    assert _behaviour_step(tmp_path, "") == [("NUM110", "low")]
+
+
+def test_a_forward_of_a_project_hierarchy_on_nn_module_is_differentiated(tmp_path: Path) -> None:
+    assert _behaviour_step(tmp_path, "torch.nn.Module") == [("NUM110", "high")]
+
+
+def _mask_loss(tmp_path: Path, test: str) -> list:
+    """A loss helper dividing by the count of a foreground mask it is given, called from
+    another file under `test`."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "losses.py").write_text(
+        "import torch\n\n\n"
+        "def mask_loss(fg_mask, per_anchor):\n"
+        "    fg = (fg_mask > 0).float()\n"
+        "    return (per_anchor * fg).sum() / fg_mask.sum()\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "from losses import mask_loss\n\n\n"
+        "def step(fg_mask, per_anchor):\n"
+        f"    if {test}:\n"
+        "        return mask_loss(fg_mask, per_anchor)\n"
+        "    return per_anchor.sum() * 0\n"
+    )
+    found = _found([tmp_path / "losses.py"])
+    return [(d.code, d.confidence) for d in found if d.code == "NUM202"]
+
+
+def test_a_count_every_caller_tests_for_emptiness_is_low(tmp_path: Path) -> None:
+    assert _mask_loss(tmp_path, "fg_mask.sum()") == [("NUM202", "low")]
+
+
+def test_a_caller_testing_something_else_leaves_the_count_reported(tmp_path: Path) -> None:
+    assert _mask_loss(tmp_path, "per_anchor.sum()") == [("NUM202", "high")]

@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
-from numlint.analysis.summaries import never_passed, passed_names
+from numlint.analysis.summaries import never_passed, passed_names, tested_by_callers
 from numlint.analysis.zeros import (
     factors,
     gather_parts,
@@ -308,7 +308,7 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
         if a and a == b and (_broadcast(left) or _broadcast(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
         return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
-    reason = zero_reason(ctx, inner, "log")
+    reason = zero_reason(ctx, inner, "sum")
     if reason == "a tensor filled with 0" and _padding_fill(ctx, inner):
         return "low"  # `w.masked_fill(idx == -1, 0)`: padding entries, a row keeps real ones
     if reason in _EVERYDAY_ZEROS:
@@ -518,7 +518,9 @@ def padding_mask(ctx: Context, value: Value) -> bool:
             if _PADDING.search(name):
                 return True  # `length_to_mask(lengths)`, `make_pad_mask(...)`
             qual = ctx.qualname(node.func, env) or ctx.code(node.func)  # `torch, nn = try_...`
-            if qual.startswith(("torch.", "th.")) and node.args:
+            if _method_of_result(node):
+                current = Value(node.func.value, env)  # `torch.arange(n).unsqueeze(0)`
+            elif qual.startswith(("torch.", "th.")) and node.args:
                 current = Value(node.args[0].value, env)  # `torch.reshape(mask, [-1])`
             elif isinstance(node.func, cst.Attribute):
                 current = Value(node.func.value, env)
@@ -529,13 +531,23 @@ def padding_mask(ctx: Context, value: Value) -> bool:
         elif isinstance(node, cst.Subscript):
             current = Value(node.value, env)
         elif isinstance(node, cst.Comparison):
+            if _nonzero_rows(ctx, node):
+                return True  # `feats.sum(-1) != 0`: the rows that are not padding
             current = Value(node.left, env)  # `arange(T) < lengths[:, None]`
-            ident = _identifier(node.comparisons[0].comparator)
+            other = strip(ctx, Value(node.comparisons[0].comparator, env))[0].node
+            ident = _identifier(node.comparisons[0].comparator) or _identifier(other)
             if ident is not None and _PADDING.search(ident):
                 return True
         else:
             return False
     return False
+
+
+def _method_of_result(node: cst.Call) -> bool:
+    """A method called on the result of a call or an index (`torch.arange(n).unsqueeze(0)`),
+    not a module's function."""
+    func = node.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Call, cst.Subscript))
 
 
 def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
@@ -817,6 +829,10 @@ def _always_hit(
     meets itself)."""
     if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) and _self_overlap(ctx, a, env):
         return True  # `box_iou(boxes[i], boxes) > thr`: each kept box overlaps itself fully
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        scaled = _fraction_of(ctx, b, env)
+        if scaled is not None:  # `mag > 0.7 * mag.max()`: the maximum passes (unless all 0)
+            return _always_hit(ctx, a, scaled, cst.GreaterThanEqual(), env)
     if not isinstance(operator, (cst.Equal, cst.GreaterThanEqual)):
         return False
     for x, y in ((a, b), (b, a)):
@@ -846,6 +862,18 @@ def _always_hit(
             if _distinct_values_of(ctx, Value(y, env), _roots(x)):
                 return True  # `ids.view(1, -1) == torch.unique(ids).view(-1, 1)`
     return False
+
+
+def _fraction_of(ctx: Context, node: cst.BaseExpression, env) -> cst.BaseExpression | None:
+    """`0.7 * m` or `m * 0.5` (a constant factor in [0, 1)) -> `m`."""
+    node = ctx.deref(Value(node, env)).node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
+        return None
+    for factor, rest in ((node.left, node.right), (node.right, node.left)):
+        c = const(ctx, factor, env)
+        if c is not None and 0 <= c < 1:
+            return rest
+    return None
 
 
 #: Statistics that are entries of the tensor (or, for quantiles, lie between its entries).
@@ -1073,15 +1101,32 @@ _INDEX_NAME = re.compile(
     r"(idx|idxs|index|indices|ids|species|elem|atom|atoms|token|tokens|atype|atom_types?)$",
     re.I,
 )
-#: Padding values. Not an ignore index: the tokens of a label mask (`labels != -100`) that
-#: count in a loss can all be gone (a prompt truncated before its completion).
-_SENTINEL = re.compile(r"pad", re.I)
+#: Padding values (a pad id, or an end-of-sequence id filling what follows the end). Not an
+#: ignore index: the tokens of a label mask (`labels != -100`) that count in a loss can all
+#: be gone (a prompt truncated before its completion).
+_SENTINEL = re.compile(r"pad|eos", re.I)
 
 
 def _padding_test(ctx: Context, node: cst.Comparison) -> bool:
     if len(node.comparisons) != 1:
         return False
-    return _padding_parts(ctx, node.left, node.comparisons[0].comparator)
+    return _padding_parts(ctx, node.left, node.comparisons[0].comparator) or _nonzero_rows(
+        ctx, node
+    )
+
+
+def _nonzero_rows(ctx: Context, node: cst.Comparison) -> bool:
+    """`x.sum(-1) != 0`, `torch.sum(feats, -1, keepdim=True) != 0`: which feature vectors
+    are not all-zero padding (region features, a set padded with zero rows)."""
+    if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, cst.NotEqual):
+        return False
+    if const(ctx, node.comparisons[0].comparator) != 0:
+        return False
+    o = op(ctx, node.left)
+    if o is None or o.name not in ("sum", "any", "norm") or o.input is None:
+        return False
+    dim = o.arg(0, "dim")
+    return dim is not None and const(ctx, dim) == -1
 
 
 def _padding_parts(
@@ -1243,6 +1288,21 @@ _TOKEN_MASK = re.compile(
 _TOKEN_IDS = re.compile(r"(^|_)(labels?|targets?|tokens?|ids)($|_|\d)", re.I)
 
 
+def count_tested_by_callers(ctx: Context, denominator: Value) -> bool:
+    """The denominator counts a mask the function is given (`fg_mask.sum()`), and every known
+    caller calls the function only under a test that the mask is not empty (`if
+    fg_mask.sum(): loss = self.mask_loss(fg_mask, ...)`)."""
+    o = _outer_call(ctx, denominator)
+    if o is None or o.name not in ("sum", "count") or o.input is None:
+        return False
+    node = strip(ctx, Value(o.input, o.env))[0].node
+    return (
+        isinstance(node, cst.Name)
+        and ctx.parameter(node.value) is not None
+        and tested_by_callers(ctx, node.value)
+    )
+
+
 def batch_token_count(ctx: Context, denominator: Value) -> bool:
     """The denominator counts the supervised tokens of the whole batch (`mask.sum()` with
     `mask = labels != ignore_index`, `loss_mask.sum()`): it is 0 only when every token of the
@@ -1280,6 +1340,8 @@ def _token_mask(ctx: Context, inner: Value, depth: int) -> bool:
         return any(
             _token_mask(ctx, Value(side, env), depth + 1) for side in (node.left, node.right)
         )
+    if isinstance(node, cst.IfExp):  # `y.ne(ignore) if ignore >= 0 else torch.ones_like(y)`
+        return any(_token_mask(ctx, Value(arm, env), depth + 1) for arm in (node.body, node.orelse))
     wanted: type[cst.BaseCompOp] = cst.NotEqual
     method = "ne"
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):

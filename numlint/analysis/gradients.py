@@ -355,8 +355,13 @@ class _Uses(cst.CSTVisitor):
     def _no_gradient(self) -> bool:
         parents = self.stack
         i = len(parents) - 1
-        while i >= 0 and isinstance(parents[i], (cst.BinaryOperation, cst.UnaryOperation)):
-            i -= 1  # `torch.sort(d + pad).indices`: what the sum goes into decides
+        while i >= 0:
+            if isinstance(parents[i], (cst.BinaryOperation, cst.UnaryOperation)):
+                i -= 1  # `torch.sort(d + pad).indices`: what the sum goes into decides
+            elif _conversion(parents[i], parents[i - 1] if i > 0 else None):
+                i -= 2  # `u.detach().cpu().numpy() * m > w`: the same values, elsewhere
+            else:
+                break
         if i < 0:
             return False
         p = parents[i]
@@ -366,8 +371,24 @@ class _Uses(cst.CSTVisitor):
             return p.attr.value in self.harmless or _indices_taken(parents[:i])
         if isinstance(p, cst.Arg) and i > 0 and isinstance(parents[i - 1], cst.Call):
             call = parents[i - 1]
+            if call_name(call) in ("to", "type_as") and isinstance(call.func, cst.Attribute):
+                return True  # `x.to(u)`: `u` gives only a dtype and a device
             return call_name(call) in self.harmless or _indices_taken(parents[:i])
         return False
+
+
+#: Methods that hand on the same values (another device, array type or graph).
+_CONVERSIONS = frozenset({"detach", "cpu", "cuda", "numpy", "float", "double", "clone", "to"})
+
+
+def _conversion(node: cst.CSTNode, above: cst.CSTNode | None) -> bool:
+    """`node` is the `.detach` of a `.detach()` call (`above`)."""
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value in _CONVERSIONS
+        and isinstance(above, cst.Call)
+        and above.func is node
+    )
 
 
 #: Calls whose second result (`.indices`, `[1]`) is an index tensor, with no gradient.

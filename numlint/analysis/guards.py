@@ -175,6 +175,8 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     name, after = here
     for stmt in after[:3]:
+        if _only_in_where_branches(ctx, stmt, name, wanted):
+            return True  # `h = p * p.log()`, `out = out + torch.where(p > 0, h, 0)`
         if assigned_name(stmt) != name or not isinstance(stmt, cst.SimpleStatementLine):
             continue
         small = stmt.body[0]
@@ -184,6 +186,47 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
             return name in names(value) and _tests(ctx, cond, wanted)
         return False
     return False
+
+
+def returned_with_test(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """The quotient is returned beside a test of its denominator (`mu = s / counts`,
+    `return mu, counts > eps`): the caller is handed which entries are valid."""
+    here = assigned_here(ctx)
+    wanted = names(operand) | _same_value_names(ctx, operand)
+    if here is None or not wanted:
+        return False
+    name, after = here
+    for stmt in after:
+        for node in descendants(stmt):
+            if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Tuple):
+                continue
+            parts = [e.value for e in node.value.elements]
+            tests = (strip(ctx, ctx.value(p))[0].node for p in parts)  # `valid.squeeze()`
+            if any(isinstance(p, cst.Name) and p.value == name for p in parts) and any(
+                _tests(ctx, t, wanted) for t in tests
+            ):
+                return True
+    return False
+
+
+def _only_in_where_branches(ctx: Context, stmt: cst.CSTNode, name: str, wanted: set[str]) -> bool:
+    """Every use of `name` in the statement is a branch of a `where` whose condition tests
+    the operand (`torch.where(t > 1, stirling, 0)`): the entries it would spoil are dropped."""
+    uses = [n for n in descendants(stmt) if isinstance(n, cst.Name) and n.value == name]
+    if not uses:
+        return False
+    covered = 0
+    for call in descendants(stmt):
+        if not isinstance(call, cst.Call) or call_name(call) != "where" or len(call.args) != 3:
+            continue
+        cond = strip(ctx, ctx.value(call.args[0].value))[0].node
+        if not _tests(ctx, cond, wanted) and not _tests(ctx, call.args[0].value, wanted):
+            continue
+        for arg in call.args[1:]:
+            covered += sum(
+                1 for n in descendants(arg.value) if isinstance(n, cst.Name) and n.value == name
+            )
+    return covered == len(uses)
 
 
 def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
@@ -406,12 +449,13 @@ def _tests(ctx: Context, cond: cst.BaseExpression, wanted: set[str]) -> bool:
 
 
 _THRESHOLD = re.compile(
-    r"(^|_)(eps|epsilon|tol|tolerance|thr|thresh|threshold|tiny|floor)|^min(imum)?_", re.I
+    r"(^|_)(eps|epsilon|tol|tolerance|thr|thresh|threshold|tiny|floor)|^(min|max)(imum)?_", re.I
 )
 
 
 def threshold_name(bound: cst.BaseExpression) -> bool:
-    """`eps_sq`, `self.tol`, `min_threshold`: a name that says it is a small threshold."""
+    """`eps_sq`, `self.tol`, `min_threshold`, `max_norm`: a name that says it is a threshold
+    (a bound at or above 0: `n > self.max_norm` holds only where `n > 0`)."""
     if not isinstance(bound, (cst.Name, cst.Attribute)):
         return False
     last = bound.value if isinstance(bound, cst.Name) else bound.attr.value

@@ -306,6 +306,10 @@ class Module:
             self._calls.setdefault(name, []).append((key, node))  # type: ignore[union-attr]
 
 
+#: Bases that make no class a module.
+_PLAIN_BASES = frozenset({"object", "ABC", "Generic", "Protocol"})
+
+
 def _dotted(node: ast.expr) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -868,8 +872,9 @@ class Project:
     def _module_class(self, mod: Module, cls: str) -> bool:
         """A class with a `forward` method, or based (through the project) on `torch.nn` or
         on a class whose name ends in `Module` (`LightningModule`)."""
+        plain = self._plain_hierarchy(mod, cls)
         for cmod, name in self._mro(mod, cls):
-            if f"{name}.forward" in cmod.functions:
+            if f"{name}.forward" in cmod.functions and not plain:
                 return True
             for base in cmod.classes.get(name, []):
                 root = base.split(".")[0]
@@ -883,6 +888,21 @@ class Project:
                 if full.endswith("Module"):
                     return True
         return False
+
+    def _plain_hierarchy(self, mod: Module, cls: str) -> bool:
+        """The class derives from project classes only (besides `object`, `ABC`, `Generic`):
+        a `forward` there is a framework's own step method (a simulation behaviour), not an
+        nn.Module's."""
+        own = 0
+        for cmod, name in self._mro(mod, cls):
+            for base in cmod.classes.get(name, []):
+                if base.split("[")[0].rsplit(".", 1)[-1] in _PLAIN_BASES:
+                    continue
+                target = self._lookup(cmod, base.split(".")[0]) if base else None
+                if not (target and target[1] in target[0].classes):
+                    return False
+                own += 1
+        return own > 0  # a class without bases keeps its `forward` as evidence
 
     def _disables_grad(self, mod: Module, expr: ast.expr) -> bool:
         """The ast twin of the linted file's reading (numlint.context): `no_grad()`,
@@ -910,6 +930,19 @@ class Project:
                     if arg is not None:
                         out.append((cmod, caller, arg))
         return out
+
+    def tested_by_callers(self, func: str, param: str) -> bool:
+        """Whether every known call of function `func` of the file being linted (at least
+        one) sits in the body of an `if` that tests the argument for `param` for emptiness
+        (`if fg_mask.sum():`, `if mask.any():`, `if m.sum() > 0:`)."""
+        found = self.passed(func, param)
+        if not found:
+            return False
+        for cmod, caller, arg in found:
+            cf = cmod.functions.get(caller) if caller else None
+            if cf is None or not _under_nonempty_test(cf.node, arg):
+                return False
+        return True
 
     def never_passed(self, func: str, param: str) -> bool:
         """Whether every known call of function `func` of the file being linted (at least one)
@@ -1090,6 +1123,20 @@ def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
     return None
 
 
+def _under_nonempty_test(func: ast.AST, arg: ast.expr) -> bool:
+    """`arg` lies in the body of an `if` of `func` whose test says its value is not empty."""
+    text = re.escape(ast.unparse(arg))
+    nonempty = re.compile(
+        rf"^(\(?{text}\)?\.(sum|any|count_nonzero)\(\)|(torch\.)?(any|sum)\({text}\))"
+        rf"(\.item\(\))?(\s*(>|!=)\s*0)?$"
+    )
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and nonempty.match(ast.unparse(node.test)):
+            if any(n is arg for stmt in node.body for n in ast.walk(stmt)):
+                return True
+    return False
+
+
 def _nonzero_mask(index: ast.expr) -> bool:
     """An index keeping only nonzero entries or rows: `[x.sum(1) != 0]`, `[:, c > 0]`."""
     parts = index.elts if isinstance(index, ast.Tuple) else [index]
@@ -1187,6 +1234,14 @@ def function_key(ctx: object) -> str | None:
         elif isinstance(node, cst.FunctionDef):
             return f"{cls}.{node.name.value}" if cls else node.name.value
     return None
+
+
+def tested_by_callers(ctx: object, param: str) -> bool:
+    """Every known caller of the function being linted calls it only after testing the
+    argument for `param` for emptiness (`if fg_mask.sum(): loss = f(fg_mask, ...)`)."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    return project is not None and func is not None and project.tested_by_callers(func, param)
 
 
 def never_passed(ctx: object, param: str) -> bool:

@@ -69,7 +69,8 @@ def zero_reason(ctx: Context, value: Value, mode: str = "log", depth: int = 0) -
     """Why `value` can be exactly 0, or None when it cannot (or nothing is known).
 
     `mode` is "log" (log-like uses), "sqrt" (adds squares, sums of squares, variances and
-    `1 - x**2`), or "one" (can the value be exactly 1: used for `1 - p`).
+    `1 - x**2`), "sum" (what a sum is taken of: as "log", but a selection by a named
+    threshold may be empty), or "one" (can the value be exactly 1: used for `1 - p`).
     """
     if depth > 12:
         return None
@@ -92,9 +93,9 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if c is not None:
         return None  # a nonzero constant (`math.exp(-2)`); a literal 0 is the callers' test
     if isinstance(node, cst.Subscript):
-        # a named threshold only for a root's entries: a grade of a sum asks this too, and a
+        # a named threshold for the entries of a root or a log, not of a sum ("sum"): a
         # selection by `s > thr` may be empty
-        kept = _kept_by_own_test(ctx, node, env, named=mode == "sqrt")
+        kept = _kept_by_own_test(ctx, node, env, named=mode != "sum")
         if indexed_by_nonzero(ctx, node, env) or kept:
             return None  # `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`: only the nonzero entries
         return sub(node.value)
@@ -165,9 +166,33 @@ def _self_comparison(
     if named and bound is None and threshold_name(target.comparator):
         if isinstance(target.operator, cst.GreaterThan):
             bound = 0.0  # `d > min_distance`: a named threshold, taken as >= 0
-    if bound is None or not same_code(ctx, test.left, tensor):
+    if bound is None:
         return None
+    if not same_code(ctx, test.left, tensor):
+        # `s[s.pow(2) > 0]`, `s[s.abs() > 0]`: a magnitude above 0 says only `s != 0`
+        magnitude = _magnitude_of(ctx, test.left, env)
+        if magnitude is None or not same_code(ctx, magnitude, tensor):
+            return None
+        if not (isinstance(target.operator, cst.GreaterThan) and bound >= 0):
+            return None
+        return cst.NotEqual, 0.0
     return type(target.operator), bound
+
+
+def _magnitude_of(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """`x` of `x.abs()`, `x ** 2`, `x.pow(2)`, `torch.square(x)`: a magnitude of `x`."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+        exponent = const(ctx, expr.right, env)
+        return expr.left if exponent is not None and exponent > 0 else None
+    o = op(ctx, expr, env)
+    if o is None or o.input is None:
+        return None
+    if o.name in ("abs", "square"):
+        return o.input
+    if o.name == "pow":
+        exponent = o.arg(0, "exponent")
+        return o.input if exponent is not None and (const(ctx, exponent, env) or 0) > 0 else None
+    return None
 
 
 def _keeps_one_per_row(ctx: Context, cond: Value) -> bool:
@@ -175,6 +200,8 @@ def _keeps_one_per_row(ctx: Context, cond: Value) -> bool:
     ~mask.any(d, keepdim=True)`): a row with nothing kept is kept whole, so filling `~mask`
     never empties a row."""
     node = cond.node
+    if _position_kept(ctx, cond):
+        return True
     if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert)):
         return False
     kept = ctx.deref(Value(node.expression, cond.env))
@@ -192,6 +219,27 @@ def _keeps_one_per_row(ctx: Context, cond: Value) -> bool:
             if isinstance(side, cst.UnaryOperation) and isinstance(side.operator, cst.BitInvert):
                 if _any_of_row(ctx, Value(side.expression, kept.env)):
                     return True
+    return False
+
+
+def _position_kept(ctx: Context, cond: Value) -> bool:
+    """A removal mask with a position of every row cleared (`remove[..., -k:] = 0`, `remove[...,
+    0] = False`), also once scattered back to the unsorted order (`remove.scatter(-1, idx,
+    remove)`): the top-p / top-k idiom, which always keeps a token."""
+    found = ctx.deref(cond)
+    node = found.node
+    if isinstance(node, cst.Call) and call_name(node) in ("scatter", "scatter_"):
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            return _position_kept(ctx, Value(func.value, found.env))
+        return False
+    if not isinstance(cond.node, cst.Name):
+        return False
+    clear = re.compile(rf"^\s*{re.escape(cond.node.value)}\[([\w\s.,:+\-]*)\]\s*=\s*(0|False)\s*$")
+    for stmt in found.mutations:
+        hit = clear.match(ctx.code(stmt).strip())
+        if hit is not None and (":" in hit.group(1) or "..." in hit.group(1)):
+            return True
     return False
 
 
@@ -593,6 +641,12 @@ def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
     if not (isinstance(counts, cst.Name) and counts.value == "True"):
         return False
     return not (isinstance(inverse, cst.Name) and inverse.value == "True") or "count" in name.value
+
+
+def selects_nonzero(ctx: Context, node: cst.Subscript, env: Env) -> bool:
+    """The entries picked are nonzero ones of the tensor itself, entry by entry:
+    `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`, `p[mask]` with `mask = p > eps`."""
+    return indexed_by_nonzero(ctx, node, env) or _kept_by_own_test(ctx, node, env)
 
 
 def _kept_by_own_test(ctx: Context, node: cst.Subscript, env: Env, named: bool = True) -> bool:
@@ -1186,6 +1240,8 @@ def exp_bounded(
         if parts is not None:
             return is_max_of(ctx, ctx.deref(Value(parts[1], env)))
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            if _minus_its_minimum(ctx, node.expression, env):
+                return True  # `-(x - x.min())`: a soft-min shifted by its minimum
             return _max_with_zero(ctx, ctx.deref(Value(node.expression, env)))  # `0 - m`
         return False
     if _non_positive(ctx, value):
@@ -1203,6 +1259,25 @@ def exp_bounded(
         if qual == "torch.nn.functional.log_softmax":
             return True
     return False
+
+
+def _minus_its_minimum(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """`x - x.min()`, `x - torch.min(x)`, `x - minimum` (a name bound to one): every entry is
+    at least 0, the smallest exactly 0."""
+    parts = _subtraction(ctx, ctx.deref(Value(expr, env)).node, env)
+    if parts is None:
+        return False
+    low = ctx.deref(Value(parts[1], env))
+    node = low.node.value if isinstance(low.node, cst.Attribute) else low.node
+    if isinstance(node, cst.Subscript):
+        node = node.value  # `torch.min(x, 0)[0]`
+    o = op(ctx, node, low.env)  # type: ignore[arg-type]
+    return (
+        o is not None
+        and o.name in ("min", "amin")
+        and o.input is not None
+        and same_code(ctx, o.input, parts[0])
+    )
 
 
 def _subtraction(

@@ -13,7 +13,7 @@ from numlint.analysis.guards import (
     selection,
 )
 from numlint.analysis.ops import const, op, same_value
-from numlint.analysis.zeros import indexed_by_nonzero, positive_value, zero_reason
+from numlint.analysis.zeros import positive_value, selects_nonzero, zero_reason
 from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
@@ -53,7 +53,8 @@ class EntropyTerm(Rule):
     What it does:
     Flags a product of a tensor and its own log: `p * torch.log(p)`, `p * p.log()`,
     `torch.log(p) * p`, `-p * torch.log2(p)`, as written in entropies and KL terms, unless `p`
-    is known to be positive (clamped, an exponential) or is a softmax / sigmoid output (then
+    is known to be positive (clamped, an exponential), holds only entries that pass a test of
+    themselves (`p[p > eps]`, `s = s[s.pow(2) > 0]`), or is a softmax / sigmoid output (then
     NUM101 / NUM102 report the log itself).
 
     Why is this bad?
@@ -74,7 +75,8 @@ class EntropyTerm(Rule):
     high when `p` is known to reach 0 (a ReLU output, a mask, a value clamped at 0, a
     probability that underflows); low when `p` is a mean over many entries (0 only where all
     are) or when the entries are replaced on the next lines (`t.masked_fill(p == 0, 0)`,
-    `torch.nan_to_num(t)`, `h = torch.where(p > 0, h, 0)`); medium otherwise (a normalised
+    `torch.nan_to_num(t)`, `h = torch.where(p > 0, h, 0)`, or `h` used only as a branch of
+    `torch.where(t > 1, h, 0)`); medium otherwise (a normalised
     ratio, an unknown `p`).
 
     References:
@@ -255,10 +257,10 @@ class EntropyTerm(Rule):
                 return
             if separate and nonfinite_replaced(ctx, kept):
                 return  # `log_p[torch.isinf(log_p)] = 0`: 0 * 0 where p is 0
-            if isinstance(value.node, cst.Subscript) and indexed_by_nonzero(
+            if isinstance(value.node, cst.Subscript) and selects_nonzero(
                 ctx, value.node, value.env
             ):
-                return  # `t[t.nonzero(as_tuple=True)]`: only the nonzero entries
+                return  # `t[t.nonzero(as_tuple=True)]`, `p[p > eps]`: the nonzero entries
             if activation(ctx, Value(o.input, ctx.env)) is not None:
                 return
             if selection(ctx, o.input) is not None:

@@ -38,7 +38,8 @@ class HandWrittenLogsumexp(Rule):
     Known limitations:
     The stable hand-written form `m + torch.log(torch.exp(x - m).sum(d))` with m a maximum is
     not reported, also when the shifted argument is scaled (`exp((x - m) / t)`) or the maximum
-    is written as a clamp (`y.clamp(min=x)`). Values are followed within one function.
+    is written as a clamp (`y.clamp(min=x)`), nor the soft-minimum `m - t * torch.log(torch.exp(
+    -(x - m) / t).sum())` with m the minimum of x. Values are followed within one function.
 
     Confidence:
     high; low when every exponent is bounded above (`exp(-d ** 2)`, `exp(-x.abs())`): exp

@@ -67,7 +67,9 @@ class LogOfZero(Rule):
     its range (`self.alpha.clamp(0, 1)`, a decay rate: 0 only if training drives it there),
     or a normalised ratio where no gradient flows in a class (or function) that writes -inf
     values itself (an HMM's log-space tables, where -inf is probability 0; a
-    `best = float("-inf")` search start does not count).
+    `best = float("-inf")` search start does not count), and a log only compared against
+    (`u = torch.log(torch.rand(n))`, `keep = w > u.cpu().numpy() * m`: -inf only passes or
+    fails a test).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html

@@ -8,6 +8,7 @@ from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     batch_token_count,
+    count_tested_by_callers,
     grade,
     padding_mask,
     vanishes_together,
@@ -18,6 +19,7 @@ from numlint.analysis.gradients import compared_here, constant_table, only_thres
 from numlint.analysis.guards import (
     guarded_by_condition,
     replaced_by_where,
+    returned_with_test,
     sanitised_later,
     selection,
 )
@@ -55,7 +57,8 @@ class DivideByZeroNorm(Rule):
     (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, of Gaussian noise
     (`torch.randn`), or of `x + eps` is not. A denominator tested by an enclosing
     `if n > 0:` / `if n != 0:` / `... if n else`, by an earlier `if n == 0: return` (or
-    `if n == 0: n = ...`, which replaces it; `if (n == 0).any(): n[n == 0] = 1`), by a mask
+    `if n == 0: n = ...`, which replaces it; `if (n == 0).any(): n[n == 0] = 1`), a quotient
+    used only as a branch of a `where` testing the denominator (NUM110's case), by a mask
     that selects its nonzero entries (`c[ok] / n[ok]`, also with `ok = ~(n == 0)`,
     `wrong * (n != 0)`) or through a factor (`w = mask * p` after
     `if mask.sum() == 0: break`) is guarded.
@@ -70,23 +73,28 @@ class DivideByZeroNorm(Rule):
     high for a count or sum of a mask this code computes by a test that can fail everywhere
     (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
     (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
-    ReLU output or of a value clamped at 0, and where the function tests the denominator
-    (or what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`:
-    the author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
+    ReLU output or of a value clamped at 0, and where the function tests the denominator (or
+    what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
+    author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
     count); low for the norm or sum of some tensor (it would need an all-zero vector), a
     weighted mean whose weights are the caller's values (also through methods numlint does
     not model, `image.float().normalize()`) or are picked by a mask some entry always passes
-    (`w = det[overlap, 4]` with the box itself in `overlap`), a standard deviation or
-    variance (a constant input), a mask
-    the function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry
-    per row by construction), a padding test of indices (`idx >= 0`, `species == -1`,
-    `tokens.ne(pad_idx)`) and the count of an attention, padding or length mask (every row
-    keeps a token), a count of the whole batch's supervised tokens (`(labels !=
-    ignore_index).sum()`, `loss_mask.sum()` over every dimension: 0 only if every token of
-    the batch is ignored; a count per row, `mask.sum(-1)`, stays high), weights set at
-    construction (`self.class_weights`), a ratio the rest of the function only compares
-    against (`r = h / m; keep = u > 1 - r`: a NaN makes a comparison False, not a NaN
-    value), and a value replaced by `nan_to_num` or a finiteness test in the next lines.
+    (`w = det[overlap, 4]` with the box itself in `overlap`; `s > 0.7 * s.max()`, which the
+    maximum passes), a standard deviation or variance (a constant input), a mask the
+    function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry per row
+    by construction), a padding test of indices (`idx >= 0`, `species == -1`,
+    `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
+    are padding) and the count of an attention, padding or length mask (every row keeps a
+    token; `arange(T) < lengths`), a removal mask with a position of every row cleared
+    (`remove[..., 0] = False`, the top-p idiom), a quotient returned beside a test of its
+    denominator (`return mu, counts > eps`), a count of a given mask whose every known
+    caller (across the project) runs the function only under `if fg_mask.sum():`, a count of
+    the whole batch's supervised tokens (`(labels != ignore_index).sum()`, `loss_mask.sum()`
+    over every dimension: 0 only if every token of the batch is ignored; a count per row,
+    `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), a ratio
+    the rest of the function only compares against (`r = h / m; keep = u > 1 - r`: a NaN
+    makes a comparison False, not a NaN value), and a value replaced by `nan_to_num` or a
+    finiteness test in the next lines.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
@@ -439,6 +447,10 @@ class DivideByZeroNorm(Rule):
             confidence = "high"
         if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
             confidence = "low"
+        elif returned_with_test(ctx, den):
+            confidence = "low"  # `return mu, counts > eps`: the caller is told which are valid
+        elif count_tested_by_callers(ctx, ctx.value(den)):
+            confidence = "low"  # every caller runs it under `if fg_mask.sum():`
         elif only_thresholds(ctx) or compared_here(ctx):
             confidence = "low"  # a NaN ratio makes a comparison False, not a NaN value
         elif batch_token_count(ctx, ctx.value(den)):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import exits
+from numlint.tree import descendants, exits
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ _NEW_API = re.compile(r"torch\.amp\.|torch\.(GradScaler|autocast)\b")
 #: Tests that select an API by torch version: the old spelling is a deliberate fallback.
 _VERSION_TEST = re.compile(
     r"version|VERSION|_GREATER|_LESS|_TORCH_|TORCH_?\d|torch_?\d|_\d+_\d+\b|hasattr\(torch"
+    r"|hasattr\(\w*amp\w*,\s*[\"'](autocast|GradScaler)[\"']\)"  # `amp = getattr(torch, "amp")`
+    r"|getattr\(torch(\.amp)?,\s*[\"'](amp|autocast|GradScaler)[\"']"
 )
 
 
@@ -72,8 +74,10 @@ class DeprecatedAmpApi(Rule):
     there is no valid spelling, so no fix.
 
     Known limitations:
-    Calls under an `if` (or conditional expression) that tests the torch version or
-    `hasattr(torch, ...)` are a deliberate fallback for old releases and stay silent, as
+    Calls under an `if` (or conditional expression) that tests the torch version,
+    `hasattr(torch, ...)`, `hasattr(amp, "autocast")` or a name bound to
+    `getattr(torch.amp, "GradScaler", None)` are a deliberate fallback for old releases and
+    stay silent, as
     are calls in a function the file uses only under such a test (a polyfill installed as
     `torch.autocast` where it is missing).
     References that are not called (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`)
@@ -451,10 +455,11 @@ class DeprecatedAmpApi(Rule):
         (`newer = version.parse(torch.__version__) > ...`)."""
         if _VERSION_TEST.search(self.ctx.code(test)):
             return True
-        flag = test.expression if isinstance(test, cst.UnaryOperation) else test
-        if isinstance(flag, cst.Name):
-            bound = self.ctx.deref(self.ctx.value(flag)).node
-            return bound is not flag and bool(_VERSION_TEST.search(self.ctx.code(bound)))
+        for flag in descendants(test):  # `newer`, `scaler_cls is not None`
+            if isinstance(flag, cst.Name):
+                bound = self.ctx.deref(self.ctx.value(flag)).node
+                if bound is not flag and _VERSION_TEST.search(self.ctx.code(bound)):
+                    return True
         return False
 
     def _fallback_before(self, stmt: cst.CSTNode) -> bool:
