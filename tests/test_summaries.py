@@ -138,21 +138,27 @@ def test_many_reassignments_take_linear_steps() -> None:
     assert 0 < project._steps < 400
 
 
+def _graded(tmp_path: Path, files: dict[str, str], linted: str, code: str) -> list:
+    """Writes a project (a pyproject.toml and `files`), lints `linted` and returns the
+    (code, confidence) of its `code` findings."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return [(d.code, d.confidence) for d in _found([tmp_path / linted]) if d.code == code]
+
+
 def _root_step(tmp_path: Path, module_base: str) -> list:
     """A solver step taking a square root of a clamped difference, in a class based on
     the project's own `Module`, itself based on `module_base`."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    core = tmp_path / "core.py"
-    core.write_text(f"import abc\nimport torch\n\n\nclass Module({module_base}):\n    pass\n")
-    solver = tmp_path / "solver.py"
-    solver.write_text(
+    core = f"import abc\nimport torch\n\n\nclass Module({module_base}):\n    pass\n"
+    solver = (
         "import torch\nfrom core import Module\n\n\n"
         "class Dogleg(Module):\n"
         "    def solve(self, a, b, c):\n"
         "        gap = (b * b - c).clamp(min=0)\n"
         "        return (-b + torch.sqrt(gap)) / (2 * a)\n"
     )
-    return [(d.code, d.confidence) for d in _found([solver]) if d.code == "NUM201"]
+    return _graded(tmp_path, {"core.py": core, "solver.py": solver}, "solver.py", "NUM201")
 
 
 def test_a_project_class_named_module_is_not_an_nn_module(tmp_path: Path) -> None:
@@ -168,17 +174,15 @@ def test_a_project_module_based_on_nn_module_is_differentiated(tmp_path: Path) -
 def _behaviour_step(tmp_path: Path, base: str) -> list:
     """A `forward` step method dividing by a tested sum, in a class based on the project's
     `Behavior`, itself based on `base` (nothing, or torch.nn.Module)."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     parent = f"({base})" if base else ""
-    (tmp_path / "core.py").write_text(f"import torch\n\n\nclass Behavior{parent}:\n    pass\n")
-    rules = tmp_path / "rules.py"
-    rules.write_text(
+    core = f"import torch\n\n\nclass Behavior{parent}:\n    pass\n"
+    rules = (
         "import torch\nfrom core import Behavior\n\n\n"
         "class Normalise(Behavior):\n"
         "    def forward(self, sums, norm):\n"
         "        return torch.where(sums == 0, torch.ones_like(sums), norm / sums)\n"
     )
-    return [(d.code, d.confidence) for d in _found([rules]) if d.code == "NUM110"]
+    return _graded(tmp_path, {"core.py": core, "rules.py": rules}, "rules.py", "NUM110")
 
 
 def test_a_forward_of_a_plain_project_hierarchy_is_not_differentiated(tmp_path: Path) -> None:
@@ -194,22 +198,20 @@ def test_a_forward_of_a_project_hierarchy_on_nn_module_is_differentiated(tmp_pat
 def _mask_loss(tmp_path: Path, test: str) -> list:
     """A loss helper dividing by the count of a foreground mask it is given, called from
     another file under `test`."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "losses.py").write_text(
+    losses = (
         "import torch\n\n\n"
         "def mask_loss(fg_mask, per_anchor):\n"
         "    fg = (fg_mask > 0).float()\n"
         "    return (per_anchor * fg).sum() / fg_mask.sum()\n"
     )
-    (tmp_path / "train.py").write_text(
+    train = (
         "from losses import mask_loss\n\n\n"
         "def step(fg_mask, per_anchor):\n"
         f"    if {test}:\n"
         "        return mask_loss(fg_mask, per_anchor)\n"
         "    return per_anchor.sum() * 0\n"
     )
-    found = _found([tmp_path / "losses.py"])
-    return [(d.code, d.confidence) for d in found if d.code == "NUM202"]
+    return _graded(tmp_path, {"losses.py": losses, "train.py": train}, "losses.py", "NUM202")
 
 
 def test_a_count_every_caller_tests_for_emptiness_is_low(tmp_path: Path) -> None:

@@ -166,14 +166,25 @@ _NONFINITE_TEST = re.compile(
 )
 
 
-def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
-    """The quotient is assigned to a name that one of the next statements rebinds through a
-    `torch.where` testing the denominator (`s = a / n`, `s = torch.where(n > 0, s, 0)`)."""
+def _assigned_quotient(
+    ctx: Context, operand: cst.BaseExpression
+) -> tuple[str, list[cst.CSTNode], set[str]] | None:
+    """For a statement `name = ...` computing a value with `operand`: the name, the
+    statements after it, and the names that hold the operand's value."""
     here = assigned_here(ctx)
     wanted = names(operand) | _same_value_names(ctx, operand)
     if here is None or not wanted:
+        return None
+    return here[0], here[1], wanted
+
+
+def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """The quotient is assigned to a name that one of the next statements rebinds through a
+    `torch.where` testing the denominator (`s = a / n`, `s = torch.where(n > 0, s, 0)`)."""
+    found = _assigned_quotient(ctx, operand)
+    if found is None:
         return False
-    name, after = here
+    name, after, wanted = found
     for stmt in after[:3]:
         if _only_in_where_branches(ctx, stmt, name, wanted):
             return True  # `h = p * p.log()`, `out = out + torch.where(p > 0, h, 0)`
@@ -191,11 +202,10 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
 def returned_with_test(ctx: Context, operand: cst.BaseExpression) -> bool:
     """The quotient is returned beside a test of its denominator (`mu = s / counts`,
     `return mu, counts > eps`): the caller is handed which entries are valid."""
-    here = assigned_here(ctx)
-    wanted = names(operand) | _same_value_names(ctx, operand)
-    if here is None or not wanted:
+    found = _assigned_quotient(ctx, operand)
+    if found is None:
         return False
-    name, after = here
+    name, after, wanted = found
     for stmt in after:
         for node in descendants(stmt):
             if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Tuple):
