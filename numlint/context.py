@@ -369,9 +369,12 @@ class Context:
             node = value.node
             if isinstance(node, cst.Name):
                 binding = self.lookup(node.value, value.env)
-                if binding is None or binding.value is None:
+                if binding is None:
                     break
                 mutations = mutations + binding.mutations
+                if binding.value is None:  # a parameter, edited in place or not
+                    value = Value(node, value.env, mutations)
+                    break
                 value = Value(binding.value, binding.env, mutations)
             elif (
                 isinstance(node, cst.Attribute)

@@ -119,14 +119,17 @@ class Incremental:
         above: dict[str, str] = {}  # name -> the text of the statement above that bound it last
         above_imports: list[str] = []
         defs = [c for c in chunks if c.name is not None]
+        # how its callers use it decides some findings (gradients off, a result only
+        # compared): an edited caller makes its callees new
+        names = frozenset(c.name for c in defs)
+        mentioning: dict[str | None, list[_Chunk]] = {}
+        for d in defs:
+            for name in self._words_of(d.text) & names:
+                mentioning.setdefault(name, []).append(d)
         for c in chunks:
             if c.name is not None:
                 words = self._words_of(c.text)
-                # how its callers use it decides some findings (gradients off, a result only
-                # compared): an edited caller makes its callees new
-                callers = tuple(
-                    d.text for d in defs if d is not c and c.name in self._words_of(d.text)
-                )
+                callers = tuple(d.text for d in mentioning.get(c.name, ()) if d is not c)
                 bound = tuple(sorted((n, above[n]) for n in words & above.keys()))
                 keys[id(c)] = (c.text, bound, words & anywhere, callers)
                 imports[id(c)] = (tuple(above_imports), "torch" in above)

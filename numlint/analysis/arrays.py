@@ -9,8 +9,9 @@ from numlint.context import Context, Value
 
 #: Annotations that name a NumPy array.
 _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
-#: Methods whose result is a NumPy array or a Python value, never a tensor.
-_TO_HOST = frozenset({"numpy", "tolist", "item"})
+#: Methods whose result is a NumPy array, a pandas object or a Python value, never a tensor
+#: (a tensor has `clone`, not `copy`).
+_TO_HOST = frozenset({"numpy", "tolist", "item", "copy", "to_numpy"})
 
 
 def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:

@@ -661,7 +661,7 @@ _CONTENT_MASK = re.compile(
     r"(^|_)(fg|foreground|pos|positive|positives|match|matched|matches|inlier|inliers|"
     r"selected|keep|hit|hits|detected|visible|occupied|obj|object|correct|found|"
     r"loss|label|labels|target|targets|completion|response|answer|"
-    r"entity|entities|ent|e\d*|span|spans|subj|subject)"
+    r"entity|entities|ent|e\d+|span|spans|subj|subject)"
     r"($|_|\d)",
     re.I,
 )

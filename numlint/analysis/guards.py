@@ -513,6 +513,11 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
         elif isinstance(parent, cst.If) and child is parent.orelse:
             if _nonzero_test(ctx, parent.test, wanted, False):
                 return True
+        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            # `n > 0 and s / n > tol`, `n == 0 or s / n > tol`: evaluated only past the left
+            taken = isinstance(parent.operator, cst.And)
+            if _nonzero_test(ctx, parent.left, wanted, taken):
+                return True
         elif isinstance(parent, cst.IfExp):
             if child is parent.body and _nonzero_test(ctx, parent.test, wanted, True):
                 return True
@@ -947,6 +952,8 @@ def _nonzero_test(
         return False
     target = test.comparisons[0]
     subject, bound, operator = test.left, target.comparator, target.operator
+    if _count_test(ctx, subject, bound, type(operator), wanted, taken):
+        return True
     if not wanted & names(subject):
         subject, bound = bound, subject
         operator = _FLIP.get(type(operator), operator)
@@ -954,6 +961,8 @@ def _nonzero_test(
             return False
     low = const(ctx, bound)
     kind = type(operator)
+    if _near_positive(ctx, subject, low, kind, taken):
+        return True
     if low is None and threshold_name(bound):
         # `n > eps_sq`, `if n <= self.tol: return`: a named threshold, taken as >= 0
         return (taken and kind is cst.GreaterThan) or (not taken and kind is cst.LessThanEqual)
@@ -971,6 +980,99 @@ def _nonzero_test(
         or (kind is cst.LessThanEqual and low >= 0)
         or (kind is cst.LessThan and low > 0)
     )
+
+
+def _count_test(
+    ctx: Context,
+    subject: cst.BaseExpression,
+    bound: cst.BaseExpression,
+    kind: type,
+    wanted: set[str],
+    taken: bool,
+) -> bool:
+    """A count of a test of the operand: `n_zero = (s == 0).sum()` with `if n_zero > 0:
+    raise`, or `if (d > 0).sum() == d.shape[0]:` (every entry positive)."""
+    counted = _counted_mask(ctx, subject)
+    if counted is None or len(counted.comparisons) != 1:
+        return False
+    if not wanted & names(counted.left):
+        return False
+    mask_kind = type(counted.comparisons[0].operator)
+    if const(ctx, counted.comparisons[0].comparator) != 0.0:
+        return False
+    if mask_kind in (cst.Equal, cst.LessThanEqual):  # a count of the bad entries
+        nothing_bad = (kind is cst.Equal and taken) or (
+            kind in (cst.GreaterThan, cst.NotEqual) and not taken
+        )
+        return nothing_bad and const(ctx, bound) == 0.0
+    if mask_kind in (cst.GreaterThan, cst.NotEqual):  # a count of the good ones: all of them
+        return kind is cst.Equal and taken and _size_of(bound)
+    return False
+
+
+def _counted_mask(ctx: Context, expr: cst.BaseExpression) -> cst.Comparison | None:
+    """The comparison counted by `(x == 0).sum()`, `torch.sum(x == 0).item()`, `sum(x > 0)`,
+    `int(torch.count_nonzero(x == 0))`, also through a name bound to it."""
+    expr = _bound_expression(ctx, expr)
+    for _ in range(4):
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            if expr.func.value in ("int", "float") and len(expr.args) == 1:
+                expr = expr.args[0].value
+                continue
+        if not isinstance(expr, cst.Call):
+            return None
+        callee = ctx.callee(expr)
+        if callee.method == "item" and callee.receiver is not None:
+            expr = callee.receiver
+            continue
+        if callee.method in ("sum", "count_nonzero") and callee.receiver is not None:
+            inner: cst.BaseExpression | None = callee.receiver
+        elif callee.qualname in ("torch.sum", "torch.count_nonzero"):
+            inner = positional(expr, 0, "input")
+        elif isinstance(expr.func, cst.Name) and expr.func.value == "sum" and len(expr.args) == 1:
+            inner = expr.args[0].value  # the builtin, over the tensor's entries
+        else:
+            return None
+        return _mask_condition(ctx, inner) if inner is not None else None
+    return None
+
+
+def _size_of(expr: cst.BaseExpression) -> bool:
+    """`x.shape[0]`, `x.size(0)`, `len(x)`, `x.numel()`: a size (of any tensor)."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        return expr.value.attr.value == "shape"
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Attribute):
+            return expr.func.attr.value in ("size", "numel", "nelement")
+        return isinstance(expr.func, cst.Name) and expr.func.value == "len"
+    return False
+
+
+def _near_positive(
+    ctx: Context, subject: cst.BaseExpression, tol: float | None, kind: type, taken: bool
+) -> bool:
+    """`abs(p.sum() - 1) > 1e-3` failing (or `< 1e-3` holding): the value lies within `tol`
+    of a positive constant, so it is not 0."""
+    if tol is None:
+        return False
+    close = (taken and kind in (cst.LessThan, cst.LessThanEqual)) or (
+        not taken and kind in (cst.GreaterThan, cst.GreaterThanEqual)
+    )
+    if not close:
+        return False
+    inner = None
+    if isinstance(subject, cst.Call):
+        callee = ctx.callee(subject)
+        if callee.method == "abs" and callee.receiver is not None and not subject.args:
+            inner = callee.receiver
+        elif callee.qualname in ("abs", "torch.abs", "math.fabs") or (
+            isinstance(subject.func, cst.Name) and subject.func.value == "abs"
+        ):
+            inner = positional(subject, 0)
+    if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
+        return False
+    target = const(ctx, inner.right)
+    return target is not None and target - tol > 0
 
 
 _IMPLIES = {

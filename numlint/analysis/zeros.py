@@ -5,6 +5,7 @@ reasons the "can be zero" rules report, following numlint.context's data flow.
 from __future__ import annotations
 
 import math
+import operator
 import re
 
 import libcst as cst
@@ -621,11 +622,141 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         cond, *branches = (a.value for a in node.args)  # type: ignore[union-attr]
         return all(sub(b) or sanitises(ctx, cond, b, i == 0, env) for i, b in enumerate(branches))
     if o.name in ("sum", "mean") and o.input is not None:
-        return sub(o.input) or nonzero_selected(ctx, Value(o.input, env))
+        if sub(o.input) or nonzero_selected(ctx, Value(o.input, env)):
+            return True
+        return _counts_itself(ctx, Value(o.input, env))
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
     return False
+
+
+def _histogram(ctx: Context, value: Value) -> bool:
+    """`torch.bincount(y)` / `y.bincount()` without weights: every entry of `y` adds 1 to some
+    bin, so some bin is nonzero (a tensor without entries has nothing to average)."""
+    node = ctx.deref(value).node
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, value.env)
+    if callee.qualname == "torch.bincount":
+        return positional(node, 1, "weights") is None
+    return callee.method == "bincount" and positional(node, 0, "weights") is None
+
+
+def _counts_itself(ctx: Context, value: Value) -> bool:
+    """Every entry >= 0 and the entry compared with itself > 0: a rank among the entries
+    (`(x >= x[i]).float()`, `torch.clamp((x - x[i]) / d + 0.5, 0, 1)`), whose sum is not 0."""
+    found = _at_own_entry(ctx, value)
+    return found is not None and found[0] > 0 and found[1] >= 0
+
+
+def _at_own_entry(ctx: Context, value: Value) -> tuple[float, float] | None:
+    """For relations of a tensor to one of its own entries (`x - x[i]`, `(x >= x[i]).float()`,
+    `torch.clamp((x - x[i]) / d + 0.5, min=0, max=1)`): the value at entry `i` itself and a
+    lower bound of every entry (None: not such a relation, or several indices)."""
+    indices: set[str] = set()
+    found = _own_entry(ctx, value, indices, 0)
+    return found if found is not None and len(indices) == 1 else None
+
+
+def _own_entry(
+    ctx: Context, value: Value, indices: set[str], depth: int
+) -> tuple[float, float] | None:
+    if depth > 8:
+        return None
+    arms = [ctx.deref(value), *ctx.alternatives(value)]
+    if any(a is None for a in arms):
+        return None
+    found = [_own_entry_of(ctx, a, indices, depth) for a in arms if a is not None]
+    if any(f is None for f in found):
+        return None
+    return min(f[0] for f in found if f), min(f[1] for f in found if f)
+
+
+def _own_entry_of(
+    ctx: Context, value: Value, indices: set[str], depth: int
+) -> tuple[float, float] | None:
+    node, env = value.node, value.env
+
+    def sub(expr: cst.BaseExpression) -> tuple[float, float] | None:
+        return _own_entry(ctx, Value(expr, env), indices, depth + 1)
+
+    c = const(ctx, node, env)
+    if c is not None:
+        return c, c
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        test = _COMPARE.get(type(node.comparisons[0].operator))
+        right = node.comparisons[0].comparator
+        if test is None:
+            return None
+        if _entry_of(ctx, node.left, right, indices) or _entry_of(ctx, right, node.left, indices):
+            return float(test(0.0, 0.0)), 0.0  # `x >= x[i]`: equal at i
+        left, other = sub(node.left), sub(right)
+        if left is None or other is None:
+            return None
+        return float(test(left[0], other[0])), 0.0
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Subtract) and _entry_of(
+            ctx, node.left, node.right, indices
+        ):
+            return 0.0, -math.inf  # `x - x[i]`
+        left, right = sub(node.left), sub(node.right)
+        scaled = isinstance(node.operator, (cst.Multiply, cst.Divide))
+        if scaled and right is None and left is not None and left[0] == 0:
+            return 0.0, -math.inf  # `(x - x[i]) / (2 * delta)`: 0 at i
+        if left is None or right is None:
+            return None
+        (a, la), (b, lb) = left, right
+        if isinstance(node.operator, cst.Add):
+            return a + b, la + lb
+        if isinstance(node.operator, cst.Subtract):
+            return a - b, (la - b if lb == b else -math.inf)  # minus a constant only
+        if isinstance(node.operator, cst.Multiply):
+            return a * b, (la * lb if la >= 0 and lb >= 0 else -math.inf)
+        if isinstance(node.operator, cst.Divide) and b == lb and b > 0:
+            return a / b, la / b  # by a positive constant
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
+        return sub(callee.receiver)
+    o = op(ctx, node, env)
+    if o is None or o.name not in ("clamp", "clamp_min") or o.input is None:
+        return None
+    inner = sub(o.input)
+    if inner is None:
+        return None
+    own, low = inner
+    lo, hi = (const(ctx, b, env) if b is not None else None for b in clamp_bounds(o))
+    if lo is not None:
+        own, low = max(own, lo), max(low, lo)
+    if hi is not None:
+        own = min(own, hi)
+    return own, low
+
+
+def _entry_of(
+    ctx: Context, whole: cst.BaseExpression, entry: cst.BaseExpression, indices: set[str]
+) -> bool:
+    """`entry` is `whole[i]`: one entry of the same tensor (its index noted)."""
+    if not isinstance(entry, cst.Subscript) or len(entry.slice) != 1:
+        return False
+    index = entry.slice[0].slice
+    if not isinstance(index, cst.Index) or not same_code(ctx, entry.value, whole):
+        return False
+    indices.add(ctx.code(index.value))
+    return True
+
+
+_COMPARE = {
+    cst.GreaterThanEqual: operator.ge,
+    cst.GreaterThan: operator.gt,
+    cst.LessThanEqual: operator.le,
+    cst.LessThan: operator.lt,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+}
 
 
 def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:
@@ -869,6 +1000,13 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
     def sub(expr: cst.BaseExpression) -> float | None:
         return upper_bound(ctx, Value(expr, env), depth + 1)
 
+    if value.mutations:  # `p.clamp_(eps, 1 - eps)` as the last edit in place
+        last = value.mutations[-1]
+        call = last.value if isinstance(last, cst.Expr) else None
+        if isinstance(call, cst.Call) and call_name(call) in _CLAMPS_IN_PLACE:
+            high = positional(call, 0 if call_name(call) == "clamp_max_" else 1, "max")
+            return None if high is None else sub(high)
+
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, cst.Add):
             left, right = sub(node.left), sub(node.right)
@@ -912,6 +1050,8 @@ def upper_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
     return None
 
 
+#: In-place clamps, which may set a maximum.
+_CLAMPS_IN_PLACE = frozenset({"clamp_", "clip_", "clamp_max_"})
 #: Functions whose values lie in [-1, 1].
 _UNIT_RANGE = frozenset(
     {"torch.tanh", "torch.nn.functional.tanh", "torch.sin", "torch.cos", "torch.erf",
@@ -975,6 +1115,14 @@ def magnitude_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
         lo = const(ctx, low, env) if low is not None else None
         hi = const(ctx, high, env) if high is not None else None
         return None if lo is None or hi is None else max(abs(lo), abs(hi))
+    if callee.qualname in ("torch.arange", "torch.linspace"):  # a grid between constants
+        ends = [positional(node, i, k) for i, k in ((0, "start"), (1, "end"))]
+        found = [const(ctx, e, env) for e in ends if e is not None]
+        if callee.qualname == "torch.linspace" and len(found) < 2:
+            return None
+        if not found or any(f is None for f in found):
+            return None
+        return max(abs(f) for f in found)  # type: ignore[arg-type]
     return None
 
 
@@ -1159,6 +1307,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name == "var":
         return "a variance"
     if o.name == "count":
+        if o.input is not None and _histogram(ctx, Value(o.input, env)):
+            return None  # `torch.count_nonzero(torch.bincount(y))`: the classes present
         return "a count"
     if o.name == "sum" and o.input is not None:
         if positive_value(ctx, Value(o.input, env)):
@@ -1167,6 +1317,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return None  # `m = m[m.sum(1) > 0]; ... / m.sum(1)`: the empty rows are gone
         if _hits_of_own_extreme(ctx, Value(o.input, env), o.arg(0, "dim")):
             return None  # `w = (p == p.max(0, keepdim=True)[0]).float(); w / w.sum(0)`
+        if _counts_itself(ctx, Value(o.input, env)):
+            return None  # `rank = (x >= x[i]).float().sum()`: entry i counts itself
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
         if o.name == "pow":

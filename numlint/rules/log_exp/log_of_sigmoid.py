@@ -119,6 +119,13 @@ class LogOfSigmoid(Rule):
             """,
             "a difference of two angles lies in [-pi, pi]: the sigmoid stays far from 0",
         ),
+        Valid(
+            """
+            import torch
+            LOGSIGMOID_TABLE = torch.log(torch.sigmoid(torch.arange(-6.01, 6.01, 0.01)))
+            """,
+            "a table on a grid between constants: the sigmoid stays inside (0.002, 0.998)",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -137,6 +144,19 @@ class LogOfSigmoid(Rule):
                 return -F.logsigmoid(20 * F.cosine_similarity(a, b, dim=1)).mean()
             """,
             note="a cosine scaled by 20 saturates the sigmoid",
+        ),
+        Invalid(
+            """
+            import torch
+            table = torch.log(torch.sigmoid(torch.linspace(-100, 6, 1000)))
+            """,
+            line=2,
+            column=9,
+            fixed="""
+            import torch
+            table = torch.nn.functional.logsigmoid(torch.linspace(-100, 6, 1000))
+            """,
+            note="a grid reaching -100, where the sigmoid rounds to 0",
         ),
         Invalid(
             """
