@@ -1060,15 +1060,12 @@ def _near_positive(
     )
     if not close:
         return False
-    inner = None
-    if isinstance(subject, cst.Call):
-        callee = ctx.callee(subject)
-        if callee.method == "abs" and callee.receiver is not None and not subject.args:
-            inner = callee.receiver
-        elif callee.qualname in ("abs", "torch.abs", "math.fabs") or (
-            isinstance(subject.func, cst.Name) and subject.func.value == "abs"
-        ):
-            inner = positional(subject, 0)
+    o = op(ctx, subject)
+    inner = o.input if o is not None and o.name == "abs" else None
+    if isinstance(subject, cst.Call) and len(subject.args) == 1:
+        builtin = isinstance(subject.func, cst.Name) and subject.func.value == "abs"
+        if builtin or ctx.qualname(subject.func) == "math.fabs":
+            inner = subject.args[0].value
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
         return False
     target = const(ctx, inner.right)

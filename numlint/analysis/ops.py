@@ -7,6 +7,8 @@ Purely syntactic plus numlint.context's data flow; nothing is imported or execut
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -373,3 +375,14 @@ def unpacking_call(
 
     walk(func, _Find())
     return None if found is None else Value(found, binding.env)
+
+
+#: What each comparison computes on numbers (`cst.GreaterThan` -> `>`).
+HOLDS: dict[type, Callable[[float, float], bool]] = {
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+}

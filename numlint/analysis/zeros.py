@@ -5,7 +5,6 @@ reasons the "can be zero" rules report, following numlint.context's data flow.
 from __future__ import annotations
 
 import math
-import operator
 import re
 
 import libcst as cst
@@ -14,6 +13,7 @@ from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_na
 from numlint.analysis.ops import (
     _TENSOR_LITERALS,
     FLOAT32_HALF_ULP_BELOW_ONE,
+    HOLDS,
     Op,
     clamp_bounds,
     const,
@@ -685,7 +685,7 @@ def _own_entry_of(
     if c is not None:
         return c, c
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-        test = _COMPARE.get(type(node.comparisons[0].operator))
+        test = HOLDS.get(type(node.comparisons[0].operator))
         right = node.comparisons[0].comparator
         if test is None:
             return None
@@ -747,16 +747,6 @@ def _entry_of(
         return False
     indices.add(ctx.code(index.value))
     return True
-
-
-_COMPARE = {
-    cst.GreaterThanEqual: operator.ge,
-    cst.GreaterThan: operator.gt,
-    cst.LessThanEqual: operator.le,
-    cst.LessThan: operator.lt,
-    cst.Equal: operator.eq,
-    cst.NotEqual: operator.ne,
-}
 
 
 def _unique_counts(ctx: Context, name: cst.Name, env: Env) -> bool:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import operator
-
 import libcst as cst
 
 from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_evident, gradient_flows, gradient_free
 from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
-from numlint.analysis.ops import clamp_bounds, const, op, positive_bound, same_code
+from numlint.analysis.ops import HOLDS, clamp_bounds, const, op, positive_bound, same_code
 from numlint.analysis.zeros import denominator_reason, positive_value, zero_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
@@ -276,16 +274,6 @@ class WhereBranchNan(Rule):
         return self.fix("unsafe", "Sanitise the input with `torch.where`", (operand, code))
 
 
-_HOLDS = {
-    cst.LessThan: operator.lt,
-    cst.LessThanEqual: operator.le,
-    cst.GreaterThan: operator.gt,
-    cst.GreaterThanEqual: operator.ge,
-    cst.Equal: operator.eq,
-    cst.NotEqual: operator.ne,
-}
-
-
 def _confidence(ctx, node: cst.CSTNode, sel: Selection, operand: cst.BaseExpression) -> str:
     """As sure as the evidence that the operand is exactly 0 where the other branch is
     taken: what it is (a count, a ReLU output: high; a norm: low), or a condition that tests
@@ -324,7 +312,7 @@ def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression) -> bool:
     if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
         return False
     target = cond.comparisons[0]
-    holds = _HOLDS.get(type(target.operator))
+    holds = HOLDS.get(type(target.operator))
     if holds is None:
         return False
     if same_code(ctx, cond.left, operand):
