@@ -13,7 +13,7 @@ from typing import Any
 import libcst as cst
 
 from numlint import chunks, suppress
-from numlint.context import Context
+from numlint.analysis.context import Context
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
 from numlint.positions import LINE_BREAK, Positions, line_offsets
 from numlint.rule import Report, Rule

@@ -17,7 +17,7 @@ from numlint.analysis.places import is_test_code
 from numlint.diagnostic import Applicability, Confidence
 
 if TYPE_CHECKING:
-    from numlint.context import Context
+    from numlint.analysis.context import Context
 
 
 def dedent(code: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import foreign
-from numlint.context import Context, Value
 
 #: Annotations that name a NumPy array.
 _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")

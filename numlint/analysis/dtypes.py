@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from numlint.context import Context, Env, Value
-from numlint.semantics import keyword, number, positional, string_value
+from numlint.analysis.context import Context, Env, Value
+from numlint.analysis.semantics import keyword, number, positional, string_value
 from numlint.tree import descendants, walk
 
 #: Below this (2**-25) a positive literal rounds to 0 in float16.

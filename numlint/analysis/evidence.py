@@ -17,8 +17,11 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
+from numlint.analysis.semantics import dotted_name, positional, strip
 from numlint.analysis.summaries import never_passed, passed_names, tested_by_callers
+from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
     factors,
     gather_parts,
@@ -27,9 +30,7 @@ from numlint.analysis.zeros import (
     square_of,
     zero_reason,
 )
-from numlint.context import Context, Value
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.semantics import TRANSPARENT_METHODS, dotted_name, positional, strip
 from numlint.tree import call_name, descendants
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".

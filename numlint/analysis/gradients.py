@@ -15,12 +15,12 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code
 from numlint.analysis.summaries import function_key, returns_numbers
-from numlint.context import Context, Value
-from numlint.semantics import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
+from numlint.analysis.tables import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
 #: Methods after which no gradient flows back.

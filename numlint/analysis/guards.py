@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
-from numlint.context import Context, Env, Value
-from numlint.semantics import TRANSPARENT_METHODS, positional, strip
+from numlint.analysis.semantics import positional, strip
+from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants, exits
 
 

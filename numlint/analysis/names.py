@@ -1,6 +1,6 @@
 """What an imported name means, read from CPython's ast: one import table for every reader
 of ast trees (the cross-function summaries and the probe's reading of user expressions).
-The libcst traversal resolves names the same way in numlint.context."""
+The libcst traversal resolves names the same way in numlint.analysis.context."""
 
 from __future__ import annotations
 

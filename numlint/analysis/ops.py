@@ -1,7 +1,7 @@
 """Which torch operation is this call, and what constant is that: the op tables, `op`,
 `const`, and comparisons of expressions (shared by the rules and the other analyses).
 
-Purely syntactic plus numlint.context's data flow; nothing is imported or executed.
+Purely syntactic plus numlint.analysis.context's data flow; nothing is imported or executed.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from numlint.context import Context, Env, Value
-from numlint.semantics import number, positional
+from numlint.analysis.context import Context, Env, Value
+from numlint.analysis.semantics import number, positional
 from numlint.tree import walk
 
 #: Qualified torch functions -> a short op name.

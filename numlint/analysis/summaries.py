@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from numlint.analysis.names import import_one
-from numlint.context import NO_GRAD
-from numlint.semantics import (
+from numlint.analysis.tables import (
+    NO_GRAD,
     NOT_DIFFERENTIABLE,
     SIGMOID_FUNCTIONS,
     SIGMOID_MODULES,
@@ -905,7 +905,7 @@ class Project:
         return own > 0  # a class without bases keeps its `forward` as evidence
 
     def _disables_grad(self, mod: Module, expr: ast.expr) -> bool:
-        """The ast twin of the linted file's reading (numlint.context): `no_grad()`,
+        """The ast twin of the linted file's reading (numlint.analysis.context): `no_grad()`,
         `inference_mode()` but not `inference_mode(False)`, `set_grad_enabled(False)`."""
         qual = self.qualname(mod, expr.func if isinstance(expr, ast.Call) else expr)
         first = expr.args[0] if isinstance(expr, ast.Call) and expr.args else None

@@ -1,5 +1,5 @@
 """Can this value be exactly 0 (or 1), is it positive, is an exponent bounded above: the
-reasons the "can be zero" rules report, following numlint.context's data flow.
+reasons the "can be zero" rules report, following numlint.analysis.context's data flow.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
     _TENSOR_LITERALS,
@@ -25,9 +26,9 @@ from numlint.analysis.ops import (
     unpacked_from,
     unpacking_call,
 )
+from numlint.analysis.semantics import activation, keyword, positional, strip
 from numlint.analysis.summaries import origin_of
-from numlint.context import Context, Env, Value
-from numlint.semantics import TRANSPARENT_METHODS, activation, keyword, positional, strip
+from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name
 
 _SQUARE = "a square"

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import is_half
 from numlint.analysis.ops import Op, const, op
+from numlint.analysis.semantics import needs_parens, same_bindings
 from numlint.analysis.zeros import exp_bounded
-from numlint.context import Context, Value
 from numlint.diagnostic import Confidence
-from numlint.semantics import needs_parens, same_bindings
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Value
 from numlint.analysis.evidence import grade as evidence_grade
 from numlint.analysis.guards import (
     guarded_by_mutation,
@@ -13,11 +14,10 @@ from numlint.analysis.guards import (
     selection,
 )
 from numlint.analysis.ops import const, op, same_value
+from numlint.analysis.semantics import activation
 from numlint.analysis.zeros import positive_value, selects_nonzero, zero_reason
-from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
-from numlint.semantics import activation
 
 
 def _averaged(ctx, value: Value) -> bool:

@@ -8,10 +8,10 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.ops import op
+from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
-from numlint.semantics import keyword, positional
 
 
 class HandWrittenLogsumexp(Rule):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.ops import same_code
+from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, overflow_confidence, unbounded_exp, wrap
-from numlint.semantics import keyword, positional
 
 
 class HandWrittenSoftmax(Rule):

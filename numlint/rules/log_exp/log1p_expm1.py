@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Value
 from numlint.analysis.gradients import no_gradient
 from numlint.analysis.ops import const, op
-from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
 

@@ -6,12 +6,12 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.guards import sanitised_later
 from numlint.analysis.ops import op
-from numlint.context import Context, Value
+from numlint.analysis.semantics import positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find
-from numlint.semantics import positional
 from numlint.tree import call_name
 
 

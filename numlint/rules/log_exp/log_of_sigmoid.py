@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.summaries import origin_of, related
-from numlint.analysis.zeros import magnitude_bound
-from numlint.context import Value
-from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import (
+from numlint.analysis.context import Value
+from numlint.analysis.semantics import (
     Activation,
     activation,
     is_one,
@@ -17,6 +14,9 @@ from numlint.semantics import (
     positional,
     same_bindings,
 )
+from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.zeros import magnitude_bound
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 
 class LogOfSigmoid(Rule):

@@ -5,20 +5,20 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from numlint.analysis.context import Context
 from numlint.analysis.evidence import gathered_where_drawn, picked_where_drawn
 from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.ops import names, op
-from numlint.analysis.summaries import origin_of, related
-from numlint.context import Context
-from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import (
-    TRANSPARENT_METHODS,
+from numlint.analysis.semantics import (
     Activation,
     activation,
     format_args,
     log_argument,
     same_bindings,
 )
+from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.tables import TRANSPARENT_METHODS
+from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 _LOG_SOFTMAX = {
     "torch.softmax": "torch.log_softmax",

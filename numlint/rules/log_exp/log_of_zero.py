@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.context import Value
 from numlint.analysis.evidence import grade, tallied_share
 from numlint.analysis.gradients import (
     compared_here,
@@ -19,10 +20,9 @@ from numlint.analysis.guards import (
     writes_minus_inf,
 )
 from numlint.analysis.ops import is_zero, op, same_value
+from numlint.analysis.semantics import activation, is_one
 from numlint.analysis.zeros import zero_reason
-from numlint.context import Value
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.semantics import activation, is_one
 
 _LOGS = ("log", "log2", "log10")
 

@@ -8,10 +8,10 @@ from numlint.analysis.evidence import grade
 from numlint.analysis.gradients import gradient_evident, gradient_flows, gradient_free
 from numlint.analysis.guards import Selection, guarded_by_mutation, sanitises, selection
 from numlint.analysis.ops import HOLDS, clamp_bounds, const, op, positive_bound, same_code
+from numlint.analysis.semantics import positional
 from numlint.analysis.zeros import denominator_reason, positive_value, zero_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare
-from numlint.semantics import positional
 from numlint.tree import call_name
 
 _ROOTS = ("log", "log2", "log10", "sqrt", "rsqrt")

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from numlint.context import Context
+from numlint.analysis.context import Context
+from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
-from numlint.semantics import positional
 
 CROSS_ENTROPY = (
     frozenset({"torch.nn.functional.cross_entropy"}),

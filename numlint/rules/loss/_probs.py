@@ -4,7 +4,7 @@ A value counts as a probability when, following variables of the same function, 
 indexing and clamps, it is:
 - a softmax or sigmoid call in any spelling (`torch.softmax`, `F.softmax`, `x.softmax(d)`,
   `torch.sigmoid`, `torch.special.expit`, an `nn.Softmax` / `nn.Sigmoid` module, also one
-  stored on `self` in `__init__`), see `numlint.semantics.activation`;
+  stored on `self` in `__init__`), see `numlint.analysis.semantics.activation`;
 - a hand-written sigmoid `1 / (1 + torch.exp(-z))`, `torch.reciprocal(1 + torch.exp(-z))`,
   `torch.exp(z) / (1 + torch.exp(z))`, or a hand-written softmax
   `torch.exp(x) / torch.exp(x).sum(d, keepdim=True)`;
@@ -21,11 +21,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from numlint.analysis.summaries import Origin, origin_of, related
-from numlint.context import Context, Env, Scope, Value
-from numlint.semantics import (
-    SIGMOID_MODULES,
-    SOFTMAX_MODULES,
+from numlint.analysis.context import Context, Env, Scope, Value
+from numlint.analysis.semantics import (
     Activation,
     activation,
     format_args,
@@ -34,6 +31,8 @@ from numlint.semantics import (
     same_bindings,
     strip,
 )
+from numlint.analysis.summaries import Origin, origin_of, related
+from numlint.analysis.tables import SIGMOID_MODULES, SOFTMAX_MODULES
 from numlint.tree import descendants, walk
 
 KINDS = ("softmax", "sigmoid")
@@ -154,7 +153,7 @@ def log_softmax_code(ctx: Context, act: Activation) -> str | None:
 
 
 def _strip_all(ctx: Context, value: Value) -> tuple[Value, bool]:
-    """Follow names, copies, indexing (numlint.semantics.strip) and clamps."""
+    """Follow names, copies, indexing (numlint.analysis.semantics.strip) and clamps."""
     crossed = False
     for _ in range(16):
         value, more = strip(ctx, value)

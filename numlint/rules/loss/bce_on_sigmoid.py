@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.semantics import needs_parens
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import BCE, LossCall, configuration_grade, loss_call
 from numlint.rules.loss._probs import Probability, movable, probability
-from numlint.semantics import needs_parens
 
 
 class BceOnSigmoid(Rule):

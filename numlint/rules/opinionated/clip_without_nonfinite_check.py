@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.analysis.semantics import keyword
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.training import _steps
-from numlint.semantics import keyword
 
 _CLIP_NORM = frozenset(
     {

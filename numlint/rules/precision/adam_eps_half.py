@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import constant, evidence, traced_dtype
-from numlint.context import Context, Value
+from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.semantics import positional
 from numlint.tree import descendants
 
 _ADAM = frozenset(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Value
 from numlint.analysis.dtypes import HALF_ZERO, constant, is_half, traced_dtype
-from numlint.context import Value
+from numlint.analysis.semantics import positional
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.semantics import positional
 
 _GUARDED_FUNCTIONS = frozenset(
     {"torch.log", "torch.log2", "torch.log10", "torch.sqrt", "torch.rsqrt", "torch.reciprocal",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.dtypes import dtype_branch, evidence, is_half, traced_dtype
+from numlint.analysis.semantics import format_args, keyword, positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import format_args, keyword, positional
 from numlint.tree import descendants
 
 #: Softmax functions and the position of their `dtype` argument.

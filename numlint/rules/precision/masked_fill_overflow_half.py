@@ -7,8 +7,8 @@ import math
 import libcst as cst
 
 from numlint.analysis.dtypes import HALF_MAX, constant, is_half
+from numlint.analysis.semantics import positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import positional
 
 
 class MaskedFillOverflowHalf(Rule):

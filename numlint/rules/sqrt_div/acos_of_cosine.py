@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Env, Value
 from numlint.analysis.evidence import reduced
 from numlint.analysis.gradients import gradient_flows
 from numlint.analysis.ops import FLOAT32_HALF_ULP_BELOW_ONE, clamp_bounds, const, op, same_code
+from numlint.analysis.semantics import needs_parens
 from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import denominator_reason
-from numlint.context import Env, Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import needs_parens
 from numlint.tree import descendants
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     batch_token_count,
@@ -24,10 +25,9 @@ from numlint.analysis.guards import (
     selection,
 )
 from numlint.analysis.ops import const, op, same_code
+from numlint.analysis.semantics import keyword
 from numlint.analysis.zeros import denominator_reason
-from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import keyword
 
 
 class DivideByZeroNorm(Rule):

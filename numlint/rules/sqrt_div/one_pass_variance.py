@@ -6,12 +6,12 @@ import re
 
 import libcst as cst
 
+from numlint.analysis.context import Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import Op, clamp_bounds, const, op, same_code
+from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.zeros import square_of
-from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import keyword, positional, same_bindings
 
 
 class OnePassVariance(Rule):

@@ -6,15 +6,16 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.arrays import not_a_tensor
+from numlint.analysis.context import Value
 from numlint.analysis.evidence import grade, unit_bounded, zero_tested
 from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
+from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import factors, square_of, zero_reason
-from numlint.context import Value
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.semantics import TRANSPARENT_METHODS, keyword, positional, same_bindings
 
 
 class SqrtAtZero(Rule):

@@ -18,10 +18,10 @@ from typing import Any
 
 import libcst as cst
 
+from numlint.analysis.context import Context
+from numlint.analysis.semantics import dotted_name, keyword, positional
 from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
-from numlint.context import Context
 from numlint.rule import Rule
-from numlint.semantics import dotted_name, keyword, positional
 from numlint.tree import walk
 
 CLIP_FUNCTIONS = frozenset(

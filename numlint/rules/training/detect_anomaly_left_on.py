@@ -7,8 +7,8 @@ from pathlib import PurePath
 
 import libcst as cst
 
+from numlint.analysis.semantics import keyword, positional
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.semantics import keyword, positional
 
 _SET = frozenset(
     {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
+from numlint.analysis.tables import NO_GRAD
 from numlint.tree import exits
 
 if TYPE_CHECKING:
@@ -681,18 +682,6 @@ _BINARY_FOR_AUG = {
     cst.DivideAssign: cst.Divide,
     cst.PowerAssign: cst.Power,
 }
-
-
-#: Context managers and decorators that turn gradients off (`inference_mode(False)` does not).
-NO_GRAD = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
 
 
 def _disables_grad(ctx: Context, expr: cst.BaseExpression) -> bool:

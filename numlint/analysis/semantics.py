@@ -1,6 +1,6 @@
 """Shared questions rules ask about expressions: is this a softmax output, a log, a guard?
 
-Everything here is syntactic plus the data flow in numlint.context: nothing is imported
+Everything here is syntactic plus the data flow in numlint.analysis.context: nothing is imported
 or executed.
 """
 
@@ -11,47 +11,17 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from numlint.context import Context, Value
+from numlint.analysis.context import Context, Value
+from numlint.analysis.tables import (
+    LOG_FUNCTIONS,
+    SIGMOID_FUNCTIONS,
+    SIGMOID_MODULES,
+    SOFTMAX_FUNCTIONS,
+    SOFTMAX_MODULES,
+    TRANSPARENT_FUNCTIONS,
+    TRANSPARENT_METHODS,
+)
 from numlint.tree import walk
-
-SOFTMAX_FUNCTIONS = frozenset(
-    {
-        "torch.softmax",
-        "torch.nn.functional.softmax",
-        "torch.special.softmax",
-        "torch.Tensor.softmax",
-    }
-)
-SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
-SIGMOID_FUNCTIONS = frozenset(
-    {
-        "torch.sigmoid",
-        "torch.nn.functional.sigmoid",
-        "torch.special.expit",
-        "torch.Tensor.sigmoid",
-    }
-)
-SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
-LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"})
-
-#: Functions and methods whose result carries no gradient back to their tensor argument.
-NOT_DIFFERENTIABLE = frozenset(
-    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
-     "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
-     "item", "tolist", "numpy", "detach", "numel", "size", "dim"}
-)  # fmt: skip
-
-#: Tensor methods that keep zeros zero (a softmax output stays able to reach 0 through them).
-TRANSPARENT_METHODS = frozenset(
-    {
-        "float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
-        "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
-        "gather", "index_select", "masked_select", "expand", "expand_as", "cpu", "cuda",
-    }
-)  # fmt: skip
-TRANSPARENT_FUNCTIONS = frozenset(
-    {"torch.gather", "torch.index_select", "torch.squeeze", "torch.unsqueeze", "torch.flatten"}
-)
 
 
 @dataclass(frozen=True)

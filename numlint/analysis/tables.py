@@ -1,0 +1,56 @@
+"""Tables of torch names the analyses share: activations, gradient-free calls, no-grad contexts.
+
+Pure data at the bottom of the analysis package: every other module may import it.
+"""
+
+from __future__ import annotations
+
+SOFTMAX_FUNCTIONS = frozenset(
+    {
+        "torch.softmax",
+        "torch.nn.functional.softmax",
+        "torch.special.softmax",
+        "torch.Tensor.softmax",
+    }
+)
+SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
+SIGMOID_FUNCTIONS = frozenset(
+    {
+        "torch.sigmoid",
+        "torch.nn.functional.sigmoid",
+        "torch.special.expit",
+        "torch.Tensor.sigmoid",
+    }
+)
+SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
+LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"})
+
+#: Functions and methods whose result carries no gradient back to their tensor argument.
+NOT_DIFFERENTIABLE = frozenset(
+    {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
+     "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
+     "item", "tolist", "numpy", "detach", "numel", "size", "dim"}
+)  # fmt: skip
+
+#: Tensor methods that keep zeros zero (a softmax output stays able to reach 0 through them).
+TRANSPARENT_METHODS = frozenset(
+    {
+        "float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
+        "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
+        "gather", "index_select", "masked_select", "expand", "expand_as", "cpu", "cuda",
+    }
+)  # fmt: skip
+TRANSPARENT_FUNCTIONS = frozenset(
+    {"torch.gather", "torch.index_select", "torch.squeeze", "torch.unsqueeze", "torch.flatten"}
+)
+
+#: Context managers and decorators that turn gradients off (`inference_mode(False)` does not).
+NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
