@@ -19,9 +19,6 @@ from numlint.diagnostic import Diagnostic, parse_error
 from numlint.output import RenderEnv, fixable, formats
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-#: `numlint lsp` defaults (here, so that `numlint lsp --help` needs no optional dependency).
-LSP_DEBOUNCE_MS = 50
-LSP_MAX_CHARS = 1_000_000
 
 
 class UsageError(Exception):
@@ -130,34 +127,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def lsp_parser() -> argparse.ArgumentParser:
-    """`numlint lsp`'s options (shown by `--help` even without the `lsp` extra)."""
-    parser = argparse.ArgumentParser(
-        prog="numlint lsp",
-        description="The numlint language server on stdio "
-        "(needs the `lsp` extra: pip install 'numlint[lsp]').",
-    )
-    parser.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
-    parser.add_argument(
-        "--debounce",
-        type=float,
-        default=LSP_DEBOUNCE_MS,
-        metavar="MS",
-        help=f"wait this long after the last change before linting (default: {LSP_DEBOUNCE_MS})",
-    )
-    parser.add_argument(
-        "--max-chars",
-        type=int,
-        default=LSP_MAX_CHARS,
-        metavar="N",
-        help=f"leave buffers larger than this to `numlint check` (default: {LSP_MAX_CHARS})",
-    )
-    parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
-    )
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -206,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _delegate(command: str, rest: list[str]) -> int:
     """Subcommands whose implementation lives with its optional dependencies."""
     if command == "lsp":  # options first: `--help` and a bad flag need no optional dependency
+        from numlint.lsp import parser as lsp_parser
+
         try:
             lsp_parser().parse_args(rest)
         except SystemExit as exc:

@@ -10,17 +10,48 @@ This module needs no optional dependency: `numlint lsp --help` works without pyg
 
 from __future__ import annotations
 
-from numlint.cli import LSP_DEBOUNCE_MS, LSP_MAX_CHARS, lsp_parser
+import argparse
 
-DEBOUNCE_S = LSP_DEBOUNCE_MS / 1000
+#: Wait this long after the last change before linting.
+DEBOUNCE_MS = 50
+DEBOUNCE_S = DEBOUNCE_MS / 1000
 #: Larger buffers are left to `numlint check`: linting them would stall the editor.
-MAX_CHARS = LSP_MAX_CHARS
+MAX_CHARS = 1_000_000
+
+
+def parser() -> argparse.ArgumentParser:
+    """`numlint lsp`'s options (shown by `--help` even without the `lsp` extra)."""
+    parser = argparse.ArgumentParser(
+        prog="numlint lsp",
+        description="The numlint language server on stdio "
+        "(needs the `lsp` extra: pip install 'numlint[lsp]').",
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
+    parser.add_argument(
+        "--debounce",
+        type=float,
+        default=DEBOUNCE_MS,
+        metavar="MS",
+        help=f"wait this long after the last change before linting (default: {DEBOUNCE_MS})",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=MAX_CHARS,
+        metavar="N",
+        help=f"leave buffers larger than this to `numlint check` (default: {MAX_CHARS})",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    return parser
 
 
 def main(argv: list[str]) -> int:
-    """`numlint lsp [--stdio] [--debounce MS] [--max-chars N] [--log-level LEVEL]`."""
+    """`numlint lsp [--stdio] [--debounce MS] [--max-chars N] [--log-level LEVEL]`: exit 2
+    for a bad flag, 0 after `--help`, else serve (needs the `lsp` extra)."""
     try:
-        args = lsp_parser().parse_args(argv)
+        args = parser().parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
     from numlint.lsp.server import serve  # pygls and lsprotocol: the `lsp` extra

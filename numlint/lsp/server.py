@@ -681,7 +681,7 @@ class _NoTorch(importlib.abc.MetaPathFinder):
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Serve on stdio with the options `numlint.cli.lsp_parser` parsed."""
+    """Serve on stdio with the options `numlint.lsp.parser` parsed."""
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="numlint-lsp %(levelname)s: %(message)s"
     )

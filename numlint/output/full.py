@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, fixable, probe_note, stress_note, summary
+from numlint.output.common import RenderEnv, fixable, probe_note, stress_note, summary
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:

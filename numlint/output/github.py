@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv
+from numlint.output.common import RenderEnv
 
 
 def _escape(text: str, prop: bool = False) -> str:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv
+from numlint.output.common import RenderEnv
 
 
 def render(diagnostics: Sequence[Diagnostic], env: RenderEnv) -> str:

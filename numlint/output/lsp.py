@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv, stress_note
+from numlint.output.common import RenderEnv, stress_note
 
 SEVERITY_ERROR = 1
 SEVERITY_WARNING = 2

@@ -9,7 +9,7 @@ from typing import Any
 
 from numlint import __version__
 from numlint.diagnostic import Diagnostic
-from numlint.output import RenderEnv
+from numlint.output.common import RenderEnv
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
