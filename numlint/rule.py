@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import libcst as cst
 
 from numlint.analysis.guards import in_empty_branch
+from numlint.analysis.liveness import dead_code
 from numlint.analysis.places import is_test_code
 from numlint.diagnostic import Applicability, Confidence
 
@@ -165,7 +166,8 @@ class Rule:
         related: tuple[Related, ...] = (),
     ) -> None:
         """Record a finding at `node` (its start is the reported position). A value hazard
-        (NUM1xx-NUM4xx) is not reported in a branch for an empty tensor it uses, and is low
+        (NUM1xx-NUM4xx) is not reported in a branch for an empty tensor it uses nor in code
+        that cannot run (numlint.analysis.liveness), and is low
         in test code and a module's `if __name__ == "__main__":` block that does not train (a
         demo or self-check):
         tests build their inputs on purpose and their values never reach a training run."""
@@ -173,6 +175,8 @@ class Rule:
         if self.CODE[3] in "1234":
             if in_empty_branch(self.ctx, node):
                 return  # `if x.numel() == 0:` ... every value there is empty
+            if dead_code(self.ctx, node):
+                return  # a branch behind a constant, an option no caller passes, unused code
             if grade != "low" and (self._in_tests() or self._in_demo()):
                 grade = "low"
         self.reports.append(Report(type(self), node, message or self.MESSAGE, fix, grade, related))

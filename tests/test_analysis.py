@@ -133,8 +133,10 @@ def test_where_branch_needs_gradient_evidence(code: str, expected: list[str]) ->
 
 
 def test_gradient_evidence_crosses_files(tmp_path: Path) -> None:
-    """A helper in one file that a module in another file calls is differentiated."""
-    (tmp_path / "pyproject.toml").write_text("")
+    """A helper in one file that a module in another file calls is differentiated; a
+    distribution's helper that nothing in it calls is its API, reachable but not seen
+    differentiated."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -296,8 +298,8 @@ def test_message_says_which_harm_applies() -> None:
 def test_upper_bound(expr: str, expected: float | None) -> None:
     import libcst as cst
 
+    from numlint.analysis.context import Context
     from numlint.analysis.zeros import upper_bound
-    from numlint.context import Context
 
     module = cst.parse_module(f"import torch\ny = {expr}\n")
     ctx = Context(module, "m.py")

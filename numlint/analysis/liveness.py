@@ -1,0 +1,337 @@
+"""Can the code at a node run? A value hazard in code that cannot run is not a finding.
+
+Facts of the program, not of names:
+
+- a branch behind a constant: `if False:`, `if DEBUG:` with `DEBUG = False` bound once (in the
+  function, or at module level and never rebound), `if merge:` for a parameter whose default
+  is a constant that no caller overrides, `if cf is not None:` for a `cf=None` no caller
+  passes; an `else` arm behind a true one;
+- an option no caller passes: the hazard's own operand is built from a parameter that is
+  `None` at every known call (the expression would fail before producing a bad value);
+- a function or class nothing refers to: a private one (`_helper`) or a nested one whose name
+  appears nowhere else in the project's files; in a project that is no distribution (no
+  `[project]`, setup.py or setup.cfg: scripts and research code), a public one too. A
+  distribution's public functions are its API and count as reachable, as do decorated ones
+  (registered by their decorator), dunder methods, tests, and public methods (a framework may
+  call them by name).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from functools import lru_cache
+
+import libcst as cst
+
+from numlint.analysis.context import Context
+from numlint.analysis.ops import names
+from numlint.analysis.summaries import _project_files, _project_root, _text, never_passed
+
+_UNKNOWN = None
+
+
+def dead_code(ctx: Context, node: cst.CSTNode) -> bool:
+    """Whether the code at `node` (being visited) cannot run: see the module docstring."""
+    return _behind_constant(ctx) or _unused_operand(ctx, node) or _unreferenced(ctx)
+
+
+# ---- branches behind a constant ----
+
+
+def _behind_constant(ctx: Context) -> bool:
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, cst.If):
+            if child is parent.body and truth(ctx, parent.test) is False:
+                return True
+            if child is parent.orelse and truth(ctx, parent.test) is True:
+                return True
+        elif isinstance(parent, cst.While) and child is parent.body:
+            if truth(ctx, parent.test) is False:
+                return True
+    return False
+
+
+def truth(ctx: Context, test: cst.BaseExpression) -> bool | None:
+    """The truth of a test whose value the program fixes, else None."""
+    if isinstance(test, cst.Name):
+        if test.value in ("True", "False", "None"):
+            return test.value == "True"
+        return _name_truth(ctx, test.value)
+    if isinstance(test, (cst.Integer, cst.Float)):
+        return float(test.evaluated_value) != 0
+    if isinstance(test, cst.SimpleString):
+        return bool(test.evaluated_value)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = truth(ctx, test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = truth(ctx, test.left), truth(ctx, test.right)
+        if isinstance(test.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left and right else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, (cst.Is, cst.IsNot)):
+                is_none = _always_none(ctx, test.left)
+                if is_none is None:
+                    return None
+                return is_none if isinstance(target.operator, cst.Is) else not is_none
+    return None
+
+
+def _always_none(ctx: Context, expr: cst.BaseExpression) -> bool | None:
+    """True: `expr` is None wherever this runs; False: never None; None: unknown."""
+    if isinstance(expr, cst.Name):
+        constant = _constant_of(ctx, expr.value)
+        if constant is not _NOT_CONSTANT:
+            return constant is None
+    return None
+
+
+class _NotConstant:
+    pass
+
+
+_NOT_CONSTANT = _NotConstant()
+
+
+def _name_truth(ctx: Context, name: str) -> bool | None:
+    constant = _constant_of(ctx, name)
+    return None if constant is _NOT_CONSTANT else bool(constant)
+
+
+def _constant_of(ctx: Context, name: str) -> object:
+    """The constant `name` holds wherever the code being visited runs, or _NOT_CONSTANT."""
+    func = ctx.function
+    if func is not None:
+        param = ctx.parameter(name)
+        if param is not None:
+            if param.default is None or _assignments(func, name):
+                return _NOT_CONSTANT
+            literal = _literal(param.default)
+            if literal is _NOT_CONSTANT or not never_passed(ctx, name):
+                return _NOT_CONSTANT
+            return literal
+        count = _assignments(func, name)
+        if count:
+            binding = ctx.lookup(name)
+            if count != 1 or binding is None or binding.value is None or binding.alternatives:
+                return _NOT_CONSTANT
+            return _literal(binding.value)
+        if any(isinstance(s, cst.FunctionDef) and s is not func for s in ctx.stack[:-1]):
+            return _NOT_CONSTANT  # a closure's free name: the enclosing function may rebind it
+    return _module_constant(ctx, name)
+
+
+def _assignments(func: cst.FunctionDef, name: str) -> int:
+    """How many statements of `func` bind `name` (a `global`/`nonlocal` counts as many)."""
+    return _binding_counts(func).get(name, 0)
+
+
+@lru_cache(maxsize=256)
+def _binding_counts(func: cst.FunctionDef) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    class _Count(cst.CSTVisitor):
+        def _add(self, target: cst.CSTNode) -> None:
+            for n in _bound_names(target):
+                counts[n] = counts.get(n, 0) + 1
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._add(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if n.value is not None:
+                self._add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._add(n.target)
+            self._add(n.target)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            self._add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._add(n.target)
+            self._add(n.target)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            self._add(n.target)
+            self._add(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            self._add(n.name)
+            self._add(n.name)
+
+        def visit_Global(self, n: cst.Global) -> None:
+            for item in n.names:
+                counts[item.name.value] = counts.get(item.name.value, 0) + 2
+
+        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+            for item in n.names:
+                counts[item.name.value] = counts.get(item.name.value, 0) + 2
+
+    func.body.visit(_Count())
+    return counts
+
+
+def _bound_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        return expr.evaluated_value
+    return _NOT_CONSTANT
+
+
+def _module_constant(ctx: Context, name: str) -> object:
+    """A module-level name bound once to a literal, never rebound (no `global` of it, not
+    assigned as an attribute elsewhere in the file), else _NOT_CONSTANT."""
+    tree = ctx.syntax
+    if tree is None:
+        return _NOT_CONSTANT
+    return _module_constants(tree, ctx.source or "").get(name, _NOT_CONSTANT)
+
+
+@lru_cache(maxsize=64)
+def _module_constants(tree: ast.Module, source: str) -> dict[str, object]:
+    bound: dict[str, list[ast.expr | None]] = {}
+    for stmt in tree.body:
+        for sub in ast.walk(stmt) if not isinstance(stmt, ast.Assign) else [stmt]:
+            if isinstance(sub, ast.Assign):
+                for t in sub.targets:
+                    for n in _ast_names(t):
+                        bound.setdefault(n, []).append(sub.value if isinstance(t, ast.Name) else None)
+            elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+                for n in _ast_names(sub.target):
+                    bound.setdefault(n, []).extend([None, None])
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+                for n in sub.names:
+                    bound.setdefault(n, []).extend([None, None])
+            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                for alias in sub.names:
+                    bound.setdefault((alias.asname or alias.name).split(".")[0], []).append(None)
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.setdefault(sub.name, []).append(None)
+    out: dict[str, object] = {}
+    for name, values in bound.items():
+        if len(values) != 1 or values[0] is None or not isinstance(values[0], ast.Constant):
+            continue
+        if re.search(rf"\.{re.escape(name)}\s*=[^=]", source):
+            continue  # `config.DEBUG = True` somewhere: set from outside
+        out[name] = values[0].value
+    return out
+
+
+def _ast_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _ast_names(e)]
+    if isinstance(target, ast.Starred):
+        return _ast_names(target.value)
+    return []
+
+
+# ---- an operand no caller provides ----
+
+
+def _unused_operand(ctx: Context, node: cst.CSTNode) -> bool:
+    """The hazard's operand is built from a parameter defaulting to None that every known
+    caller leaves out: the expression cannot produce a bad value (it would fail first)."""
+    if not isinstance(node, cst.BaseExpression):
+        return False
+    found = names(node) | names(ctx.deref(ctx.value(node)).node)
+    for name in found:
+        param = ctx.parameter(name) if "." not in name else None
+        default = param.default if param is not None else None
+        if isinstance(default, cst.Name) and default.value == "None" and never_passed(ctx, name):
+            return True
+    return False
+
+
+# ---- functions and classes nothing refers to ----
+
+_DISTRIBUTION = re.compile(r"^\s*\[(project|tool\.poetry)\]", re.M)
+
+
+def _unreferenced(ctx: Context) -> bool:
+    """An enclosing function or class that nothing in the project refers to."""
+    if ctx.path.startswith("<") or ctx.source is None:
+        return False
+    defs = [n for n in ctx.stack[:-1] if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
+    for depth, node in enumerate(defs):
+        name = node.name.value
+        if node.decorators or (name.startswith("__") and name.endswith("__")):
+            continue  # registered by a decorator; called by Python itself
+        if name.startswith("test") or name == "main":
+            continue  # an entry point
+        nested = depth > 0 and isinstance(defs[depth - 1], cst.FunctionDef)
+        method = depth > 0 and isinstance(defs[depth - 1], cst.ClassDef)
+        private = name.startswith("_")
+        if not (private or nested) and (method or _distribution(ctx.path)):
+            continue  # a public method or a distribution's API
+        if not _referenced(ctx, name):
+            return True
+    return False
+
+
+def _referenced(ctx: Context, name: str) -> bool:
+    """Whether `name` appears anywhere in the project's files besides its definitions."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    defined = re.compile(rf"\b(def|class)\s+{re.escape(name)}\b")
+    source = ctx.source or ""
+    if len(word.findall(source)) > len(defined.findall(source)):
+        return True
+    files, _ = _project_files(_project_root(os.path.abspath(ctx.path)))
+    here = os.path.abspath(ctx.path)
+    for path in files:
+        if path == here:
+            continue
+        text = _text(path)
+        if text is None or name not in text:
+            continue
+        if len(word.findall(text)) > len(defined.findall(text)):
+            return True
+    return False
+
+
+@lru_cache(maxsize=256)
+def _distribution_root(root: str) -> bool:
+    if os.path.exists(os.path.join(root, "setup.py")) or os.path.exists(
+        os.path.join(root, "setup.cfg")
+    ):
+        return True
+    try:
+        with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
+            return bool(_DISTRIBUTION.search(f.read()))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _distribution(path: str) -> bool:
+    """Whether the file belongs to a project that is packaged for others to import (or to
+    no known project: a lone file may be imported from anywhere)."""
+    root = _project_root(os.path.abspath(path))
+    markers = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+    if not any(os.path.exists(os.path.join(root, m)) for m in markers):
+        return True
+    return _distribution_root(root)
