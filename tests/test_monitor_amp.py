@@ -47,9 +47,10 @@ def test_overflow_skips_are_events_not_errors() -> None:
     first = skips[0]
     assert first["loss"] is not None and first["loss"] < float("inf")  # the loss was finite
     assert first["scale"] == first["scale_before"] / 2
-    assert first["step"] == 0 and first["iteration"] == 1
-    assert monitor.step == len(steps) == steps[-1]["step"]
-    assert [e["iteration"] for e in skips + steps] == list(range(1, 13))  # skips come first
+    # one numbering: every event carries the step and attempt it belongs to, counted from 0
+    assert first["step"] == 0 and first["iteration"] == 0
+    assert monitor.step == len(steps) == steps[-1]["step"] + 1
+    assert [e["iteration"] for e in skips + steps] == list(range(12))  # skips come first
     assert steps[-1]["scale"] == scaler.get_scale()
     assert all(e["grad_norm"] < float("inf") for e in steps)  # unscaled norms
 
@@ -73,7 +74,7 @@ def test_consecutive_skips_are_divergence() -> None:
                 amp_step(model, opt, scaler)
     ev = info.value.event
     assert ev["event"] == "amp_divergence" and "3 consecutive" in ev["reason"]
-    assert ev["iteration"] == 3 and ev["step"] == 0
+    assert ev["iteration"] == 2 and ev["step"] == 0  # the third attempt, none taken
     assert ev["module"] is not None  # where the overflowing gradient was first seen
     skips = [e for e in monitor.events if e["event"] == "amp_overflow_skip"]
     assert [e["consecutive"] for e in skips] == [1, 2, 3]

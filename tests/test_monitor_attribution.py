@@ -81,7 +81,7 @@ def test_logged_norm_is_the_pre_clip_norm_and_spikes_are_explosions() -> None:
         assert e["max_norm"] == 1.0 and e["grad_norm_clipped"] <= 1.0 + 1e-4
     assert steps[10]["grad_norm"] > 40
     explosions = [e for e in monitor.events if e["event"] == "grad_explosion"]
-    assert [e["step"] for e in explosions] == [11]
+    assert [e["step"] for e in explosions] == [10]  # the loop's step 10, as numbered from 0
 
 
 def test_nan_loss_with_finite_gradients_is_reported_without_criterion() -> None:

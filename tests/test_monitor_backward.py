@@ -163,7 +163,7 @@ def test_grad_norm_is_logged_every_step(tmp_path: Path) -> None:
             opt.step()
     steps = [json.loads(line) for line in log.read_text().splitlines()]
     steps = [e for e in steps if e["event"] == "step"]
-    assert [e["step"] for e in steps] == [1, 2, 3, 4]
+    assert [e["step"] for e in steps] == [0, 1, 2, 3]  # numbered from 0, as incidents are
     for e, norm in zip(steps, expected, strict=True):
         assert math.isclose(e["grad_norm"], norm, rel_tol=1e-5)
 
@@ -198,7 +198,7 @@ def test_explosion_and_vanishing_events() -> None:
             (model(torch.randn(8, 4)).sum() * scale).backward()
             opt.step()
     explosions = [e for e in monitor.events if e["event"] == "grad_explosion"]
-    assert [e["step"] for e in explosions] == [11]
+    assert [e["step"] for e in explosions] == [10]  # the loop's i == 10
     assert explosions[0]["ratio"] > 5.0
     vanishing = [e for e in monitor.events if e["event"] == "grad_vanishing"]
     assert len(vanishing) == 12 and {e["group"] for e in vanishing} == {"dead"}
@@ -222,4 +222,4 @@ def test_optimizer_is_found_when_not_passed() -> None:
             opt.step()
             other.step()  # not this model's: ignored
     assert monitor.step == 3
-    assert [e["step"] for e in monitor.events if e["event"] == "step"] == [1, 2, 3]
+    assert [e["step"] for e in monitor.events if e["event"] == "step"] == [0, 1, 2]

@@ -123,7 +123,7 @@ def test_nan_on_one_rank_stops_both_ranks_at_the_same_step(tmp_path: Path) -> No
     lines1 = (tmp_path / "events.rank1.jsonl").read_text().splitlines()
     assert any(json.loads(line)["rank"] == 1 for line in lines1)
     lines0 = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert [e["step"] for e in lines0 if e["event"] == "step"] == [1, 2, 3]
+    assert [e["step"] for e in lines0 if e["event"] == "step"] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(

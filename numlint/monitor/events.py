@@ -93,14 +93,25 @@ def describe(event: Event) -> str:
         )
     kind = {"nan": "NaN", "inf": "Inf"}.get(event.get("kind") or "", "non-finite value")
     module = event.get("module")
+    origin = " (origin: inputs finite, output not)" if event.get("origin") else ""
     if module in ("<input>", "<target>"):
         what = "input" if module == "<input>" else "target"
         where = f"the {what} data ({event.get('tensor')}), before the model ran"
         origin = ""
-    elif event.get("phase") == "loss" and event.get("origin"):
-        origin = " (origin: its inputs finite, the loss not)"
-    else:
-        origin = " (origin: inputs finite, output not)" if event.get("origin") else ""
+    elif event.get("phase") == "loss" and event.get("gradient_of") == "model output":
+        where = "backward of the loss"
+        value = event.get("loss_value")
+        if event.get("loss_finite") and isinstance(value, (int, float)):
+            origin = (
+                f" (origin: the loss finite ({value:.4g}), the gradient it sends back to the "
+                "model output not)"
+            )
+        else:
+            origin = " (origin: the gradient the loss sends back to the model output)"
+    elif event.get("phase") == "loss" and module == "<loss>":
+        where = "the loss"
+        if event.get("origin"):
+            origin = " (origin: the model's outputs finite, the loss not)"
     micro = event.get("micro_batch")
     step = f"step {event.get('step')}" + (f", micro-batch {micro}" if micro else "")
     text = f"numlint: first {kind} at {step}, {where}{origin}"
@@ -111,7 +122,9 @@ def describe(event: Event) -> str:
             f"{list(event.get('shape') or [])}"
         )
     if event.get("op"):
-        text += f"; made by {event['op']} at {event.get('source')}"
+        node = event.get("autograd_node")
+        made = f"{event['op']} in the backward of {node}" if node else event["op"]
+        text += f"; made by {made} at {event.get('source') or 'an unknown line'}"
     static = event.get("static") or []
     if static:
         text += "; static findings: " + ", ".join(f"{s['code']} {s['location']}" for s in static)

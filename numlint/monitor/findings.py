@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from numlint.monitor import events as ev
 from numlint.monitor.stats import local, tensor_stats
-from numlint.monitor.tieback import findings_for_module, source_file_of
+from numlint.monitor.tieback import findings_for_file, findings_for_module, source_file_of
 
 
 @dataclass
@@ -101,7 +101,13 @@ def to_event(
         micro_batch=micro_batch,
     )
     event.update(f.extra)
-    if f.origin and static and isinstance(f.obj, nn.Module):
+    source = str(f.extra.get("source") or "")
+    if f.origin and static and f.module == "<loss>" and source:
+        path, _, line = source.rpartition(":")
+        found = findings_for_file(path) if line.isdigit() else []
+        event["source_file"] = path
+        event["static"] = [s for s in found if s["row"] == int(line)]
+    elif f.origin and static and isinstance(f.obj, nn.Module):
         path = source_file_of(f.obj)
         event["source_file"] = path
         event["static"] = findings_for_module(f.obj) if path else []

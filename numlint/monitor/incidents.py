@@ -17,7 +17,7 @@ from numlint.monitor import snapshot as snap_mod
 from numlint.monitor.events import Event, NonFiniteError, make_event
 
 if TYPE_CHECKING:
-    from numlint.monitor.monitor import Monitor
+    from numlint.monitor.state import MonitorLike
 
 
 class NumlintWarning(RuntimeWarning):
@@ -27,7 +27,7 @@ class NumlintWarning(RuntimeWarning):
 class Incidents:
     """The incidents of one monitor."""
 
-    def __init__(self, monitor: Monitor) -> None:
+    def __init__(self, monitor: MonitorLike) -> None:
         self.mon = monitor
         self.count = 0
         self.open = False  # an incident was reported in the current step

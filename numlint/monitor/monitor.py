@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from numlint.monitor import distributed as dist
 from numlint.monitor import events as ev
+from numlint.monitor import lossrun
 from numlint.monitor.amp import ScalerPatch
 from numlint.monitor.checks import all_checks
 from numlint.monitor.checks._base import LOCAL, OK, PHASE_OF, SPREAD, Check, Point
@@ -38,6 +39,7 @@ from numlint.monitor.grads import ParamGroup
 from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.incidents import Incidents, NumlintWarning
 from numlint.monitor.locate import ForwardState
+from numlint.monitor.lossrun import LossRun
 from numlint.monitor.stats import read_floats
 
 Action = Literal["raise", "warn", "record"]
@@ -60,6 +62,7 @@ class Monitor:
         log: str | Path | None = DEFAULT_LOG,
         action: Action = "raise",
         criterion: nn.Module | None = None,
+        loss_fn: Callable[[Any], Any] | None = None,
         snapshot: str | Path | Literal["auto"] | None = "auto",
         grad_stats: bool | int = False,
         explosion_factor: float = 10.0,
@@ -85,6 +88,9 @@ class Monitor:
         self.scaler = scaler
         self.action: Action = action
         self.criterion = criterion
+        if loss_fn is not None and not callable(loss_fn):
+            raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+        self.loss_fn = loss_fn
         self.grad_stats_every = int(grad_stats)  # True: every step; N: every N steps
         self.explosion = (explosion_factor, explosion_window, explosion_warmup)
         self.max_skips = max_skips
@@ -118,6 +124,9 @@ class Monitor:
         self.grad_enabled = True
         self.thread = threading.get_ident()  # the thread that ran the last forward
         self.targets: tuple[Any, ...] | None = None  # the criterion's, for the snapshot
+        self.output: Any = None  # the last top-level forward's output (for re-running the loss)
+        self.criterion_call: tuple[Any, ...] | None = None  # the criterion's last (args, kwargs)
+        self.backward_site: tuple[Any, int] | None = None  # (code, line) that called backward()
         self.loss: Tensor | None = None  # the step's loss (logged, checked before the step)
         self.loss_value: float | None = None  # ... as read before the step
         self.loss_finite = True  # the last loss checked at a criterion or scaler call
@@ -218,6 +227,9 @@ class Monitor:
         self._active = False
         self._rec.take_forward()
         self._rec.take_backward()
+        # (the output's autograd graph holds the monitor's gradient hooks: a cycle the garbage
+        # collector cannot see through, so nothing of the step is kept past stop())
+        self.output = self.criterion_call = None
 
     def agree(self, local_bad: bool, spread_bad: bool = False) -> int | None:
         """None when no rank saw a non-finite value, else the rank where it began (see
@@ -364,7 +376,7 @@ class Monitor:
         if rec.paused:
             return
         rec.root_outputs(output)
-        self.args, self.kwargs = args, kwargs
+        self.args, self.kwargs, self.output = args, kwargs, output
         self.thread = threading.get_ident()
         self.micro += 1
         if rec.fflags:
@@ -454,6 +466,7 @@ class Monitor:
         for c in self.checks:
             c.step_done(scale)
         self.loss = None  # the next step's loss is its own
+        self.output = self.criterion_call = None
 
     def emit_pending(self) -> None:
         """Log the events the checks hold back (the steps recorded so far)."""
@@ -480,6 +493,33 @@ class Monitor:
             return default
         finally:
             self.paused = was
+
+    def loss_run(self) -> LossRun | None:
+        """How to compute this step's loss again (failure path): `loss_fn` on the last output,
+        the criterion's last call, or the expression the loop called `backward()` on."""
+        if self.loss_fn is not None and self.output is not None:
+            return lossrun.from_function(self.loss_fn, self.output)
+        if self.criterion_call is not None:
+            args, kwargs = self.criterion_call
+            return lossrun.from_call(self.criterion, args, kwargs)
+        if self.backward_site is not None and self.world == 1:
+            # (not distributed: the expression may call the model, whose forward the other
+            # ranks would have to join)
+            return self.paused_call(lossrun.from_frame, *self.backward_site)
+        return None
+
+    def locate_loss(self) -> dict[str, Any] | None:
+        """The op and line where the step's non-finite loss (or its non-finite gradient) began,
+        by computing the loss again under per-op checks; None when it cannot be re-run."""
+        run = self.loss_run()
+        if run is None:
+            return None
+        if self.targets is None and run.targets:
+            self.targets = run.targets  # (kept in the snapshot)
+        info = self.paused_call(lossrun.locate, run, self.rerun_model())
+        if info is not None:
+            info["loss_from"] = run.how
+        return info
 
     def param_findings(self, phase: str) -> list[Finding]:
         """Parameters whose gradient ("grad") or value ("param") is non-finite."""
@@ -538,7 +578,10 @@ def watch(
     (also after an exception). `optimizer=None` picks up whichever torch optimizer steps this
     model's parameters. `log=None` writes no file. `action`: "raise" (NonFiniteError),
     "warn" (NumlintWarning) or "record" (events only). Options: criterion (an nn.Module loss whose
-    value is checked and whose targets go into the snapshot), snapshot ("auto": next to the log;
+    value is checked and whose targets go into the snapshot), loss_fn (`loss_fn(output)`: how the
+    loss is computed from the model output, re-run on the failure path to name the op and line
+    of a loss-origin NaN; without it the criterion's call or the expression `backward()` was
+    called on is re-run), snapshot ("auto": next to the log;
     a path; None), grad_stats (per-parameter statistics every N steps), explosion_factor,
     explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params
     ("forward": a parameter made non-finite by a step is caught by the next forward at no

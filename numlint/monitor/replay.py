@@ -44,10 +44,23 @@ class ReplayResult:
     output: dict[str, Any] | None = None
     static: list[dict[str, Any]] = field(default_factory=list)
     event: dict[str, Any] | None = None  # the event the snapshot was taken for
+    loss_run: bool = True  # False: no loss_fn was given, the loss was not computed
+    backward: bool = True  # a backward pass was replayed
 
     def __str__(self) -> str:
+        if not self.found and not self.loss_run and (self.event or {}).get("phase") == "loss":
+            return (
+                "numlint replay: the model's forward"
+                + (" and backward (from the recorded output gradient)" if self.backward else "")
+                + " ran without a NaN/Inf, but the incident began in the loss and the loss was "
+                "not run: no loss_fn was given; pass loss_fn (called as "
+                "loss_fn(output, *targets) with the snapshot's targets) to replay it"
+            )
         if not self.found:
-            return "numlint replay: the step ran without producing a NaN/Inf (did not reproduce)"
+            text = "numlint replay: the step ran without producing a NaN/Inf (did not reproduce)"
+            if not self.loss_run:
+                text += "; the loss was not run (no loss_fn was given)"
+            return text
         out = self.output or {}
         if self.phase == "data":
             what = "input" if self.module == "<input>" else "target"
@@ -196,7 +209,10 @@ def replay(
         for h in handles:
             h.remove()
         caller_rng.restore()
-    return _result(checker.found, model, snap.get("event"))
+    result = _result(checker.found, model, snap.get("event"))
+    result.loss_run = loss_fn is not None
+    result.backward = backward and bool(loss_fn is not None or out_grads)
+    return result
 
 
 def _result(found: dict[str, Any] | None, model: nn.Module, event: Any) -> ReplayResult:

@@ -89,15 +89,12 @@ def load(path: Path) -> Summary:
 
 
 def _x(event: dict[str, Any]) -> float:
-    """The attempt an event belongs to. Step, skip and explosion events are written when their
-    attempt completes (`iteration` counts it); a non-finite value is found during the next one."""
+    """The attempt an event belongs to (`iteration`: optimizer steps attempted before it, the
+    same numbering for step, skip, explosion and incident events)."""
     value = _number(event.get("iteration"))
     if value is None:
         value = _number(event.get("step"))
-    value = value if value is not None else 0.0
-    if event.get("event") in ("nonfinite", "nonfinite_remote"):
-        value += 1
-    return value
+    return value if value is not None else 0.0
 
 
 def incidents(summary: Summary) -> list[dict[str, Any]]:
@@ -129,12 +126,33 @@ def _describe(err: dict[str, Any]) -> str:
     ).rstrip()
 
 
+def _ranges(steps: list[Any]) -> str:
+    """`25-58, 61` for consecutive step numbers (others as they are)."""
+    nums = [s for s in steps if isinstance(s, int) and not isinstance(s, bool)]
+    if len(nums) != len(steps):
+        return ", ".join(str(s) for s in steps[:20]) + (" ..." if len(steps) > 20 else "")
+    out: list[str] = []
+    start = prev = None
+    for n in nums:
+        if start is not None and n == prev + 1:  # type: ignore[operator]
+            prev = n
+            continue
+        if start is not None:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = n
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ", ".join(out[:20]) + (" ..." if len(out) > 20 else "")
+
+
 def text_summary(summary: Summary) -> str:
     """The human-readable summary printed by `numlint report`."""
     ranks = ",".join(str(r) for r in sorted(summary.ranks)) or "-"
     lines = [f"numlint report: {summary.path} ({summary.total} events, rank {ranks})"]
-    norms = [n for n in (_number(s.get("grad_norm")) for s in summary.steps) if n is not None]
-    finite = [n for n in norms if n == n and abs(n) != float("inf")]
+    pairs = [(s.get("step"), _number(s.get("grad_norm"))) for s in summary.steps]
+    norms = [(step, n) for step, n in pairs if n is not None]
+    finite = [n for _, n in norms if math.isfinite(n)]
+    bad = [step for step, n in norms if not math.isfinite(n)]
     if summary.steps:
         last = summary.steps[-1]
         lines.append(
@@ -143,11 +161,18 @@ def text_summary(summary: Summary) -> str:
         )
     else:
         lines.append("steps: none logged")
-    if finite:
-        lines.append(
-            f"gradient norm: min {min(finite):.4g}, median {statistics.median(finite):.4g}, "
-            f"max {max(finite):.4g}, last {finite[-1]:.4g}"
-        )
+    if norms:
+        parts = []
+        if finite:
+            parts.append(
+                f"min {min(finite):.4g}, median {statistics.median(finite):.4g}, "
+                f"max {max(finite):.4g}"
+            )
+        parts.append(f"last {norms[-1][1]:.4g}")
+        text = "gradient norm: " + ", ".join(parts)
+        if bad:
+            text += f"; non-finite at {len(bad)} step(s): {_ranges(bad)}"
+        lines.append(text)
     if summary.skips:
         its = ", ".join(f"{_x(e):g}" for e in summary.skips[:10])
         more = " ..." if len(summary.skips) > 10 else ""

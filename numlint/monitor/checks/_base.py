@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from numlint.monitor.monitor import Monitor
+    from numlint.monitor.state import MonitorLike
 
 # Where the monitor reads device values, once per point, every check's values together:
 #   "forward"     the end of the top-level forward (the module output flags)
@@ -42,7 +42,7 @@ class Check:
 
     PRIORITY = 50
 
-    def __init__(self, monitor: Monitor) -> None:
+    def __init__(self, monitor: MonitorLike) -> None:
         self.mon = monitor
 
     def start(self) -> None:

@@ -23,24 +23,24 @@ from numlint.monitor.stats import (
 )
 
 if TYPE_CHECKING:
-    from numlint.monitor.monitor import Monitor
+    from numlint.monitor.state import MonitorLike
 
 LOSS = "<loss>"
 
 
-def params_finite(mon: Monitor) -> bool:
+def params_finite(mon: MonitorLike) -> bool:
     """Every parameter finite: one multi-tensor norm, checked exactly when it overflows."""
     if all_finite(norms([local(p).detach() for p in mon.params])):
         return True
     return all(bool(torch.isfinite(local(p)).all()) for p in mon.params)
 
 
-def grads_finite_exact(mon: Monitor) -> bool:
+def grads_finite_exact(mon: MonitorLike) -> bool:
     """Every parameter gradient finite, element by element (for a norm that overflowed)."""
     return all(bool(torch.isfinite(local(p.grad)).all()) for p in mon.params if p.grad is not None)
 
 
-def locate_backward_findings(mon: Monitor) -> list[Finding]:
+def locate_backward_findings(mon: MonitorLike) -> list[Finding]:
     """Re-run the last forward and backward with exact checks (empty if it cannot)."""
     grads = mon.rec.out_grads or []
     model = mon.rerun_model()
@@ -59,7 +59,7 @@ def locate_backward_findings(mon: Monitor) -> list[Finding]:
     )
 
 
-def loss_gradient_failure(mon: Monitor) -> bool:
+def loss_gradient_failure(mon: MonitorLike) -> bool:
     """When the gradient arriving at the model output is already non-finite (the loss did
     it), report that and return True."""
     grads = mon.rec.out_grads or []
@@ -68,11 +68,29 @@ def loss_gradient_failure(mon: Monitor) -> bool:
         return False
     f = Finding(LOSS, "grad_output", tensor_stats(g), True, mon.criterion)
     f.extra["gradient_of"] = "model output"
+    if mon.loss is not None and mon.loss.numel() == 1:
+        value = float(mon.loss.float())
+        f.extra["loss_value"] = value if math.isfinite(value) else str(value)
+        f.extra["loss_finite"] = math.isfinite(value)
+    add_loss_op(mon, f)
     mon.fail("loss", [f])
     return True
 
 
-def backward_failure(mon: Monitor, flags: list[Tensor], idx: list[int]) -> None:
+def add_loss_op(mon: MonitorLike, f: Finding) -> None:
+    """Name the op and line in the loss where the value began (re-running the loss)."""
+    if mon.incident_open:
+        return
+    info = mon.locate_loss()
+    if info is None:
+        return
+    f.extra.update(op=info["op"], source=info["source"], code=info["code"])
+    if info.get("node"):
+        f.extra["autograd_node"] = info["node"]
+    f.extra["op_phase"] = "backward" if info["phase"] == "backward" else "forward"
+
+
+def backward_failure(mon: MonitorLike, flags: list[Tensor], idx: list[int]) -> None:
     """A non-finite gradient seen in backward: name the module where it began."""
     if loss_gradient_failure(mon):
         return
@@ -84,7 +102,7 @@ def backward_failure(mon: Monitor, flags: list[Tensor], idx: list[int]) -> None:
     mon.fail("backward", findings or [Finding("?", "grad", {}, True)])
 
 
-def grad_failure(mon: Monitor) -> None:
+def grad_failure(mon: MonitorLike) -> None:
     """Non-finite parameter gradients before the step. When re-running the last backward
     reproduces them, the module where they began is named (phase "backward"); otherwise
     something between backward and the step made them (phase "grad")."""
@@ -97,7 +115,7 @@ def grad_failure(mon: Monitor) -> None:
         mon.fail("grad", mon.param_findings("grad"))
 
 
-def loss_failure(mon: Monitor, loss: Tensor | None, inputs: Any = None) -> None:
+def loss_failure(mon: MonitorLike, loss: Tensor | None, inputs: Any = None) -> None:
     """A non-finite loss: it began in the target data when a target (the criterion's, or a
     tensor the loss's autograd graph saved that is data, not computed) holds a NaN/Inf, else
     in the loss computation itself (phase "loss", module "<loss>")."""
@@ -112,6 +130,8 @@ def loss_failure(mon: Monitor, loss: Tensor | None, inputs: Any = None) -> None:
         findings.append(Finding("<target>", data[0], tensor_stats(data[1]), True))
     f = Finding(LOSS, "loss", tensor_stats(loss), data is None and outputs_ok, mon.criterion)
     f.extra["inputs_finite"] = data is None and outputs_ok
+    if data is None:
+        add_loss_op(mon, f)
     findings.append(f)
     mon.fail("loss", findings)
 

@@ -45,8 +45,8 @@ class AmpCheck(Check):
         reason = self._skips.skipped(after)
         event = ev.make_event(
             ev.AMP_SKIP,
-            step=mon.step,
-            iteration=mon.iteration,
+            step=mon.step,  # (the optimizer step it would have been, counted from 0)
+            iteration=mon.iteration - 1,  # (the attempt just ended, counted from 0)
             phase="grad",
             rank=mon.rank,
             origin=False,

@@ -99,7 +99,9 @@ class GradientCheck(Check):
         mon = self.mon
         mon.last_grad_norm = pending[0]
         steps = self._unbuilt
-        steps.append((mon.step, mon.iteration, scale, time.time(), pending))
+        # (one numbering for every event: the step just completed, counted from 0, as an
+        # incident during it would have said)
+        steps.append((mon.step - 1, mon.iteration - 1, scale, time.time(), pending))
         now = time.monotonic()
         if len(steps) == 1:
             self._unbuilt_since = now

@@ -6,6 +6,7 @@ finite, as the target data's when a target holds the NaN/Inf."""
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from typing import Any
 
@@ -42,15 +43,19 @@ class LossCheck(Check):
         under an enabled GradScaler its `scale()` call gives the unscaled loss instead). Only
         in the thread that ran the model's forward: another thread trains another model."""
         mon = self.mon
-        if mon.paused or t.numel() != 1 or not is_checked(t) or mon.scaler_on():
+        if mon.paused or t.numel() != 1 or not is_checked(t):
             return
         if threading.get_ident() != mon.thread:
             return
-        mon.loss = self._unread = t.detach()
+        caller = sys._getframe(2)  # (this hook, the Tensor.backward wrapper, the loop)
+        mon.backward_site = (caller.f_code, caller.f_lineno)
+        if not mon.scaler_on():
+            mon.loss = self._unread = t.detach()
 
     def _on_criterion(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         if not self.mon.paused:
             self.mon.targets = tuple(args[1:]) + tuple(kwargs.values())
+            self.mon.criterion_call = (args, kwargs)
             self._check_now(output, (args, kwargs))
 
     def scaled(self, outputs: Any) -> None:
