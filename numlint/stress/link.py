@@ -14,9 +14,16 @@ from numlint.stress.report import LinkedFinding
 
 
 def _library_dirs() -> tuple[str, ...]:
+    """torch's, numlint's own and the standard library's directories: never the user's."""
+    import sysconfig
+
     import torch
 
-    return (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,)
+    import numlint
+
+    dirs = [os.path.dirname(torch.__file__), os.path.dirname(numlint.__file__)]
+    dirs += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
+    return tuple(os.path.realpath(d) + os.sep for d in dict.fromkeys(dirs))
 
 
 class Linker:
@@ -40,9 +47,12 @@ class Linker:
         if path not in self._files:
             try:
                 source = Path(path).read_text(encoding="utf-8")
-                diags = _lint(source, path)
             except (OSError, UnicodeDecodeError):
-                source, diags = "", []
+                source = ""
+            try:
+                diags = _lint(source, path) if source else []
+            except Exception:  # stress must report what the model did whatever the linter does
+                diags = []
             self._files[path] = (source.splitlines(), diags)
         return self._files[path]
 

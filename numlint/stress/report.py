@@ -58,6 +58,12 @@ class StressIncident:
     detail: str = ""
     findings: tuple[LinkedFinding, ...] = ()
 
+    def place(self) -> str:
+        """`forward of 'encoder.norm'`, `the loss`, `backward of the loss`."""
+        if self.module == "<loss>":
+            return "backward of the loss" if "its gradient not" in self.detail else "the loss"
+        return f"{self.phase} of {self.module or '<model>'!r}"
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["findings"] = [asdict(f) for f in self.findings]
@@ -79,6 +85,45 @@ class StressRun:
     reason: str = ""
 
 
+@dataclass
+class StressFailure:
+    """An exception a run raised (not a NaN/Inf): where, once, with the runs it ended."""
+
+    #: "forward", "loss" or "backward".
+    phase: str
+    #: The innermost module of the model on the stack ("" for none, "<loss>").
+    module: str
+    #: `TypeError: ...`, its first line.
+    error: str
+    #: The innermost line of the user's code on the stack (`path:line`) and its text.
+    source: str = ""
+    code: str = ""
+    #: (scenario, dtype) of each run it ended.
+    runs: list[tuple[str, str]] = field(default_factory=list)
+    findings: tuple[LinkedFinding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["runs"] = [list(r) for r in self.runs]
+        data["findings"] = [asdict(f) for f in self.findings]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StressFailure:
+        found = tuple(LinkedFinding(**f) for f in data.get("findings", ()))
+        runs = [(str(a), str(b)) for a, b in data.get("runs", [])]
+        return cls(**{**data, "runs": runs, "findings": found})
+
+    def where(self) -> str:
+        """`the loss at losses.py:12`, `forward of 'gram' at model.py:8`."""
+        who = (
+            "the loss"
+            if self.module == "<loss>"
+            else f"{self.phase} of {self.module or '<model>'!r}"
+        )
+        return f"{who} at {display_path(self.source)}" if self.source else who
+
+
 @dataclass(frozen=True)
 class ExercisedClass:
     """A class of the user's code whose modules ran in every completed run."""
@@ -98,11 +143,31 @@ class StressReport:
     exercised: list[ExercisedClass] = field(default_factory=list)
     seed: int = 0
     seconds: float = 0.0
+    #: Exceptions the runs raised, once per place.
+    errors: list[StressFailure] = field(default_factory=list)
+    #: The roles of the inputs (model inputs and the loss's own tensors) a scenario could vary.
+    roles: list[str] = field(default_factory=list)
+    #: The lines of the user's files that ran on the inputs as given (absent: not traced).
+    lines: dict[str, list[int]] | None = None
 
     @property
     def ok(self) -> bool:
-        """True when no scenario made a NaN or Inf."""
-        return not self.incidents
+        """True when no scenario made a NaN or Inf or raised."""
+        return not self.incidents and not self.errors
+
+    def varied(self) -> set[str]:
+        """The input roles some completed run changed ("floats", "labels", ...)."""
+        from numlint.stress.roles import VARIES
+
+        out: set[str] = set()
+        for r in self.runs:
+            if r.status in ("ok", "failed"):
+                out.update(VARIES.get(r.scenario, ()))
+        return out & set(self.roles)
+
+    def unvaried(self) -> list[str]:
+        """The input roles present that no completed run changed."""
+        return [r for r in self.roles if r not in self.varied()]
 
     @property
     def skipped(self) -> list[StressRun]:
@@ -128,6 +193,9 @@ class StressReport:
             "runs": [asdict(r) for r in self.runs],
             "incidents": [i.to_json() for i in self.incidents],
             "exercised": [{**asdict(e), "modules": list(e.modules)} for e in self.exercised],
+            "errors": [e.to_json() for e in self.errors],
+            "roles": list(self.roles),
+            "lines": self.lines,
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -157,6 +225,13 @@ class StressReport:
                 ],
                 seed=int(data.get("seed", 0)),
                 seconds=float(data.get("seconds", 0.0)),
+                errors=[StressFailure.from_json(e) for e in data.get("errors", [])],
+                roles=[str(r) for r in data.get("roles", [])],
+                lines=(
+                    {str(k): [int(n) for n in v] for k, v in data["lines"].items()}
+                    if isinstance(data.get("lines"), dict)
+                    else None
+                ),
             )
         except (TypeError, KeyError, ValueError) as exc:
             raise StressReportError(f"malformed stress report: {exc}") from None
@@ -200,7 +275,7 @@ class StressReport:
             lines += ["", *_table(rows)]
             detail = []
             for i in self.incidents:
-                where = f"{i.scenario}, {i.dtype}: {i.phase} of {i.module or '<model>'!r}"
+                where = f"{i.scenario}, {i.dtype}: {i.place()}"
                 made = f"; made by {i.op} at {display_path(i.source)}" if i.op else ""
                 detail.append(f"  {where}: {i.detail}{made}")
             lines += ["", "where:", *detail]
@@ -213,17 +288,42 @@ class StressReport:
                     lines.append(
                         f"  {display_path(f.filename)}:{f.row}:{f.column}: {f.code} {f.message}"
                     )
+        if self.errors:
+            lines += ["", "errors (the run raised; not a NaN/Inf):"]
+            for e in self.errors:
+                lines.append(f"  {e.where()}: {e.error}")
+                if e.code:
+                    lines.append(f"    {e.code}")
+                lines.append(f"    in {_runs_text(e.runs)}")
+                for f in e.findings:
+                    lines.append(f"    static: {f.short()}")
         skipped: dict[tuple[str, str], list[str]] = {}
         for r in self.skipped:
             skipped.setdefault((r.dtype, r.reason), []).append(r.scenario)
-        if skipped:
-            lines.append("")
+        by_reason: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         for (dtype, reason), names in skipped.items():
+            by_reason.setdefault((reason, tuple(names)), []).append(dtype)
+        if by_reason:
+            lines.append("")
+        for (reason, names), dtypes in by_reason.items():
             what = (
                 f"{len(names)} scenarios" if len(names) == len(scenarios) > 1 else ", ".join(names)
             )
-            lines.append(f"skipped: {dtype} ({what}): {reason}")
+            lines.append(f"skipped: {', '.join(dtypes)} ({what}): {reason}")
+        unvaried = self.unvaried()
+        if unvaried:
+            lines.append(
+                "not varied: " + ", ".join(unvaried) + " (findings that need them are not reached)"
+            )
         return "\n".join(lines)
+
+
+def _runs_text(runs: list[tuple[str, str]]) -> str:
+    """`float16: as given, zero rows; bfloat16: as given`."""
+    by_dtype: dict[str, list[str]] = {}
+    for scenario, dtype in runs:
+        by_dtype.setdefault(dtype, []).append(scenario)
+    return "; ".join(f"{d}: {', '.join(s)}" for d, s in by_dtype.items())
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

@@ -8,6 +8,7 @@ The model is left as it was: parameters and buffers bit-identical, training/eval
 from __future__ import annotations
 
 import contextlib
+import linecache
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,15 @@ from torch import Tensor, nn
 from numlint.monitor.stats import flat_tensors, iter_tensors
 from numlint.stress import scenarios as sc
 from numlint.stress.link import Linker
-from numlint.stress.report import ExercisedClass, StressIncident, StressReport, StressRun
+from numlint.stress.lossfn import LossInputs, loss_inputs
+from numlint.stress.report import (
+    ExercisedClass,
+    StressFailure,
+    StressIncident,
+    StressReport,
+    StressRun,
+)
+from numlint.stress.trace import LineTrace
 
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -69,10 +78,19 @@ def stress(
     with _rng_restored():
         try:
             run = _Runner(model, example_inputs, loss_fn, device, seed, state, linker)
-            ran, run.last_layer = _baseline(model, example_inputs, seed, state, run.loss)
-            report.exercised = _exercised(model, ran, linker, loss_fn)
+            trace = LineTrace(linker.user_file)
+            with trace:
+                ran, run.last_layer = _baseline(model, example_inputs, seed, state, run.loss)
+            report.exercised = _exercised(model, ran, linker, loss_fn, trace)
+            if trace.on:
+                report.lines = {p: sorted(rows) for p, rows in trace.lines.items()}
+            report.roles = sorted(run.roles)
+            if scenarios is None:  # (the default set: label, mask and sequence scenarios
+                # only for inputs that hold such tensors; one named is reported as skipped)
+                chosen = [s for s in chosen if not s.roles or run.roles.intersection(s.roles)]
             for dtype in names:
                 report.runs += run.dtype(dtype, chosen, report.incidents)
+            report.errors = run.failures()
         finally:
             state.restore()
     report.seconds = time.perf_counter() - start
@@ -207,9 +225,10 @@ def _baseline(
 
 
 def _exercised(
-    model: nn.Module, ran: list[nn.Module], linker: Linker, loss_fn: Any
+    model: nn.Module, ran: list[nn.Module], linker: Linker, loss_fn: Any, trace: LineTrace
 ) -> list[ExercisedClass]:
-    """The user's classes (and loss function) whose code ran, with the modules of each."""
+    """The user's classes and functions (the loss function and every helper it or the model
+    called) whose code ran, with the modules of each and the lines that ran (when traced)."""
     names = {id(m): n for n, m in model.named_modules()}
     found: dict[tuple[str, str], list[str]] = {}
     for m in ran:
@@ -218,6 +237,9 @@ def _exercised(
     if loss_fn is not None:
         for path, qualname, _, _ in linker.function(loss_fn):
             found.setdefault((path, qualname), []).append("<loss>")
+    for path, qualname in trace.functions:
+        if not any(p == path and (q == qualname or qualname.startswith(q + ".")) for p, q in found):
+            found.setdefault((path, qualname), []).append("<called>")
     return [ExercisedClass(p, q, tuple(mods)) for (p, q), mods in found.items()]
 
 
@@ -257,6 +279,7 @@ class _Runner:
         self.model = model
         self.inputs = inputs
         self.loss_fn = loss_fn
+        self.loss_in: LossInputs | None = loss_inputs(loss_fn) if loss_fn is not None else None
         self.device = device
         self.seed = seed
         self.state = state
@@ -264,7 +287,11 @@ class _Runner:
         self.last_layer: nn.Module | None = None
         self.phase = "forward"
         self.names = {id(m): n for n, m in model.named_modules()}
-        self.floats = sc.has_floats(inputs)
+        loss_values = self.loss_in.values if self.loss_in is not None else []
+        #: the roles of the inputs a scenario can change ("floats", "labels", ...)
+        self.roles = sc.roles_in(inputs) | sc.roles_in(loss_values, loss_side=True)
+        self._fn: Any = loss_fn  # the loss function of the current run
+        self._errors: dict[tuple[str, str, str], StressFailure] = {}
 
     def dtype(
         self, dtype: str, chosen: list[sc.Scenario], incidents: list[StressIncident]
@@ -274,10 +301,10 @@ class _Runner:
         if problem:
             return [StressRun(s.name, dtype, "skipped", problem) for s in chosen]
         runs: list[StressRun] = []
+        loss_values = self.loss_in.values if self.loss_in is not None else []
         for k, s in enumerate(chosen):
-            if s.perturb is not None and not self.floats:
-                reason = "no floating-point input to change"
-                runs.append(StressRun(s.name, dtype, "skipped", reason))
+            if not sc.applies(s, self.inputs, loss_values):
+                runs.append(StressRun(s.name, dtype, "skipped", _nothing_to_change(s, self.roles)))
                 continue
             try:
                 incident = self.run(s, dtype)
@@ -286,7 +313,9 @@ class _Runner:
                 if problem:
                     runs += [StressRun(x.name, dtype, "skipped", problem) for x in chosen[k:]]
                     return runs
-                incident = self.error_incident(s, dtype, exc)
+                self.error(s, dtype, exc)
+                runs.append(StressRun(s.name, dtype, "error", _first_line(exc)))
+                continue
             finally:
                 self.state.restore()
             if incident is None:
@@ -305,7 +334,12 @@ class _Runner:
         """One forward and backward under the monitor: the incident it records, if any."""
         from numlint.monitor.monitor import watch
 
-        inputs = sc.apply(scenario, self.inputs)
+        limit = float(torch.finfo(_TORCH_DTYPES[dtype]).max) / 2
+        inputs = sc.apply(scenario, self.inputs, limit)
+        self._fn = self.loss_fn
+        if self.loss_in is not None and self.loss_in.values:
+            values = sc.apply(scenario, self.loss_in.values, loss_side=True)
+            self._fn = self.loss_in.rebuild(values)
         handle = None
         scale = scenario.logit_scale
         if scale is not None and self.last_layer is not None:
@@ -314,7 +348,9 @@ class _Runner:
             )
         self.state.clear_grads()
         _seed(self.seed)
-        mon = watch(self.model, action="record", log=None, snapshot=None, static=False)
+        mon = watch(
+            self.model, action="record", log=None, snapshot=None, static=False, loss_fn=self.loss
+        )
         self.phase = "forward"
         try:
             with mon:
@@ -333,12 +369,12 @@ class _Runner:
         return self.incident(scenario.name, dtype, mon.events)
 
     def loss(self, out: Any) -> Tensor:
-        if self.loss_fn is None:
+        if self._fn is None:
             tensors = [t for t in flat_tensors(out) if t.is_floating_point()]
             if not tensors:
                 raise TypeError("the model returned no floating-point tensor; pass loss_fn=")
             return torch.stack([t.float().sum() for t in tensors]).sum()
-        loss = self.loss_fn(out)
+        loss = self._fn(out)
         if not isinstance(loss, Tensor):
             raise TypeError(f"loss_fn returned {type(loss).__name__}, not a tensor")
         return loss if loss.dim() == 0 else loss.sum()
@@ -363,6 +399,13 @@ class _Runner:
             if origin.get("nan_count") is not None
             else f"{origin.get('kind')} in {origin.get('tensor') or 'a tensor'}"
         )
+        if origin.get("gradient_of") == "model output" and name == "<loss>":
+            value = origin.get("loss_value")
+            said = f" ({value:.4g})" if isinstance(value, (int, float)) else ""
+            detail = f"the loss finite{said}, its gradient not: " + detail
+        op = str(origin.get("op") or "")
+        if op and origin.get("autograd_node"):
+            op += f" (backward of {origin['autograd_node']})"
         return self.make_incident(
             scenario,
             dtype,
@@ -370,7 +413,7 @@ class _Runner:
             name,
             str(origin.get("kind") or "nan"),
             detail,
-            op=str(origin.get("op") or ""),
+            op=op,
             source=str(origin.get("source") or ""),
         )
 
@@ -407,7 +450,7 @@ class _Runner:
 
     def unsupported(self, dtype: str) -> str:
         """Why `dtype` cannot run at all, after a run at it raised ("" when the model runs at
-        that dtype on the inputs as given: the scenario itself broke it)."""
+        that dtype on the inputs as given: the scenario or the loss broke it)."""
         if dtype == "float32":
             return ""
         try:
@@ -422,17 +465,49 @@ class _Runner:
             self.state.restore()
         return ""
 
-    def error_incident(self, scenario: sc.Scenario, dtype: str, exc: Exception) -> StressIncident:
-        """A scenario that made the model raise (a Cholesky of a singular matrix, ...)."""
-        name = ""
+    def error(self, scenario: sc.Scenario, dtype: str, exc: Exception) -> None:
+        """A run that raised: recorded once per place and exception, with the runs it ended."""
+        name, source, code = "", "", ""
         tb = exc.__traceback__
         while tb is not None:
-            owner = tb.tb_frame.f_locals.get("self")
+            frame = tb.tb_frame
+            owner = frame.f_locals.get("self")
             if isinstance(owner, nn.Module) and id(owner) in self.names:
                 name = self.names[id(owner)]
+            path = self.linker.user_file(frame.f_code.co_filename)
+            if path is not None:
+                source = f"{path}:{tb.tb_lineno}"
+                code = linecache.getline(frame.f_code.co_filename, tb.tb_lineno).strip()
             tb = tb.tb_next
-        phase = getattr(self, "phase", "forward")
-        return self.make_incident(scenario.name, dtype, phase, name, "error", _first_line(exc))
+        phase = self.phase
+        if phase == "loss" or phase == "backward" and not name:
+            name = name or "<loss>"
+        text = _first_line(exc)
+        key = (source or name, type(exc).__name__, phase)  # (its text may vary with the data)
+        entry = self._errors.get(key)
+        if entry is None:
+            module = self.module(name)
+            links = self.linker.link(module, source) if source else ()
+            entry = self._errors[key] = StressFailure(
+                phase, name, text, source, code, findings=tuple(links)
+            )
+        entry.runs.append((scenario.name, dtype))
+
+    def failures(self) -> list[StressFailure]:
+        """The exceptions the runs raised, once each."""
+        return list(self._errors.values())
+
+
+_ROLE_WORDS = {"labels": "integer labels", "masks": "mask", "tokens": "token sequence"}
+
+
+def _nothing_to_change(s: sc.Scenario, roles: set[str]) -> str:
+    if s.roles and not roles.intersection(s.roles):
+        return f"no {' or '.join(_ROLE_WORDS[r] for r in s.roles)} input to change"
+    if s.roles:
+        words = " or ".join(_ROLE_WORDS[r] for r in s.roles)
+        return f"the {words} inputs leave nothing to change (a single class, say)"
+    return "no floating-point input to change"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,6 +1,9 @@
 """Static findings judged by a stress report: "confirmed" when an incident of the user's own
-model began at the finding, "not confirmed" when the code around it ran in every run and no
-incident began there. Carried on a finding as `extra["stress"]` (no torch needed).
+model began at the finding; "not confirmed" when its line ran, every kind of input the model and
+the loss read (floats, labels, masks, token sequences) was varied by a completed run, and no
+incident began there; "not reached" when its line did not run or some kind of input was never
+varied (such a run says nothing of the finding, which keeps its grade). Carried on a finding as
+`extra["stress"]` (no torch needed).
 
 A report's finding matches a current one by resolved path, code and line; when the file was
 edited since, by the text of its line within `SHIFT` lines of where it was."""
@@ -22,7 +25,8 @@ from numlint.stress.report import LinkedFinding, StressIncident, StressReport, S
 SHIFT = 50
 
 
-#: A verdict is evidence: what the user's own model did outranks the static grade.
+#: A verdict is evidence: what the user's own model did outranks the static grade ("not
+#: reached" changes nothing: a run that could not reach the value says nothing of it).
 _GRADE: dict[str, Confidence] = {"confirmed": "high", "not confirmed": "low"}
 #: Rules whose harm is a NaN/Inf, which a run without one refutes; a loss on the wrong input
 #: (NUM3xx) gives wrong gradients, never a NaN, and keeps its grade.
@@ -40,7 +44,7 @@ def annotate(
     for d in diagnostics:
         verdict = judge.verdict(d)
         if verdict:
-            grade = _GRADE[verdict["verdict"]]
+            grade = _GRADE.get(verdict["verdict"], d.confidence)
             if grade == "low" and not d.code.startswith(_REFUTABLE):
                 grade = d.confidence
             d = replace(d, extra={**d.extra, "stress": verdict}, confidence=grade)
@@ -128,13 +132,34 @@ class _Judge:
         modules = self.ran(d, path)
         if modules is None:
             return None
-        runs = [r for r in self.report.runs if r.status != "skipped"]
-        dtypes = ", ".join(self.report.completed_dtypes())
-        where = ", ".join(repr(m) for m in modules[:3]) + (", ..." if len(modules) > 3 else "")
+        report = self.report
+        if report.lines is not None:
+            rows = set(report.lines.get(path, ()))
+            if not rows.intersection(range(d.row, max(d.row, d.end_row) + 1)):
+                return {
+                    "verdict": "not reached",
+                    "evidence": "(its line did not run in your model on the inputs as given)",
+                }
+        runs = [r for r in report.runs if r.status in ("ok", "failed")]
+        if not runs:
+            return {"verdict": "not reached", "evidence": "(no stress run completed)"}
+        unvaried = report.unvaried()
+        shown = [m for m in modules if m != "<called>"] or ["a helper"]
+        where = ", ".join(m if m == "a helper" else repr(m) for m in shown[:3]) + (
+            ", ..." if len(shown) > 3 else ""
+        )
+        if unvaried:
+            return {
+                "verdict": "not reached",
+                "evidence": f"(ran in your model as {where}, but no completed run varied its "
+                f"{' or '.join(unvaried)} inputs: the value it needs may never have occurred)",
+            }
+        dtypes = ", ".join(report.completed_dtypes())
+        varied = ", ".join(sorted(report.varied())) or "nothing"
         return {
             "verdict": "not confirmed",
             "evidence": f"(ran in your model as {where} in {len(runs)} runs: {dtypes}; "
-            "no NaN/Inf began here)",
+            f"varied: {varied}; no NaN/Inf began here)",
         }
 
     def confirmed(self, d: Diagnostic, path: str) -> list[StressIncident]:
