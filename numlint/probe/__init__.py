@@ -98,7 +98,10 @@ def _probe_one(
         try:
             return scenarios.for_finding(probe.scenario, d.message, flagged, device)
         except Exception as exc:  # a probe must never break `numlint check`
-            return runner.not_probeable(f"the scripted loop failed: {type(exc).__name__}: {exc}")
+            return runner.not_probeable(
+                f"the probe's scripted loop failed (the probe's own failure, not a verdict on "
+                f"your code: {type(exc).__name__}: {exc})"
+            )
     if not probe.hazard:
         return runner.not_probeable("the rule's probe declares no hazard expression")
     if source is None:
@@ -113,7 +116,10 @@ def _probe_one(
         template = probe_rule(rule, device)
         return runner.not_probeable(f"{exc}; the rule's own probe: {template.summary}")
     except Exception as exc:  # a probe must never break `numlint check`
-        return runner.not_probeable(f"the probe failed: {type(exc).__name__}: {exc}")
+        return runner.not_probeable(
+            f"the probe failed (its own failure, not a verdict on your code: "
+            f"{type(exc).__name__}: {exc})"
+        )
 
 
 def _device_problem(device: str) -> str:

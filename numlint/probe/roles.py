@@ -10,11 +10,11 @@ import ast
 
 from numlint.probe.whitelist import Expression
 
-TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX = (
-    "tensor", "dim", "flag", "target", "label", "mask", "size", "index"
+TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS = (
+    "tensor", "dim", "flag", "target", "label", "mask", "size", "index", "positions"
 )  # fmt: skip
 #: Roles whose samples do not get gradients (only TENSOR inputs are differentiated).
-NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX})
+NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS})
 #: Positional index of an index tensor argument, function form (the method form is one less).
 _INDEX_POSITION = {"gather": 2, "take_along_dim": 1, "index_select": 2}
 #: Creation functions whose leading positional arguments are sizes.
@@ -68,7 +68,13 @@ def roles(expr: Expression) -> dict[str, str]:
 
     for node in ast.walk(expr.tree):
         if isinstance(node, ast.Subscript):
-            set_role(node.slice, MASK)
+            index = node.slice
+            set_role(index, MASK)  # x[m]: a mask (an all-true one selects every row)
+            for part in index.elts if isinstance(index, ast.Tuple) else [index]:
+                if isinstance(index, ast.Tuple):
+                    set_role(part, POSITIONS)  # x[:, i]: integer indices
+                if isinstance(part, ast.Subscript):
+                    set_role(part.value, POSITIONS)  # x[pairs[:, 0]]: a tensor of indices
         if not isinstance(node, ast.Call):
             continue
         name, method = _callee(expr, node)

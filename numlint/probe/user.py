@@ -36,6 +36,7 @@ from numlint.probe.roles import (
     LABEL,
     MASK,
     NO_GRAD,
+    POSITIONS,
     SIZE,
     TARGET,
     TENSOR,
@@ -581,6 +582,10 @@ def _default(r: str, first: torch.Tensor | None) -> Any:
         if first is not None and first.ndim >= 2:
             return torch.zeros((*first.shape[:-1], 1), dtype=torch.long)
         return torch.zeros(1, dtype=torch.long)
+    if r == POSITIONS:  # integer indices into a tensor's rows: 0 is always in range
+        rows = first.shape[0] if first is not None and first.ndim else 2
+        cols = first.shape[-1] if first is not None and first.ndim >= 2 else 2
+        return torch.zeros(rows, max(cols, 2), dtype=torch.long)
     if r == LABEL:
         return torch.ones_like(first) if first is not None else torch.tensor(1.0)
     return torch.ones_like(first, dtype=torch.bool) if first is not None else torch.tensor(True)
@@ -767,7 +772,9 @@ def probe_expression(
     if not usable:
         error = next((r.details.get("forward", "") for r in rows), "") or next(iter(refused), "")
         result = runner.not_probeable(
-            f"the expression raised on every sample input ({error})", hazard.text
+            "no sample input of the probe's fitted this expression (the probe's own failure, "
+            f"not a verdict on your code: {error})",
+            hazard.text,
         )
     else:
         result = runner.evidence(usable, hazard.text, fix.text if fix else "", dtypes)
