@@ -1,6 +1,7 @@
 """Step-time overhead of the runtime monitor against its peers, measured side by side.
 
-For an MLP, a small CNN and a small transformer (CPU, Adam), one model trains under four
+For a tiny MLP (a step well under a millisecond: the monitor's fixed cost per step), an MLP,
+a small CNN and a small transformer (CPU, Adam), one model trains under four
 variants interleaved round-robin in one process, a block of steps each (warm-up rounds first,
 the order alternating each round; each variant's hooks are installed and removed outside the
 timed block, and the same model object serves all four so weight placement cannot differ):
@@ -13,10 +14,10 @@ timed block, and the same model object serves all four so weight placement canno
   anomaly     torch.autograd.set_detect_anomaly(True) around the step (backward only)
 
 Prints the median step time of each (wall clock and process CPU time, the latter steadier on a
-shared machine) and its ratio to `none`. One intra-op thread by default (--threads), for the
+shared machine), its ratio to `none`, and numlint's added time per step. One intra-op thread by default (--threads), for the
 same reason. Usage:
 
-    python benchmarks/monitor_overhead.py [--quick] [--rounds N] [--models mlp,cnn,transformer]
+    python benchmarks/monitor_overhead.py [--quick] [--rounds N] [--models tiny,mlp,cnn,transformer]
 """
 
 from __future__ import annotations
@@ -100,7 +101,20 @@ def transformer() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.T
     return model, batch, loss
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
+def tiny() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.Tensor]]:
+    """A step well under a millisecond on a CPU: what the monitor's fixed cost per step is
+    measured on."""
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+
+    def batch() -> Batch:
+        return torch.randn(16, 32), torch.randint(0, 4, (16,))
+
+    return model, batch, nn.functional.cross_entropy
+
+
+MODELS = {"tiny": tiny, "mlp": mlp, "cnn": cnn, "transformer": transformer}
+#: Steps per timed block, as a multiple of --block: a tiny step needs many to be timed well.
+BLOCK_FACTOR = {"tiny": 50}
 VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
 
 
@@ -158,6 +172,7 @@ def measure(
     (log / name).mkdir(parents=True, exist_ok=True)
     bench = Bench(model, loss_fn, log / name)
     batches = [make_batch() for _ in range(8)]
+    block *= BLOCK_FACTOR.get(name, 1)
     wall: dict[str, list[float]] = {v: [] for v in VARIANTS}
     cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for r in range(warmup + rounds):
@@ -205,8 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             med = measure(name, rounds, block, warmup, Path(tmp))
             for clock in ("wall", "cpu"):
                 m = med[clock]
-                cells = [f"{m[v] * 1e3:8.2f} ms {m[v] / m['none']:5.3f}x" for v in VARIANTS]
-                print(f"{name:<12}{clock:<6}" + "".join(f"{c:>20}" for c in cells))
+                cells = [f"{m[v] * 1e3:8.3f} ms {m[v] / m['none']:5.3f}x" for v in VARIANTS]
+                fixed = (m["numlint"] - m["none"]) * 1e3
+                print(
+                    f"{name:<12}{clock:<6}"
+                    + "".join(f"{c:>20}" for c in cells)
+                    + f"   numlint +{fixed:.3f} ms/step"
+                )
             sys.stdout.flush()
     print(
         "wall: perf_counter; cpu: process CPU time (steadier on a shared machine). "
