@@ -40,7 +40,7 @@ from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.incidents import Incidents, NumlintWarning
 from numlint.monitor.locate import ForwardState
 from numlint.monitor.lossrun import LossRun
-from numlint.monitor.stats import read_floats
+from numlint.monitor.stats import flat_tensors, read_floats
 
 Action = Literal["raise", "warn", "record"]
 ACTIONS = ("raise", "warn", "record")
@@ -109,6 +109,7 @@ class Monitor:
         self.handles: list[Any] = []
         self.scaler_patch: ScalerPatch | None = None
         self.checks: list[Check] = []
+        self._dispatch()
         self._active = False
         # per-step state
         self.step = 0  # optimizer steps completed
@@ -202,6 +203,7 @@ class Monitor:
             self.checks = [cls(self) for cls in all_checks()]
             for check in self.checks:
                 check.start()
+            self._dispatch()
         except BaseException:
             self.stop()
             raise
@@ -329,18 +331,37 @@ class Monitor:
         if self._owns(opt):
             self._post_step(opt, args, kwargs)
 
+    def _dispatch(self) -> None:
+        """Per read point, the checks that read values there (`Check.POINTS`), and per hook,
+        the checks that override it: a step calls no check that has nothing to do."""
+        self._at: dict[str, list[Check]] = {
+            p: [c for c in self.checks if p in c.POINTS] for p in PHASE_OF
+        }
+
+        def overriding(name: str) -> list[Check]:
+            return [c for c in self.checks if getattr(type(c), name) is not getattr(Check, name)]
+
+        self._on_step_done = overriding("step_done")
+        self._on_skipped = overriding("step_skipped")
+        self._on_scaled = overriding("scaled")
+        self._on_flush = overriding("flush")
+
     # ------------------------------------------------------------------ read points
     def check(self, point: Point) -> bool:
         """Read every check's values at `point` at once and let each judge its own; report
         the first failing check of the rank where the value began. True when one failed on
         some rank."""
-        parts = [(c, c.values(point)) for c in self.checks]
-        flat = [v for _, values in parts for v in values]
+        parts = []
+        flat: list[Tensor] = []
+        for c in self._at[point]:
+            values = c.values(point)
+            parts.append((c, len(values)))
+            flat += values
         read = read_floats(flat) if flat else []
         worst, culprit, k = OK, None, 0
-        for c, values in parts:
-            verdict = c.judge(read[k : k + len(values)], point)
-            k += len(values)
+        for c, n in parts:
+            verdict = c.judge(read[k : k + n], point)
+            k += n
             if verdict > worst:
                 worst, culprit = verdict, c
         if worst == OK and self.world == 1:
@@ -411,7 +432,7 @@ class Monitor:
 
     def _on_scale(self, outputs: Any) -> None:
         if not self.paused:
-            for c in self.checks:
+            for c in self._on_scaled:
                 c.scaled(outputs)
 
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
@@ -455,7 +476,7 @@ class Monitor:
         self.micro = 0
         self._incidents.open = False
         if skipped:
-            for c in self.checks:
+            for c in self._on_skipped:
                 c.step_skipped(before, after)
             self.loss = None
         else:
@@ -463,14 +484,14 @@ class Monitor:
         self._rec.take_backward()  # (read by the AMP check for a skipped step)
 
     def _step_done(self, scale: float | None) -> None:
-        for c in self.checks:
+        for c in self._on_step_done:
             c.step_done(scale)
         self.loss = None  # the next step's loss is its own
         self.output = self.criterion_call = None
 
     def emit_pending(self) -> None:
         """Log the events the checks hold back (the steps recorded so far)."""
-        for c in self.checks:
+        for c in self._on_flush:
             c.flush()
 
     def _write_at_exit(self) -> None:
@@ -515,7 +536,9 @@ class Monitor:
         if run is None:
             return None
         if self.targets is None and run.targets:
-            self.targets = run.targets  # (kept in the snapshot)
+            given = {id(t) for t in flat_tensors((self.args, self.kwargs))}
+            targets = tuple(t for t in run.targets if id(t) not in given)  # (not the batch)
+            self.targets = targets or None  # (kept in the snapshot)
         info = self.paused_call(lossrun.locate, run, self.rerun_model())
         if info is not None:
             info["loss_from"] = run.how

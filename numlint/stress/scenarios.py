@@ -109,19 +109,28 @@ def _labels(fn: Callable[[Tensor], Tensor | None]) -> Change:
     return change
 
 
+def _first_class(flat: Tensor) -> int:
+    """The class of the first labelled entry (ignored entries, below 0, are skipped)."""
+    return int(flat[flat >= 0][0])
+
+
 def _class_once(flat: Tensor) -> Tensor | None:
     classes = _classes(flat)
     if len(classes) < 2:
         return None
-    c = int(flat[0])
+    c = _first_class(flat)
     other = next(k for k in classes if k != c)
-    rest = flat[1:]
+    first = int((flat == c).nonzero()[0])
+    rest = flat[first + 1 :]
     rest[rest == c] = other
     return flat
 
 
 def _one_class(flat: Tensor) -> Tensor | None:
-    return flat.fill_(int(flat[0])) if len(_classes(flat)) > 1 else None
+    if len(_classes(flat)) < 2:
+        return None
+    flat[flat >= 0] = _first_class(flat)  # (ignored entries stay ignored)
+    return flat
 
 
 def _class_missing(flat: Tensor) -> Tensor | None:
@@ -139,7 +148,8 @@ def _different_labels(flat: Tensor) -> Tensor | None:
         return None
     even = flat[0::2][: flat[1::2].shape[0]]
     nxt = {c: classes[(k + 1) % len(classes)] for k, c in enumerate(classes)}
-    flat[1::2] = torch.tensor([nxt.get(int(v), classes[0]) for v in even], dtype=flat.dtype)
+    odd = torch.tensor([nxt.get(int(v), int(v)) for v in even], dtype=flat.dtype)
+    flat[1::2] = odd  # (an ignored entry's copy stays ignored)
     return flat
 
 

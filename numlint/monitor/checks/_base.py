@@ -41,6 +41,8 @@ class Check:
     the monitor reads the values of every check at a point at once."""
 
     PRIORITY = 50
+    #: The read points at which `values` may give something (and `judge` is called).
+    POINTS: frozenset[str] = frozenset(("forward", "loss", "backward", "step", "param"))
 
     def __init__(self, monitor: MonitorLike) -> None:
         self.mon = monitor

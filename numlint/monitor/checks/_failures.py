@@ -172,6 +172,7 @@ class LocalGradientFlags(Check):
     other values, and a non-finite one is this rank's gradient failure."""
 
     _flags: list[Tensor]
+    POINTS = frozenset(("step",))
 
     def values(self, point: Point) -> list[Tensor]:
         if point != "step":

@@ -18,6 +18,7 @@ class AmpCheck(Check):
     """Skipped steps and divergence under an enabled GradScaler."""
 
     PRIORITY = 80
+    POINTS = frozenset(())
 
     def start(self) -> None:
         self._skips = SkipTracker(self.mon.max_skips, self.mon.min_scale)

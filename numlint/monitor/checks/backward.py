@@ -16,6 +16,7 @@ class BackwardCheck(Check):
     """Phase "backward": the module whose incoming gradient was finite and outgoing not."""
 
     PRIORITY = 30
+    POINTS = frozenset(("backward", "step"))
 
     def start(self) -> None:
         self._flags: list[Tensor] = []

@@ -20,6 +20,7 @@ class ForwardCheck(Check):
     parameter a step left non-finite (phase "param", found at the next forward)."""
 
     PRIORITY = 10
+    POINTS = frozenset(("forward",))
 
     def start(self) -> None:
         self._flags: list[Tensor] = []

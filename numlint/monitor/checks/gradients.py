@@ -24,6 +24,7 @@ class GradientCheck(Check):
     """Phase "grad" (or "backward" when re-running backward names the module)."""
 
     PRIORITY = 60
+    POINTS = frozenset(("backward", "step"))
 
     def start(self) -> None:
         self._explosion = ExplosionDetector(*self.mon.explosion)

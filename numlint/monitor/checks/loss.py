@@ -23,6 +23,7 @@ class LossCheck(Check):
     """Phase "loss": module "<loss>", or "<target>" for non-finite target data."""
 
     PRIORITY = 20
+    POINTS = frozenset(("loss", "backward", "step"))
 
     def start(self) -> None:
         self._unread: Tensor | None = None  # a loss backward() saw, not yet read

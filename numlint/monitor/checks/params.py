@@ -18,6 +18,7 @@ class ParamCheck(Check):
     """Phase "param": the first parameter whose gradient was finite and updated value not."""
 
     PRIORITY = 70
+    POINTS = frozenset(("param",))
 
     def values(self, point: Point) -> list[Tensor]:
         if point != "param":
