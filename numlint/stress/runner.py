@@ -334,7 +334,9 @@ class _Runner:
         """One forward and backward under the monitor: the incident it records, if any."""
         from numlint.monitor.monitor import watch
 
-        limit = float(torch.finfo(_TORCH_DTYPES[dtype]).max) / 2
+        # (a scaled input stays within half the square root of the dtype's largest value: the
+        # product of two such values, a square, a sum over a batch of them stay finite)
+        limit = float(torch.finfo(_TORCH_DTYPES[dtype]).max) ** 0.5 / 2
         inputs = sc.apply(scenario, self.inputs, limit)
         self._fn = self.loss_fn
         if self.loss_in is not None and self.loss_in.values:

@@ -194,8 +194,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scaled 1e-8", "the floating-point inputs multiplied by 1e-8", _scaled(SMALL_SCALE)),
     Scenario(
         "scaled 1e4",
-        "the floating-point inputs multiplied by 1e4 (less where that would overflow the "
-        "run's dtype: at most to half its largest value)",
+        "the floating-point inputs multiplied by 1e4 (less where the run's dtype could not "
+        "hold their products: at most half the square root of its largest value, 128 in float16)",
         _scaled(LARGE_SCALE),
     ),
     Scenario(
