@@ -112,3 +112,43 @@ def test_report_lists_every_incident_clipping_and_repeats(
     assert "then: step 2, forward of 'blk'" in text
     assert "repeated 7 more time(s)" in text
     assert "clipping: max_norm 1; 3 of 3 steps clipped" in text
+
+
+def test_the_report_never_shows_a_finite_last_norm_over_nan_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    norms = [1.0, 0.5, 0.4715] + ["nan"] * 34
+    events = [base("step", step=i, iteration=i, grad_norm=n) for i, n in enumerate(norms)]
+    log = tmp_path / "ev.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert main([str(log)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("gradient norm"))
+    assert "last nan" in line and "last 0.4715" not in line
+    assert "max 1, " in line and "non-finite at 34 step(s): 3-36" in line
+
+
+def test_one_step_numbering_in_the_log_the_report_and_the_plot(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import numlint
+    from numlint.monitor import report
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    log = tmp_path / "ev.jsonl"
+    with numlint.watch(model, opt, log=log, action="record", static=False):
+        for step in range(8):
+            x = torch.randn(3, 4)
+            if step == 5:
+                x[1, 2] = float("nan")  # the batch of loop step 5
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    nan = next(e for e in events if e["event"] == "nonfinite" and e.get("origin"))
+    steps = {e["step"]: e for e in events if e["event"] == "step"}
+    assert nan["step"] == 5 and nan["iteration"] == 5  # as the loop counts
+    assert sorted(steps) == list(range(8)) and steps[5]["iteration"] == 5
+    summary = report.load(log)
+    assert report._x(nan) == report._x(steps[5]) == 5.0  # drawn at the same iteration
+    assert "first non-finite value: step 5," in report.text_summary(summary)

@@ -389,3 +389,33 @@ def test_an_eps_that_vanishes_in_half_is_shown_to_guard_nothing():
         "float16: eps 1e-10 rounds to 0, so `x.norm(dim=-1, keepdim=True) + 1e-10` is "
         "exactly 0 at x = [0.0, 0.0]"
     )
+
+
+def test_names_that_index_rows_get_integer_samples():
+    expr = compile_expression(
+        "torch.sqrt(((emb[pairs[:, 0]] - emb[pairs[:, 1]]) ** 2).sum(1)) + x[:, i].sum()",
+        {"torch": "torch"},
+    )
+    roles = user.roles(expr)
+    assert roles["pairs"] == roles["i"] == "positions" and roles["emb"] == "tensor"
+    found = verdicts(
+        """
+        import torch
+        from torch import nn
+
+        class PairLoss(nn.Module):
+            def forward(self, emb, pairs):
+                d = torch.sqrt(((emb[pairs[:, 0]] - emb[pairs[:, 1]]) ** 2).sum(1))
+                return d.mean()
+        """
+    )
+    (probe,) = [p for code, _, p in found if code == "NUM201"]
+    assert probe["verdict"] == "confirmed", probe
+    assert "pairs = [[0, 0]" in probe["evidence"]
+
+
+def test_an_exception_inside_a_probe_is_the_probes_own_failure():
+    ev = probe_text("torch.log(p.view(3, 7))")  # no sample has 21 elements
+    assert ev.verdict == "not probeable"
+    assert "the probe's own failure, not a verdict on your code" in ev.summary
+    assert not ev.summary.startswith(("RuntimeError", "IndexError", "TypeError"))
