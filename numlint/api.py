@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # results are all cached never loads it.
 
 ConfigLike = Config | dict[str, Any] | None
+#: A stress report's verdicts on findings: (findings, report path, file texts newer than the
+#: disk) -> findings. `numlint.stress.verdict.judged`, passed in by the command line and the
+#: language server (numlint.stress sits above this module and is never imported here).
+Verdicts = Callable[[list[Diagnostic], str, dict[str, str]], list[Diagnostic]]
 MAX_FIX_PASSES = 10
 #: Below this many files to lint, a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -49,18 +53,34 @@ def check_source(
     path: str = "<string>",
     config: ConfigLike = None,
     incremental: Incremental | None = None,
+    verdicts: Verdicts | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text. `config` is a Config, a `[tool.numlint]`-shaped dict, or None
     (the configuration found from `path` upward, else the defaults). `incremental`: the
-    state of a buffer linted before (an editor's), to re-lint only what changed."""
+    state of a buffer linted before (an editor's), to re-lint only what changed.
+    `verdicts`: applies the configuration's stress report, when it names one."""
     cfg = resolve_config(config, path)
     if source.startswith("\ufeff"):
         source = source[1:]
-    if incremental is not None:
-        return cfg.shown(incremental.lint(source, path, cfg.rules_for(path)), {path: source})
     from numlint.engine import lint
 
-    return cfg.shown(lint(source, path, cfg.rules_for(path)), {path: source})
+    found = lint(source, path, cfg.rules_for(path), reuse=incremental)
+    return shown(cfg, found, verdicts, {path: source})
+
+
+def shown(
+    cfg: Config,
+    diagnostics: list[Diagnostic],
+    verdicts: Verdicts | None = None,
+    sources: dict[str, str] | None = None,
+) -> list[Diagnostic]:
+    """The findings `cfg` shows: with a stress report and `verdicts`, after the report's
+    verdicts (a finding the user's model confirmed is high, one it ran without an incident
+    low); then those at or above its `min_confidence`. `sources`: file texts newer than the
+    disk (an editor's buffer)."""
+    if verdicts is not None and cfg.stress_report:
+        diagnostics = verdicts(diagnostics, cfg.stress_report, sources or {})
+    return cfg.shown(diagnostics)
 
 
 class SourceError(Exception):
@@ -155,7 +175,10 @@ def excluded(path: Path, cfg: Config) -> bool:
 
 
 def check_file(
-    path: Path, config: ConfigLike = None, overrides: dict[str, Any] | None = None
+    path: Path,
+    config: ConfigLike = None,
+    overrides: dict[str, Any] | None = None,
+    verdicts: Verdicts | None = None,
 ) -> list[Diagnostic]:
     """Lint one file on disk; unreadable or undecodable files give a NUM000 finding."""
     name = str(path)
@@ -163,7 +186,7 @@ def check_file(
         text, _, _ = read_source(path)
     except SourceError as exc:
         return [parse_error(name, f"could not read: {exc}")]
-    return check_source(text, name, resolve_config(config, name, overrides))
+    return check_source(text, name, resolve_config(config, name, overrides), verdicts=verdicts)
 
 
 def config_per_directory(
@@ -224,11 +247,13 @@ def lint_paths(
     cache: bool = False,
     jobs: int | None = None,
     force_exclude: bool = False,
+    verdicts: Verdicts | None = None,
 ) -> Iterator[tuple[Path, list[Diagnostic]]]:
     """(file, findings) for every Python file under `paths`, in order.
 
     With `cache=True` unchanged files reuse their results from `.numlint_cache/`; files still
     to lint are spread over `jobs` processes (default: one per core) when there are many.
+    `verdicts`: applies each file's configured stress report (see check_source).
     """
     from numlint.cache import ResultCache, key
 
@@ -276,12 +301,14 @@ def lint_paths(
     if results is not None:
         results.save()
     for i, f in enumerate(files):
-        yield f, config_of(f).shown(done[i])
+        yield f, shown(config_of(f), done[i], verdicts)
 
 
-def check_paths(paths: Iterable[str | Path], config: ConfigLike = None) -> list[Diagnostic]:
+def check_paths(
+    paths: Iterable[str | Path], config: ConfigLike = None, verdicts: Verdicts | None = None
+) -> list[Diagnostic]:
     """Lint files and directories. Raises FileNotFoundError for a missing path."""
-    return [d for _, diags in lint_paths(paths, config) for d in diags]
+    return [d for _, diags in lint_paths(paths, config, verdicts=verdicts) for d in diags]
 
 
 @dataclass
@@ -298,13 +325,15 @@ def fix_source(
     config: ConfigLike = None,
     unsafe: bool = False,
     overrides: dict[str, Any] | None = None,
+    verdicts: Verdicts | None = None,
 ) -> FixResult:
-    """Apply fixes until none is left (at most MAX_FIX_PASSES); the result must parse."""
+    """Apply fixes until none is left (at most MAX_FIX_PASSES); the result must parse.
+    `verdicts`: as for check_source (the findings that remain carry them)."""
     from numlint.engine import apply_fixes, parse
 
     cfg = resolve_config(config, path, overrides)
     current, total = source, 0
-    diagnostics = check_source(current, path, cfg)
+    diagnostics = check_source(current, path, cfg, verdicts=verdicts)
     for _ in range(MAX_FIX_PASSES):
         new, count = apply_fixes(current, diagnostics, unsafe=unsafe)
         if count == 0 or new == current:
@@ -314,7 +343,7 @@ def fix_source(
         except Exception as exc:  # a fix must never produce code that does not parse
             return FixResult(current, total, diagnostics, f"fix result did not parse: {exc}")
         current, total = new, total + count
-        diagnostics = check_source(current, path, cfg)
+        diagnostics = check_source(current, path, cfg, verdicts=verdicts)
     return FixResult(current, total, diagnostics)
 
 

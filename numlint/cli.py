@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _delegate(command: str, rest: list[str]) -> int:
     """Subcommands whose implementation lives with its optional dependencies."""
     if command == "lsp":  # options first: `--help` and a bad flag need no optional dependency
-        from numlint.lsp import parser as lsp_parser
+        from numlint.lsp.options import parser as lsp_parser
 
         try:
             lsp_parser().parse_args(rest)
@@ -317,6 +317,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                     overrides,
                     cache=not args.no_cache,
                     force_exclude=args.force_exclude,
+                    verdicts=judged,
                 )
             )
         except FileNotFoundError as exc:  # removed while numlint ran
@@ -379,7 +380,7 @@ def _add_noqa(args: argparse.Namespace, config: Config | None, overrides: dict[s
         except api.SourceError as exc:
             print(f"warning: {name}: {exc}", file=sys.stderr)
             continue
-        found = api.check_source(source, name, cfg)
+        found = api.check_source(source, name, cfg, verdicts=judged)
         result = add_noqa(source, found)
         for d in result.skipped:
             print(
@@ -431,7 +432,7 @@ def _check_text(
     """Lint (and with --fix/--diff, fix) one text; record its final text in env.sources."""
     env.files.append(name)
     if args.fix or args.diff:
-        result = api.fix_source(source, name, cfg, unsafe=args.unsafe_fixes)
+        result = api.fix_source(source, name, cfg, unsafe=args.unsafe_fixes, verdicts=judged)
         if result.error:
             print(f"warning: {name}: fixes not applied: {result.error}", file=sys.stderr)
         if args.diff:
@@ -447,12 +448,12 @@ def _check_text(
                     )
                 )
             env.sources[name] = source
-            return api.check_source(source, name, cfg)
+            return api.check_source(source, name, cfg, verdicts=judged)
         env.fixed += result.fixed
         env.sources[name] = result.source
         return result.remaining
     env.sources[name] = source
-    return api.check_source(source, name, cfg)
+    return api.check_source(source, name, cfg, verdicts=judged)
 
 
 def _print_statistics(diagnostics: list[Diagnostic], args: argparse.Namespace, out: Any) -> None:
@@ -480,7 +481,7 @@ def _stress(
 ) -> None:
     """Exit 2 for a stress report (`--stress-report`, else the `stress-report` of a linted
     file's configuration) that cannot be read; its verdicts are already on the findings
-    (`Config.shown` applies them)."""
+    (`judged`, passed to numlint.api)."""
     from numlint.stress.report import StressReportError
     from numlint.stress.verdict import cached_report
 
@@ -498,6 +499,14 @@ def _stress(
             cached_report(path)
         except StressReportError as exc:
             raise UsageError(str(exc)) from None
+
+
+def judged(diagnostics: list[Diagnostic], report: str, sources: dict[str, str]) -> list[Diagnostic]:
+    """A stress report's verdicts on the findings (numlint.api.Verdicts): numlint.stress
+    loads only once a configuration names a report."""
+    from numlint.stress.verdict import judged as verdicts
+
+    return verdicts(diagnostics, report, sources)
 
 
 def _probe(diagnostics: list[Diagnostic], env: RenderEnv, device: str) -> list[Diagnostic]:

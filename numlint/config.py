@@ -68,16 +68,9 @@ class Config:
     #: verdicts the findings carry.
     stress_report: str | None = None
 
-    def shown(
-        self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None
-    ) -> list[Diagnostic]:
-        """The findings at or above `min_confidence`; with a stress report, after its
-        verdicts (a finding the user's model confirmed is high, one it ran without an
-        incident low). `sources`: file texts newer than the disk (an editor's buffer)."""
-        if self.stress_report:
-            from numlint.stress.verdict import judged
-
-            diagnostics = judged(diagnostics, self.stress_report, sources or {})
+    def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """The findings at or above `min_confidence` (a stress report's verdicts, which
+        change confidences, are applied before: numlint.api.shown)."""
         least = confidence_rank(self.min_confidence)
         if least == 0:
             return diagnostics

@@ -8,7 +8,7 @@ import gc
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -16,10 +16,11 @@ from numlint import chunks, suppress
 from numlint.analysis.context import Context
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
 from numlint.positions import LINE_BREAK, Positions, line_offsets
-from numlint.rule import Report, Rule
+from numlint.rule import Report, Rule, RuleSpec
 from numlint.tree import fields, is_node
 
-RuleSpec = tuple[type[Rule], dict[str, Any]]
+if TYPE_CHECKING:
+    from numlint.incremental import Incremental
 
 
 class _InternalError(Rule):
@@ -134,15 +135,18 @@ def lint(
     only: frozenset[int] | None = None,
     tree: ast.Module | None = None,
     dependencies: set[str] | None = None,
+    reuse: Incremental | None = None,
 ) -> list[Diagnostic]:
     """Every finding of `rules` in `source`, suppressions applied, sorted by position.
 
     `chunked`: parse only the definitions the active rules can need (numlint.chunks).
     `only`: leave out every top-level definition whose first line is not in it. `tree`:
     CPython's ast of `source`, when the caller has it. `dependencies`: filled with the
-    other files (and directories) whose contents the findings depend on."""
+    other files (and directories) whose contents the findings depend on. `reuse`: the
+    state of the buffer linted before (an editor's): only what changed is linted again,
+    and it keeps its own `dependencies`."""
     with collections_paused():
-        return _lint(source, path, rules, chunked, only, tree, dependencies)
+        return _lint(source, path, rules, chunked, only, tree, dependencies, reuse)
 
 
 @contextlib.contextmanager
@@ -166,32 +170,86 @@ def _lint(
     chunked: bool,
     only: frozenset[int] | None,
     tree: ast.Module | None,
-    dependencies: set[str] | None = None,
+    dependencies: set[str] | None,
+    reuse: Incremental | None,
 ) -> list[Diagnostic]:
-    active = active_rules(source, rules)
-    if not active:
-        return _syntax_check(source, path)
+    """The one place a file's text goes through: its syntax, the active rules, its
+    suppressions and what an earlier lint of it still gives are decided here, once; the
+    rest is called with them."""
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
     # over, or crash on (a 10,000-long `not` chain overflows libcst's native stack).
     if tree is None:
         tree = syntax_tree(source, path)
-        if isinstance(tree, list):
-            return tree
-    original, skipped = source, []
+    if isinstance(tree, list):
+        if reuse is not None:
+            reuse.reset()
+        return tree
+    active = active_rules(source, rules)
+    if not active and reuse is None:
+        return []
+    supp = suppress.parse(source)
+    plan = None
+    if reuse is not None:
+        codes = [r.CODE for r, _ in active]
+        plan = reuse.plan(source, tree, path, rules, codes, frozenset(supp.file))
+        if plan.cached:
+            return reuse.update(plan, [])
+        only, dependencies = plan.only, reuse.dependencies
+    found = (
+        _findings(source, path, active, chunked, only, tree, dependencies, supp) if active else []
+    )
+    return found if reuse is None or plan is None else reuse.update(plan, found)
+
+
+def _findings(
+    source: str,
+    path: str,
+    active: Sequence[RuleSpec],
+    chunked: bool,
+    only: frozenset[int] | None,
+    tree: ast.Module,
+    dependencies: set[str] | None,
+    supp: suppress.Suppressions,
+) -> list[Diagnostic]:
+    """The findings of the `active` rules in `source` not covered by `supp`, sorted: over-long
+    statements left out, then what numlint.chunks keeps parsed at once or, when that is too
+    large, in parts. A file that libcst cannot parse or analyse gives only that NUM000 (and
+    the notes of the statements left out)."""
+    skipped: list[Diagnostic] = []
     if len(source) > MAX_STATEMENT_CHARS:
+        original = source
         source, skipped = _without_huge_statements(source, tree, path)
         if source is not original:
             tree = syntax_tree(source, path)
             if isinstance(tree, list):  # cannot happen for whole statements; never crash
                 return [*skipped, *tree]
-    if skipped:
-        supp = suppress.parse(original)
-        kept = _lint_tree(source, path, active, chunked, only, tree, dependencies)
-        return sorted(
-            {*kept, *(d for d in skipped if not supp.covers(d.code, d.name, (d.row,)))},
-            key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column),
-        )
-    return _lint_tree(source, path, active, chunked, only, tree, dependencies)
+    offsets = line_offsets(source)
+    reduced = _reduced(source, tree, active, chunked, only, offsets)
+    if only is None and len(reduced.text) > MAX_PARSE_CHARS:
+        found, failed = _in_parts(source, path, active, chunked, tree, dependencies, offsets), []
+    else:
+        found, failed = _parsed(reduced, source, path, active, tree, dependencies, offsets)
+    shown = [d for d in skipped if not supp.covers(d.code, d.name, (d.row,))]
+    if failed:  # said as it is, whatever the suppressions
+        shown += failed
+    else:
+        shown += [d for d in found if not supp.covers(d.code, d.name, (d.row, d.end_row))]
+    return sorted(set(shown), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+
+
+def _reduced(
+    source: str,
+    tree: ast.Module,
+    active: Sequence[RuleSpec],
+    chunked: bool,
+    only: frozenset[int] | None,
+    offsets: Sequence[int],
+) -> chunks.Reduced:
+    """What of `source` is parsed: without the definitions no active rule needs (when
+    `chunked`) and those whose first line is not in `only` (when given)."""
+    if not chunked and only is None:
+        return chunks.Reduced(source, tree.body)
+    return chunks.reduce(source, tree, [r for r, _ in active] if chunked else [], offsets, only)
 
 
 #: A statement longer than this (in characters) is not parsed by libcst, only checked by
@@ -275,20 +333,20 @@ MAX_PART_CHARS = 400_000
 MAX_PARTS_CHARS = 800_000
 
 
-def _lint_in_parts(
+def _in_parts(
     source: str,
     path: str,
     active: Sequence[RuleSpec],
     chunked: bool,
     tree: ast.Module,
     dependencies: set[str] | None,
+    offsets: Sequence[int],
 ) -> list[Diagnostic]:
     """Lint a file too large to parse at once in parts: each part is some top-level
     statements plus the file's leading imports; the others are left out (definitions) or
     blanked (other statements), so every line keeps its number. NUM000 findings say so: on
     line 1 (what rules follow across functions is seen only within a part) and, past
     MAX_PARTS_CHARS, at the first statement not analysed."""
-    offsets = line_offsets(source)
     end_of = len(source)
     body = tree.body
     first_other = next(
@@ -307,76 +365,71 @@ def _lint_in_parts(
         size += chars
         last_line = end
     parts = [p for p in parts if p] or [[]]
+    found: list[Diagnostic] = []
+    done = 0
     gc.freeze()  # the file's ast and the rest stay out of the collections between parts
     try:
-        found, notes, parts = _parts_findings(
-            source, path, active, chunked, tree, dependencies, parts, first_other
-        )
+        for n, part in enumerate(parts):
+            size = sum(_chars(s, offsets, end_of) for s in part)
+            if done and done + size > MAX_PARTS_CHARS:
+                first = part[0]
+                end = parts[-1][-1].end_lineno or parts[-1][-1].lineno
+                found.append(
+                    parse_error(
+                        path,
+                        f"not analysed: lines {first.lineno}-{end}, past the first "
+                        f"{MAX_PARTS_CHARS:,} characters of code numlint lints in a file this "
+                        "large; only their syntax was checked (split the file to lint it all)",
+                        first.lineno,
+                        first.col_offset + 1,
+                    )
+                )
+                parts = parts[:n]
+                break
+            done += size
+            found += _part(
+                source, path, active, chunked, tree, dependencies, offsets, part, first_other
+            )
+            gc.collect()  # what the part made: its libcst tree holds cycles
     finally:
         gc.unfreeze()
-    supp = suppress.parse(source)
-    kept = [d for d in found if not supp.covers(d.code, d.name, (d.row, d.end_row))]
-    kept += [d for d in notes if not supp.covers(d.code, d.name, (d.row,))]
     if len(parts) > 1:
-        note = parse_error(
-            path,
-            f"analysed in {len(parts)} parts: the code to parse is over numlint's limit of "
-            f"{MAX_PARSE_CHARS:,} characters; rules that follow values across functions "
-            "see only the functions in the same part",
+        found.append(
+            parse_error(
+                path,
+                f"analysed in {len(parts)} parts: the code to parse is over numlint's limit of "
+                f"{MAX_PARSE_CHARS:,} characters; rules that follow values across functions "
+                "see only the functions in the same part",
+            )
         )
-        if not supp.covers(note.code, note.name, (1,)):
-            kept.append(note)
-    return sorted(kept, key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+    return found
 
 
-def _parts_findings(
+def _part(
     source: str,
     path: str,
     active: Sequence[RuleSpec],
     chunked: bool,
     tree: ast.Module,
     dependencies: set[str] | None,
-    parts: list[list[ast.stmt]],
+    offsets: Sequence[int],
+    part: list[ast.stmt],
     first_other: int,
-) -> tuple[set[Diagnostic], list[Diagnostic], list[list[ast.stmt]]]:
-    """The findings of each part in turn, the NUM000 for the parts past MAX_PARTS_CHARS, and
-    the parts linted."""
-    offsets = line_offsets(source)
-    end_of = len(source)
+) -> list[Diagnostic]:
+    """The findings (or the NUM000 saying why there are none) of one part of a large file:
+    the statements of `part`, the definitions of the others left out and the rest from
+    `tree.body[first_other]` on blanked."""
     body = tree.body
-    found: set[Diagnostic] = set()
-    notes: list[Diagnostic] = []
-    done = 0
-    for n, part in enumerate(parts):
-        size = sum(_chars(s, offsets, end_of) for s in part)
-        if done and done + size > MAX_PARTS_CHARS:
-            first = part[0]
-            end = parts[-1][-1].end_lineno or parts[-1][-1].lineno
-            notes.append(
-                parse_error(
-                    path,
-                    f"not analysed: lines {first.lineno}-{end}, past the first "
-                    f"{MAX_PARTS_CHARS:,} characters of code numlint lints in a file this "
-                    "large; only their syntax was checked (split the file to lint it all)",
-                    first.lineno,
-                    first.col_offset + 1,
-                )
-            )
-            parts = parts[:n]
-            break
-        done += size
-        mine = {id(s) for s in part}
-        blank = [
-            s for s in body[first_other:] if id(s) not in mine and not isinstance(s, chunks.DEFS)
-        ]
-        text = _blanked(source, offsets, blank)
-        gone = {id(s) for s in blank}
-        part_tree = ast.Module(body=[s for s in body if id(s) not in gone], type_ignores=[])
-        only = frozenset(chunks.unit_start(s) for s in part if isinstance(s, chunks.DEFS))
-        found.update(_lint_tree(text, path, active, chunked, only, part_tree, dependencies))
-        del text, part_tree
-        gc.collect()  # what the part made: its libcst tree holds cycles
-    return found, notes, parts
+    mine = {id(s) for s in part}
+    blank = [s for s in body[first_other:] if id(s) not in mine and not isinstance(s, chunks.DEFS)]
+    text = _blanked(source, offsets, blank)
+    gone = {id(s) for s in blank}
+    part_tree = ast.Module(body=[s for s in body if id(s) not in gone], type_ignores=[])
+    only = frozenset(chunks.unit_start(s) for s in part if isinstance(s, chunks.DEFS))
+    text_offsets = line_offsets(text)
+    reduced = _reduced(text, part_tree, active, chunked, only, text_offsets)
+    found, failed = _parsed(reduced, text, path, active, part_tree, dependencies, text_offsets)
+    return failed or found
 
 
 def _chars(stmt: ast.stmt, offsets: Sequence[int], end_of: int) -> int:
@@ -413,48 +466,42 @@ def _plain_data(node: ast.stmt) -> bool:
     return False
 
 
-def _lint_tree(
+def _parsed(
+    reduced: chunks.Reduced,
     source: str,
     path: str,
     active: Sequence[RuleSpec],
-    chunked: bool,
-    only: frozenset[int] | None,
     tree: ast.Module,
     dependencies: set[str] | None,
-) -> list[Diagnostic]:
-    """The findings of the `active` rules in `source`, whose CPython tree is `tree`."""
-    reduced = chunks.Reduced(source, tree.body)
-    if chunked or only is not None:
-        rules_in = [r for r, _ in active] if chunked else []
-        reduced = chunks.reduce(source, tree, rules_in, line_offsets(source), only)
-    if only is None and len(reduced.text) > MAX_PARSE_CHARS:
-        return _lint_in_parts(source, path, active, chunked, tree, dependencies)
+    offsets: Sequence[int],
+) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """Parse what is left of `source` (whose CPython tree is `tree`), run the `active` rules
+    in one walk: (their findings, []) or ([], the NUM000 saying why it could not be parsed
+    or analysed)."""
     try:
         module = parse(reduced.text)
     except cst.ParserSyntaxError as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         row = reduced.lines[exc.raw_line - 1] if reduced.lines else exc.raw_line
-        return [parse_error(path, f"could not parse: {line}", row, exc.raw_column + 1)]
+        return [], [parse_error(path, f"could not parse: {line}", row, exc.raw_column + 1)]
     except RecursionError:
-        return [parse_error(path, "could not parse: the code is nested too deeply")]
+        return [], [parse_error(path, "could not parse: the code is nested too deeply")]
     except Exception as exc:  # libcst raises assorted errors on odd input
-        return [parse_error(path, f"could not parse: {exc}")]
+        return [], [parse_error(path, f"could not parse: {exc}")]
     ctx = Context(module, path, source, tree)
     instances = [r(ctx, opts) for r, opts in active]
     try:
         walker = _Walker(ctx, instances)
         walker.walk(module)
     except RecursionError:
-        return [parse_error(path, "could not analyse: the code is nested too deeply")]
+        return [], [parse_error(path, "could not analyse: the code is nested too deeply")]
     if dependencies is not None and ctx.used_project is not None:
         dependencies.update(ctx.used_project.dependencies)
     reports = [rep for rule in instances for rep in rule.reports] + walker.errors
     if not reports:
-        return []
-    diagnostics = _locate(Positions(module, reduced.top, source, reduced.lines), path, reports)
-    supp = suppress.parse(source)
-    kept = [d for d in diagnostics if not supp.covers(d.code, d.name, (d.row, d.end_row))]
-    return sorted(set(kept), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
+        return [], []
+    positions = Positions(module, reduced.top, source, reduced.lines, offsets)
+    return _locate(positions, path, reports), []
 
 
 def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
@@ -467,12 +514,6 @@ def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
         and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
         and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
     ]
-
-
-def _syntax_check(source: str, path: str) -> list[Diagnostic]:
-    """NUM000 when CPython's own parser rejects the file (about 8% of a libcst parse)."""
-    tree = syntax_tree(source, path)
-    return tree if isinstance(tree, list) else []
 
 
 def syntax_tree(source: str, path: str) -> ast.Module | list[Diagnostic]:

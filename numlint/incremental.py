@@ -1,5 +1,8 @@
 """Re-lint only what an edit can change: the editor's path (numlint.lsp).
 
+numlint.engine asks `Incremental.plan` which definitions of a buffer to lint and hands the
+findings to `Incremental.update`; this module never lints itself.
+
 A buffer is cut into its top-level statements. The findings of each definition (function or
 class) are kept by its text, by the statements above it that last bind the names it mentions
 (an import, or `torch = None`), by which of those names any statement binds, and by the texts
@@ -22,10 +25,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from numlint import engine, suppress
 from numlint.chunks import DEFS, unit_start
 from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets
+from numlint.rule import RuleSpec
 
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -46,8 +49,27 @@ class _Chunk:
     imports: bool  # holds an import statement
 
 
+@dataclass
+class Plan:
+    """What of a buffer to lint: `only` the definitions starting on these lines (None: all
+    of it); nothing when `cached` (every finding is known)."""
+
+    chunks: list[_Chunk]
+    keys: dict[int, _Key]
+    imports: dict[int, _Imports]
+    affected: list[_Chunk] | None = None
+    cached: bool = False
+    #: What the findings of a full lint were found with (configuration, active rules, ...).
+    key: tuple[object, ...] | None = None
+
+    @property
+    def only(self) -> frozenset[int] | None:
+        return None if self.affected is None else frozenset(c.start for c in self.affected)
+
+
 class Incremental:
-    """One buffer's findings, updated edit by edit; `lint` equals `engine.lint` of the text."""
+    """One buffer's findings, updated edit by edit: `engine.lint(..., reuse=this)` equals
+    `engine.lint` of the whole text."""
 
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
@@ -64,44 +86,51 @@ class Incremental:
         #: when one changes, the buffer is linted again in full.
         self.dependencies: set[str] = set()
 
-    def lint(self, source: str, path: str, rules: Sequence[engine.RuleSpec]) -> list[Diagnostic]:
-        tree = engine.syntax_tree(source, path)
-        if isinstance(tree, list):
-            self._key = None
-            self.last = "full"
-            self.dependencies = set()
-            return engine.lint(source, path, rules, dependencies=self.dependencies)
+    def reset(self) -> None:
+        """The buffer does not parse: the next lint is a full one."""
+        self._key = None
+        self.last = "full"
+        self.dependencies = set()
+
+    def plan(
+        self,
+        source: str,
+        tree: ast.Module,
+        path: str,
+        rules: Sequence[RuleSpec],
+        active: Sequence[str],
+        file_ignores: frozenset[str],
+    ) -> Plan:
+        """What to lint of `source` (CPython's tree `tree`), whose `active` rules (codes)
+        pass their prefilters and whose file-level suppressions are `file_ignores`."""
         chunks = _split(source, tree)
         keys, imports = self._def_keys(chunks)
-        active = tuple(r.CODE for r, _ in engine.active_rules(source, rules))
-        key = (path, _rules_key(rules), active, frozenset(suppress.parse(source).file))
+        key = (path, _rules_key(rules), tuple(active), file_ignores)
         changed = _changed(self._chunks, chunks)
         if key != self._key or _ANY in changed:
             self.dependencies = set()
-            found = engine.lint(source, path, rules, tree=tree, dependencies=self.dependencies)
-            self._key = key
-            defs = [c for c in chunks if c.name is not None]
-            self._remember(chunks, keys, imports, found, defs)
-            self.last = "full"
-            return found
+            return Plan(chunks, keys, imports, key=key)
         new = [c for c in chunks if c.name is not None and not self._known(c, keys, imports)]
         if not new and not changed and _outside(chunks) == _outside(self._chunks):
-            self._chunks = chunks
-            self.last = "cached"
-            return self._assemble(chunks, keys)
+            return Plan(chunks, keys, imports, [], cached=True)
         changed.update(c.name for c in new if c.name is not None)
-        affected = self._affected(chunks, new, changed)
-        found = engine.lint(
-            source,
-            path,
-            rules,
-            only=frozenset(c.start for c in affected),
-            tree=tree,
-            dependencies=self.dependencies,
-        )
-        self._remember(chunks, keys, imports, found, affected)
+        return Plan(chunks, keys, imports, self._affected(chunks, new, changed))
+
+    def update(self, plan: Plan, found: Sequence[Diagnostic]) -> list[Diagnostic]:
+        """Keep the `found` findings of what `plan` linted; every finding of the buffer."""
+        if plan.cached:
+            self._chunks = plan.chunks
+            self.last = "cached"
+            return self._assemble(plan.chunks, plan.keys)
+        if plan.affected is None:
+            self._key = plan.key
+            defs = [c for c in plan.chunks if c.name is not None]
+            self._remember(plan.chunks, plan.keys, plan.imports, found, defs)
+            self.last = "full"
+            return list(found)
+        self._remember(plan.chunks, plan.keys, plan.imports, found, plan.affected)
         self.last = "partial"
-        return self._assemble(chunks, keys)
+        return self._assemble(plan.chunks, plan.keys)
 
     def _words_of(self, text: str) -> frozenset[str]:
         words = self._words.get(text)
@@ -223,7 +252,7 @@ def _moved(d: Diagnostic, by: int) -> Diagnostic:
     return replace(d, row=d.row + by, end_row=d.end_row + by, fix=fix)
 
 
-def _rules_key(rules: Sequence[engine.RuleSpec]) -> tuple[object, ...]:
+def _rules_key(rules: Sequence[RuleSpec]) -> tuple[object, ...]:
     return tuple((r.CODE, repr(sorted(opts.items()))) for r, opts in rules)
 
 

@@ -39,12 +39,13 @@ class Positions:
         top: Sequence[ast.stmt],
         source: str,
         lines: Sequence[int] | None = None,
+        offsets: Sequence[int] | None = None,
     ) -> None:
         self.module = module
         self.top = top
         self.source = source  # the file's text: `module` may hold only part of it
         self.lines = lines  # the file's line of each line of `module`, when they differ
-        self.offsets: list[int] | None = None
+        self.offsets = offsets  # line_offsets(source), when the caller has them
         self.ranges: dict[cst.CSTNode, CodeRange] = {}
         self.whole = False
 

@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
@@ -229,13 +230,18 @@ def _handlers(cls: type[Rule]) -> dict[str, Callable[..., None]]:
     }
 
 
+#: A rule and its options, as a configuration enables it.
+RuleSpec = tuple[type[Rule], dict[str, Any]]
+
+
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
-    """Every rule under numlint.rules, found by importing its modules; sorted by code."""
-    import numlint.rules as package
+    """Every rule under numlint.rules, found by importing its modules; sorted by code.
 
+    The rules import this module: they are found by their folder, not imported by name."""
+    folder = Path(__file__).with_name("rules")
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    for info in pkgutil.walk_packages([str(folder)], f"{__package__}.rules."):
         if info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
         module = importlib.import_module(info.name)

@@ -84,15 +84,20 @@ def _edits(source: str, rng: random.Random) -> list[str]:
     return out
 
 
+def _relint(inc: Incremental, source: str, path: str, rules: list) -> list:
+    """Lint `source` as the editor does: reusing what `inc` kept from the last lint."""
+    return engine.lint(source, path, rules, reuse=inc)
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_edit_matches_a_full_lint(path):
     rng = random.Random(path.name)
     inc = Incremental()
     source = path.read_text()
-    assert inc.lint(source, "x.py", RULES) == engine.lint(source, "x.py", RULES)
+    assert _relint(inc, source, "x.py", RULES) == engine.lint(source, "x.py", RULES)
     kinds = set()
     for text in _edits(source, rng):
-        got = inc.lint(text, "x.py", RULES)
+        got = _relint(inc, text, "x.py", RULES)
         kinds.add(inc.last)
         assert got == engine.lint(text, "x.py", RULES), inc.last
     assert "partial" in kinds or "full" in kinds
@@ -101,9 +106,9 @@ def test_every_edit_matches_a_full_lint(path):
 def test_an_edit_inside_a_function_relints_only_part():
     source = (ROOT / "examples" / "train.py").read_text()
     inc = Incremental()
-    inc.lint(source, "x.py", RULES)
+    _relint(inc, source, "x.py", RULES)
     assert inc.last == "full"
-    assert inc.lint(source, "x.py", RULES) == engine.lint(source, "x.py", RULES)
+    assert _relint(inc, source, "x.py", RULES) == engine.lint(source, "x.py", RULES)
     assert inc.last == "cached"
     lines = source.splitlines(keepends=True)
     # Add a hazard at the end of the first function's body.
@@ -114,7 +119,7 @@ def test_an_edit_inside_a_function_relints_only_part():
     body = max(i for i in range(first + 1, end) if lines[i].strip())
     lines.insert(body, f"    _p = {HAZARD}\n")
     edited = "".join(lines)
-    got = inc.lint(edited, "x.py", RULES)
+    got = _relint(inc, edited, "x.py", RULES)
     assert inc.last == "partial"
     assert got == engine.lint(edited, "x.py", RULES)
     assert any(d.row == body + 1 and d.code == "NUM101" for d in got)
@@ -123,33 +128,33 @@ def test_an_edit_inside_a_function_relints_only_part():
 def test_syntax_error_then_recovery():
     inc = Incremental()
     good = f"import torch\n\ndef f(x):\n    return {HAZARD}\n"
-    assert [d.code for d in inc.lint(good, "x.py", RULES)] == ["NUM101"]
-    assert [d.code for d in inc.lint(good.replace("(x)", "(x"), "x.py", RULES)] == ["NUM000"]
-    assert inc.lint(good, "x.py", RULES) == engine.lint(good, "x.py", RULES)
+    assert [d.code for d in _relint(inc, good, "x.py", RULES)] == ["NUM101"]
+    assert [d.code for d in _relint(inc, good.replace("(x)", "(x"), "x.py", RULES)] == ["NUM000"]
+    assert _relint(inc, good, "x.py", RULES) == engine.lint(good, "x.py", RULES)
 
 
 def test_configuration_change_relints_everything():
     inc = Incremental()
     good = f"import torch\n\ndef f(x):\n    return {HAZARD}\n"
-    inc.lint(good, "x.py", RULES)
-    assert inc.lint(good, "x.py", Config(ignore=("NUM101",)).rules_for("x.py")) == []
+    _relint(inc, good, "x.py", RULES)
+    assert _relint(inc, good, "x.py", Config(ignore=("NUM101",)).rules_for("x.py")) == []
     assert inc.last == "full"
 
 
 def test_module_level_edits_relint_only_their_readers():
     source = (ROOT / "examples" / "train.py").read_text()
     inc = Incremental()
-    inc.lint(source, "x.py", RULES)
+    _relint(inc, source, "x.py", RULES)
     # A constant nothing reads: module statements only.
     edited = source + "UNUSED = 1\n"
-    assert inc.lint(edited, "x.py", RULES) == engine.lint(edited, "x.py", RULES)
+    assert _relint(inc, edited, "x.py", RULES) == engine.lint(edited, "x.py", RULES)
     assert inc.last == "partial"
     # An import rebinding a name the definitions read changes their findings.
     lines = edited.splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if line.startswith("import torch.nn.functional"))
     lines[at] = "import torch.nn as F\n"
     rebound = "".join(lines)
-    got = inc.lint(rebound, "x.py", RULES)
+    got = _relint(inc, rebound, "x.py", RULES)
     assert inc.last == "partial"
     assert got == engine.lint(rebound, "x.py", RULES)
     assert got != engine.lint(edited, "x.py", RULES)
@@ -161,7 +166,7 @@ def test_a_definition_moved_across_an_import_is_relinted():
     below, above = f"import math\n\n\n{body}", f"{body}\n\nimport math\n"
     inc = Incremental()
     for text in (below, above, below):
-        got = inc.lint(text, "x.py", RULES)
+        got = _relint(inc, text, "x.py", RULES)
         assert got == engine.lint(text, "x.py", RULES)
         assert [d.fix is not None for d in got] == [text == above]
 
@@ -169,9 +174,9 @@ def test_a_definition_moved_across_an_import_is_relinted():
 def test_a_star_import_relints_everything():
     source = f"import torch\n\ndef f(x):\n    return {HAZARD}\n"
     inc = Incremental()
-    inc.lint(source, "x.py", RULES)
+    _relint(inc, source, "x.py", RULES)
     starred = "from torch import *\n" + source
-    assert inc.lint(starred, "x.py", RULES) == engine.lint(starred, "x.py", RULES)
+    assert _relint(inc, starred, "x.py", RULES) == engine.lint(starred, "x.py", RULES)
     assert inc.last == "full"
 
 
@@ -182,10 +187,10 @@ def test_a_definition_moved_past_a_rebinding_is_linted_again():
     below = f"import torch\n\n\ndef g(x):\n    return x\ntorch = None\n{helper}"
     above = f"import torch\n\n\n{helper}def g(x):\n    return x\ntorch = None\n"
     inc = Incremental()
-    inc.lint(below, "x.py", RULES)
-    inc.lint(above, "x.py", RULES)
-    assert inc.lint(below, "x.py", RULES) == engine.lint(below, "x.py", RULES) == []
-    got = inc.lint(above, "x.py", RULES)
+    _relint(inc, below, "x.py", RULES)
+    _relint(inc, above, "x.py", RULES)
+    assert _relint(inc, below, "x.py", RULES) == engine.lint(below, "x.py", RULES) == []
+    got = _relint(inc, above, "x.py", RULES)
     assert got == engine.lint(above, "x.py", RULES)
     assert [d.code for d in got] == ["NUM101"]
 
@@ -196,8 +201,8 @@ def test_a_helper_is_linted_again_when_its_caller_changes():
     compared = f"import torch\n\n\n{helper}\n\ndef near(x):\n    return dist(x) < 1\n"
     trained = compared.replace("dist(x) < 1", "dist(x).mean()")
     inc = Incremental()
-    assert inc.lint(compared, "x.py", RULES) == engine.lint(compared, "x.py", RULES) == []
-    got = inc.lint(trained, "x.py", RULES)
+    assert _relint(inc, compared, "x.py", RULES) == engine.lint(compared, "x.py", RULES) == []
+    got = _relint(inc, trained, "x.py", RULES)
     assert got == engine.lint(trained, "x.py", RULES)
     assert [d.code for d in got] == ["NUM201"]
-    assert inc.lint(compared, "x.py", RULES) == []
+    assert _relint(inc, compared, "x.py", RULES) == []

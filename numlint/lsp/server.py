@@ -38,8 +38,8 @@ from numlint import config as config_mod
 from numlint.config import Config, ConfigError
 from numlint.diagnostic import PARSE_ERROR, Diagnostic
 from numlint.incremental import Incremental
-from numlint.lsp import DEBOUNCE_S, MAX_CHARS
 from numlint.lsp.edits import FIX_ALL_KIND, quick_fixes, replace_edit, rule_markdown, to_diagnostic
+from numlint.lsp.options import DEBOUNCE_S, MAX_CHARS
 from numlint.lsp.text import TextIndex, uri_to_path
 
 logger = logging.getLogger("numlint.lsp")
@@ -123,14 +123,23 @@ def lint_document(
                 f"(more than {max_chars:,}); run `numlint check` on it"
             )
             return snap
-        # the stress report's verdicts are applied where the findings are filtered
-        snap.diagnostics = api.check_source(source, path, cfg, incremental)
+        snap.diagnostics = api.check_source(source, path, cfg, incremental, verdicts(cfg))
         if cfg.stress_report and (problem := stress_problem(cfg.stress_report)):
             snap.warnings = (*snap.warnings, problem)
     except Exception as exc:  # a bug in a rule must not take the server down
         logger.exception("linting %s failed", uri)
         snap.failure = f"{type(exc).__name__}: {exc}"
     return snap
+
+
+def verdicts(cfg: Config) -> api.Verdicts | None:
+    """What applies the configured stress report's verdicts (they change confidences, so
+    numlint.api applies them before its filter); None without a report."""
+    if not cfg.stress_report:
+        return None
+    from numlint.stress.verdict import judged
+
+    return judged
 
 
 def stress_problem(report_path: str) -> str | None:
@@ -544,7 +553,9 @@ class NumlintServer(LanguageServer):
         if action.kind != FIX_ALL_KIND or snap is None:
             return action
         loop = asyncio.get_running_loop()
-        fix = partial(api.fix_source, snap.source, snap.path, snap.config)
+        fix = partial(
+            api.fix_source, snap.source, snap.path, snap.config, verdicts=verdicts(snap.config)
+        )
         result = await loop.run_in_executor(self.linter, fix)
         if result.error:
             logger.warning("fix all on %s: %s", uri, result.error)
@@ -681,7 +692,7 @@ class _NoTorch(importlib.abc.MetaPathFinder):
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Serve on stdio with the options `numlint.lsp.parser` parsed."""
+    """Serve on stdio with the options `numlint.lsp.options.parser` parsed."""
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="numlint-lsp %(levelname)s: %(message)s"
     )
