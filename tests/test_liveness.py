@@ -31,11 +31,17 @@ def _rows(source: str) -> list[int]:
         (f"DEBUG = False\ndef f(x):\n    if DEBUG:\n        return {HAZARD}\ncfg.DEBUG = 1\n", [5]),
         # a local constant, and the else arm of a true one
         (f"def f(x):\n    merge = False\n    if merge:\n        return {HAZARD}\nf(1)\n", []),
-        (f"def f(x):\n    if True:\n        return x\n    else:\n        return {HAZARD}\nf(1)\n", []),
+        (
+            f"def f(x):\n    if True:\n        return x\n    else:\n        return {HAZARD}\nf(1)\n",
+            [],
+        ),
         (f"def f(x):\n    if not 0:\n        return {HAZARD}\nf(1)\n", [4]),
         # a default no caller overrides; one a caller overrides
         (f"def f(x, merge=False):\n    if merge:\n        return {HAZARD}\nf(1)\n", []),
-        (f"def f(x, merge=False):\n    if merge:\n        return {HAZARD}\nf(1, merge=True)\n", [4]),
+        (
+            f"def f(x, merge=False):\n    if merge:\n        return {HAZARD}\nf(1, merge=True)\n",
+            [4],
+        ),
         (f"def f(x, merge=False):\n    if merge:\n        return {HAZARD}\nf(1, True)\n", [4]),
         # a parameter None at every call site
         (f"def f(x, cf=None):\n    if cf is not None:\n        return {HAZARD}\nf(1)\n", []),
@@ -82,9 +88,7 @@ def _project(tmp_path: Path, pyproject: str | None) -> Path:
         f"import torch\ndef used_loss(x):\n    return {HAZARD}\n"
         f"def old_loss(x):\n    return {HAZARD}\n"
     )
-    (tmp_path / "train.py").write_text(
-        "from pkg.losses import used_loss\nprint(used_loss(1))\n"
-    )
+    (tmp_path / "train.py").write_text("from pkg.losses import used_loss\nprint(used_loss(1))\n")
     return pkg / "losses.py"
 
 

@@ -88,6 +88,8 @@ def _differs(ctx: Context, old: cst.CSTNode, new: cst.CSTNode) -> bool:
     return ctx.code(old).strip() != ctx.code(new).strip()
 
 
+#: Module methods that return the module itself (moved or cast).
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -428,6 +430,12 @@ class Context:
         if qual is not None:
             return Callee(qualname=qual)
         target = self.deref(Value(func, self.env if env is None else env))
+        while (
+            isinstance(target.node, cst.Call)
+            and isinstance(target.node.func, cst.Attribute)
+            and target.node.func.attr.value in _MOVES
+        ):  # `nn.ReLU().to(device)`, `nn.Softmax(-1).cuda()`: the same module
+            target = self.deref(Value(target.node.func.value, target.env))
         if isinstance(target.node, cst.Call):
             cls = self.qualname(target.node.func, target.env)
             if cls is not None:

@@ -18,6 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.context import Context, Value
+from numlint.analysis.gradients import objective
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
 from numlint.analysis.summaries import never_passed, passed_names, tested_by_callers
@@ -142,6 +143,8 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
         if base is None:
             return False
         b, _ = strip(ctx, Value(base, v.env))
+        if _product_of_unit_vectors(ctx, b):
+            return True  # `F.linear(F.normalize(x), F.normalize(w))`: a cosine
         if isinstance(b.node, cst.Call):
             o = op(ctx, b.node, b.env)
             name = o.name if o is not None else call_name(b.node)
@@ -152,6 +155,65 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
         ident = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
         return isinstance(ident, str) and bool(_COSINE_NAME.search(ident))
     return True  # not the plain form: keep the grade
+
+
+def unit_unknown(ctx: Context, value: Value) -> bool:
+    """In `1 - x**2`, nothing is known of x: a parameter or an attribute (through casts),
+    which the code's callers may fill with a cosine."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
+        return False
+    base = square_of(ctx, node.right, v.env)
+    if base is None:
+        return False
+    b, _ = strip(ctx, Value(base, v.env))
+    if isinstance(b.node, cst.Name):
+        return ctx.parameter(b.node.value) is not None
+    return isinstance(b.node, cst.Attribute)
+
+
+_PRODUCTS = frozenset({"matmul"})
+
+
+def _product_of_unit_vectors(ctx: Context, value: Value) -> bool:
+    """`F.linear(F.normalize(x), F.normalize(w))`, `a_n @ b_n.T`, `torch.mm(a_n, b_n)`: inner
+    products of unit vectors, cosines that reach +-1 as training aligns them."""
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        operands = [node.left, node.right]
+    elif isinstance(node, cst.Call) and (o := op(ctx, node, value.env)) is not None:
+        if o.name not in _PRODUCTS or len(node.args) < 2:
+            return False
+        operands = [node.args[0].value, node.args[1].value]
+    else:
+        return False
+    return all(_unit_vector(ctx, Value(x, value.env)) for x in operands)
+
+
+def _unit_vector(ctx: Context, value: Value) -> bool:
+    """A value normalised to unit length: `F.normalize(x)`, `x / x.norm(...)` (through
+    transposes and reshapes)."""
+    v, _ = strip(ctx, value)
+    node = ctx.deref(v).node
+    while (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and (node.func.attr.value in ("t", "T", "transpose", "permute", "mT"))
+    ):
+        node = node.func.value
+    if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
+        node = node.value
+    v = ctx.deref(Value(node, v.env))
+    node = v.node
+    if isinstance(node, cst.Call):
+        o = op(ctx, node, v.env)
+        return o is not None and o.name == "normalize"
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        den = ctx.deref(Value(node.right, v.env)).node
+        o = op(ctx, den, v.env) if isinstance(den, cst.Call) else None
+        return o is not None and o.name in ("norm", "vector_norm")
+    return False
 
 
 def _root_of_unit_gap(ctx: Context, value: Value) -> bool:
@@ -295,6 +357,10 @@ def _one_source_grade(ctx: Context, value: Value) -> Confidence:
 
 def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     """Grade from the value a sum, norm or root is taken of."""
+    if diagonal_cleared(ctx, inner):
+        return "high"  # positives other than the sample itself: a class seen once has none
+    if gradient_tensor(ctx, inner):
+        return "high"  # a frozen, unused or dead parameter's gradient is all zeros
     if mask_like(ctx, inner):
         return "high" if mask_computed(ctx, inner) else "low"
     found = ctx.deref(inner)
@@ -308,6 +374,8 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
         a, b = _roots(left), _roots(right)
         if a and a == b and (_broadcast(left) or _broadcast(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
+        if objective(ctx):
+            return "medium"  # a loss's pair (anchor and positive) can be equal in a batch
         return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
     reason = zero_reason(ctx, inner, "sum")
     if reason == "a tensor filled with 0" and _padding_fill(ctx, inner):
@@ -315,6 +383,118 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     if reason in _EVERYDAY_ZEROS:
         return "high"
     return "low"
+
+
+def gradient_tensor(ctx: Context, value: Value) -> bool:
+    """A parameter's gradient, `p.grad` (through variables and casts): all zeros for a
+    frozen, unused or dead parameter. (An input gradient from `torch.autograd.grad` is all
+    zero only where the output is locally flat: not counted.)"""
+    v, _ = strip(ctx, value)
+    node = v.node
+    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+
+
+def diagonal_cleared(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """A pairwise mask whose diagonal, its one entry guaranteed by construction (a sample
+    equals itself), is cleared: `mask * logits_mask` with `logits_mask` a `scatter` of 0s
+    at `arange` into ones, `1 - torch.eye(n)`, `~torch.eye(n, dtype=bool)`; or a mask
+    edited by `fill_diagonal_(0)`. A row then keeps only the other samples of its class."""
+    if depth > 6:
+        return False
+    v = ctx.deref(value)
+    if any(_clears_diagonal_in_place(m) for m in v.mutations):
+        return True
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.BitAnd)
+    ):
+        return any(
+            _off_diagonal(ctx, Value(side, v.env))
+            or diagonal_cleared(ctx, Value(side, v.env), depth + 1)
+            for side in (node.left, node.right)
+        )
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, v.env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            return diagonal_cleared(ctx, Value(callee.receiver, v.env), depth + 1)
+        o = op(ctx, node, v.env)
+        if o is not None and o.name in ("masked_fill",) and o.input is not None:
+            mask = positional(node, 0, "mask")
+            fill = positional(node, 1, "value")
+            if mask is not None and fill is not None and const(ctx, fill, v.env) == 0.0:
+                return _eye(ctx, Value(mask, v.env))
+    return False
+
+
+def _clears_diagonal_in_place(stmt: cst.CSTNode) -> bool:
+    for n in descendants(stmt):
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "fill_diagonal_"
+            and n.args
+            and isinstance(n.args[0].value, (cst.Integer, cst.Float))
+            and float(n.args[0].value.value) == 0
+        ):
+            return True
+    return False
+
+
+def _eye(ctx: Context, value: Value) -> bool:
+    """`torch.eye(n)` (through casts and `.to(device)`)."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    return isinstance(node, cst.Call) and ctx.qualname(node.func, v.env) == "torch.eye"
+
+
+def _off_diagonal(ctx: Context, value: Value) -> bool:
+    """A 0/1 tensor that is 0 exactly on the diagonal: `1 - torch.eye(n)`,
+    `~torch.eye(n, dtype=bool)`, `torch.eye(n) == 0`, `logical_not(eye)`, or ones with 0s
+    scattered at `arange` positions (`torch.ones_like(m).scatter(1, arange(n)..., 0)`)."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return const(ctx, node.left, v.env) == 1.0 and _eye(ctx, Value(node.right, v.env))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return _eye(ctx, Value(node.expression, v.env))
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        target = node.comparisons[0]
+        return (
+            isinstance(target.operator, cst.Equal)
+            and const(ctx, target.comparator, v.env) == 0.0
+            and _eye(ctx, Value(node.left, v.env))
+        )
+    if not isinstance(node, cst.Call):
+        return False
+    qual = ctx.qualname(node.func, v.env)
+    if qual == "torch.logical_not" and node.args:
+        return _eye(ctx, Value(node.args[0].value, v.env))
+    callee = ctx.callee(node, v.env)
+    if qual in ("torch.scatter",) and len(node.args) >= 4:
+        base, index, fill = node.args[0].value, node.args[2].value, node.args[3].value
+    elif (
+        callee.method in ("scatter", "scatter_")
+        and callee.receiver is not None
+        and len(node.args) >= 3
+    ):
+        base, index, fill = callee.receiver, node.args[1].value, node.args[2].value
+    else:
+        return False
+    return (
+        const(ctx, fill, v.env) == 0.0
+        and _ones(ctx, Value(base, v.env))
+        and any(
+            isinstance(n, cst.Call) and ctx.qualname(n.func, v.env) == "torch.arange"
+            for n in descendants(ctx.deref(Value(index, v.env)).node)
+        )
+    )
+
+
+def _ones(ctx: Context, value: Value) -> bool:
+    v, _ = strip(ctx, value)
+    node = v.node
+    o = op(ctx, node, v.env) if isinstance(node, cst.Call) else None
+    return o is not None and o.name == "ones"
 
 
 def _padding_fill(ctx: Context, value: Value) -> bool:

@@ -44,8 +44,10 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     func = ctx.function
     cls = ctx.class_scope
-    if evaluation_code(ctx.path, func.name.value if func is not None else ""):
-        return False
+    if evaluation_code(ctx.path, func.name.value if func is not None else "") and not (
+        _module_forward(ctx)
+    ):
+        return False  # a module's forward trains wherever its file lives (`models/metrics.py`)
     if func is not None and func.returns is not None:
         if returns_numbers(ctx.code(func.returns.annotation)):
             return False  # `-> float`: what it computes leaves as a Python number
@@ -64,6 +66,21 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
+
+
+def objective(ctx: Context) -> bool:
+    """The function being visited computes what training minimises (a loss, a training
+    step, or code whose result a caller calls backward on;
+    numlint.analysis.summaries.Project.objective)."""
+    project = ctx.project
+    key = function_key(ctx)
+    return project is not None and key is not None and project.objective(key)
+
+
+def _module_forward(ctx: Context) -> bool:
+    project = ctx.project
+    key = function_key(ctx)
+    return project is not None and key is not None and project.module_forward(key)
 
 
 def gradient_evident(ctx: Context) -> bool:

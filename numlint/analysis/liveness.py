@@ -219,7 +219,9 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, object]:
             if isinstance(sub, ast.Assign):
                 for t in sub.targets:
                     for n in _ast_names(t):
-                        bound.setdefault(n, []).append(sub.value if isinstance(t, ast.Name) else None)
+                        bound.setdefault(n, []).append(
+                            sub.value if isinstance(t, ast.Name) else None
+                        )
             elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
                 for n in _ast_names(sub.target):
                     bound.setdefault(n, []).extend([None, None])

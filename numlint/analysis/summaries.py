@@ -857,17 +857,35 @@ class Project:
             return True  # Lightning's `training_step`, a trainer's `train_step`
         if f.cls is not None and self._module_class(mod, f.cls):
             return True
-        for node in _walk_body(f.node):
-            if isinstance(node, ast.Call):
-                fn = node.func
-                if isinstance(fn, ast.Attribute) and fn.attr == "backward":
-                    return True  # `loss.backward()`, `(a + b).mean().backward()`
-                name = _dotted(fn) or ""
-                if name.endswith("autograd.grad") or name in _FUNC_TRANSFORMS:
-                    return True
-                if any(k.arg == "create_graph" for k in node.keywords):
-                    return True
-        return False
+        return _calls_backward(f.node)
+
+    def objective(self, func: str) -> bool:
+        """Whether function `func` of the file being linted computes what training minimises:
+        it is a loss (its function, class or file named so), a training step, or it or a
+        caller (two calls up) calls backward or autograd.grad on what it computes."""
+        mod = self.main
+        return mod is not None and self._objective(mod, func, 0)
+
+    def _objective(self, mod: Module, func: str, depth: int) -> bool:
+        f = mod.functions.get(func)
+        if f is None:
+            return False
+        names = (f.node.name, f.cls or "", Path(mod.path).stem)
+        if any(_LOSS_NAME.search(n) for n in names) or _TRAINING_STEP.match(f.node.name):
+            return True
+        if _calls_backward(f.node):
+            return True
+        return depth < 2 and any(
+            caller is not None and self._objective(cmod, caller, depth + 1)
+            for cmod, caller, _ in self._known_calls(mod, f)
+        )
+
+    def module_forward(self, func: str) -> bool:
+        """Whether `func` (a summaries key) is the `forward` of an nn.Module class of the file
+        being linted: what autograd differentiates whenever the module trains."""
+        mod = self.main
+        cls, _, name = func.rpartition(".")
+        return mod is not None and name == "forward" and bool(cls) and self._module_class(mod, cls)
 
     def _module_class(self, mod: Module, cls: str) -> bool:
         """A class with a `forward` method, or based (through the project) on `torch.nn` or
@@ -1025,6 +1043,22 @@ _FUNC_TRANSFORMS = frozenset(
     {"torch.func.grad", "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd", "grad",
      "vjp", "jacrev", "jacfwd"}
 )  # fmt: skip
+
+
+def _calls_backward(func: ast.AST) -> bool:
+    """`loss.backward()`, `autograd.grad(...)`, a torch.func transform or `create_graph=`."""
+    for node in _walk_body(func):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            if isinstance(fn, ast.Attribute) and fn.attr == "backward":
+                return True  # `loss.backward()`, `(a + b).mean().backward()`
+            name = _dotted(fn) or ""
+            if name.endswith("autograd.grad") or name in _FUNC_TRANSFORMS:
+                return True
+            if any(k.arg == "create_graph" for k in node.keywords):
+                return True
+    return False
+
 
 #: How many files of a project the search for callers reads, at most.
 _PROJECT_FILES = 2000

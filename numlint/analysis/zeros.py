@@ -319,6 +319,9 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     return None
 
 
+_RELU_MODULES = frozenset({"torch.nn.ReLU", "torch.nn.ReLU6", "torch.nn.modules.activation.ReLU"})
+
+
 def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) -> str | None:
     callee = ctx.callee(node, env)
     if _picked_by_sampling(ctx, node, callee, env):
@@ -330,6 +333,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return f"a {act.kind} output"
     if _range_from_zero(ctx, node, env):
         return "a range from 0"
+    if callee.instance_of in _RELU_MODULES and node.args:
+        return "a ReLU output"  # `self.relu = nn.ReLU()` in `__init__`, `self.relu(h)` here
     o = op(ctx, node, env)
     if o is None:
         return None

@@ -7,7 +7,7 @@ import libcst.matchers as m
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
-from numlint.analysis.evidence import grade, unit_bounded, zero_tested
+from numlint.analysis.evidence import grade, unit_bounded, unit_unknown, zero_tested
 from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
@@ -413,7 +413,9 @@ class SqrtAtZero(Rule):
             # pivot clamped against rounding only when degenerate
             confidence = "low"
         if reason == "`1 - x**2`" and not unit_bounded(ctx, ctx.value(arg)):
-            confidence = "low"  # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0
+            # `1 - exp(-k)**2`, `1 - r**2` with |r| < 1: rarely exactly 0; an x the callers
+            # give (a margin loss's cosine) may reach +-1
+            confidence = "medium" if unit_unknown(ctx, ctx.value(arg)) else "low"
         elif confidence == "low" and expected:
             confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):

@@ -1,0 +1,165 @@
+"""Facts of the program that decide a finding's grade: each with the look-alike it must not
+raise (numlint.analysis.evidence, zeros, gradients)."""
+
+from __future__ import annotations
+
+import pytest
+
+from numlint.api import check_source
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def _grades(code: str, code_selected: str) -> list[str | None]:
+    found = check_source(
+        HEAD + code, "<string>", {"select": [code_selected], "min-confidence": "low"}
+    )
+    return [d.confidence for d in found]
+
+
+SUPCON = """
+class SupCon(nn.Module):
+    def forward(self, features, labels):
+        n = features.shape[0]
+        mask = torch.eq(labels.view(-1, 1), labels.view(1, -1)).float()
+        logits = features @ features.T
+        {clear}
+        log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+        return -((mask * log_prob).sum(1) / mask.sum(1)).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("clear", "expected"),
+    [
+        # the diagonal (a sample equals itself, the mask's one sure entry) is cleared
+        (
+            "mask = mask * torch.scatter(torch.ones_like(mask), 1, torch.arange(n).view(-1, 1), 0)",
+            ["high"],
+        ),
+        ("mask = mask * (1 - torch.eye(n))", ["high"]),
+        ("mask = mask * ~torch.eye(n, dtype=torch.bool)", ["high"]),
+        ("mask.fill_diagonal_(0)", ["high"]),
+        ("mask = mask.masked_fill(torch.eye(n, dtype=torch.bool), 0)", ["high"]),
+    ],
+)
+def test_cleared_diagonal_of_a_label_mask_is_high(clear: str, expected: list[str]) -> None:
+    """Supervised contrastive loss: a label that occurs once in the batch leaves its row with
+    no positive once the diagonal is cleared, and `/ mask.sum(1)` is 0/0."""
+    assert _grades(SUPCON.format(clear=clear), "NUM202") == expected
+
+
+def test_label_mask_with_its_diagonal_is_not_high() -> None:
+    """The same mask keeping its diagonal: every row holds the sample itself."""
+    assert _grades(SUPCON.format(clear="pass"), "NUM202") != ["high"]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a gradient normalised by its own norm: a frozen or unused parameter's is all zero
+        (
+            "def step(params):\n    for p in params:\n        g = p.grad\n"
+            "        p.data.add_(g / g.norm())\n",
+            ["high"],
+        ),
+        (
+            "def step(params):\n    for p in params:\n        g = p.grad\n"
+            "        g.div_(torch.norm(g))\n",
+            ["high"],
+        ),
+        # an input gradient is all zero only where the output is locally flat
+        (
+            "def penalty(out, x):\n    (g,) = torch.autograd.grad(out.sum(), x)\n"
+            "    return g / g.norm()\n",
+            ["low"],
+        ),
+        # the same division by the norm of a weight: 0 only for an all-zero weight
+        ("def step(params):\n    for p in params:\n        p.data.div_(p.data.norm())\n", ["low"]),
+    ],
+)
+def test_gradient_normalised_by_its_norm(code: str, expected: list[str]) -> None:
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("init", "expected"),
+    [
+        ("self.relu = nn.ReLU()", ["high"]),
+        ("self.relu = nn.ReLU().to(device)", ["high"]),
+        ("self.relu = nn.Tanh()", ["low"]),  # tanh is 0 only at exactly 0
+    ],
+)
+def test_relu_module_attribute(init: str, expected: list[str]) -> None:
+    """A ReLU held in a module attribute: its output can be all zero, a norm of it too."""
+    code = (
+        "class Encoder(nn.Module):\n"
+        f"    def __init__(self, device):\n        super().__init__()\n        {init}\n"
+        "        self.linear = nn.Linear(4, 4)\n"
+        "    def forward(self, h):\n        e = self.relu(self.linear(h))\n"
+        "        return e / torch.norm(e, dim=1, keepdim=True)\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("cosine", "expected"),
+    [
+        # an inner product of unit vectors reaches +-1 as training aligns them
+        ("F.linear(F.normalize(x), F.normalize(self.weight))", ["high"]),
+        ("F.normalize(x) @ F.normalize(self.weight).T", ["high"]),
+        ("torch.mm(F.normalize(x), F.normalize(self.weight).t())", ["high"]),
+        # the callers' value: unknown, may be a cosine (a margin loss takes cosines)
+        ("x.float()", ["medium"]),
+        # an exp(-k) stops short of 1
+        ("torch.exp(-x.abs() - 1)", ["low"]),
+    ],
+)
+def test_margin_loss_sine_of_a_cosine(cosine: str, expected: list[str]) -> None:
+    code = (
+        "class ArcMargin(nn.Module):\n"
+        "    def forward(self, x, label):\n"
+        f"        cosine = {cosine}\n"
+        "        sine = torch.sqrt(1.0 - torch.pow(cosine, 2))\n"
+        "        return cosine * 0.9 - sine * 0.1\n"
+    )
+    assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a loss's pair distance: anchor and positive can be the same sample
+        (
+            "def triplet_loss(a, p, n):\n"
+            "    d = torch.sqrt(((a - p) ** 2).sum(-1))\n"
+            "    return torch.relu(d - torch.sqrt(((a - n) ** 2).sum(-1)) + 1).mean()\n",
+            ["medium", "medium"],
+        ),
+        # the same distance in code nothing trains on
+        (
+            "def spread(a, p):\n    return torch.sqrt(((a - p) ** 2).sum(-1))\n",
+            ["low"],
+        ),
+    ],
+)
+def test_pair_distance_in_a_loss(code: str, expected: list[str]) -> None:
+    assert _grades(code, "NUM201") == expected
+
+
+def test_module_forward_trains_in_a_metrics_file() -> None:
+    """`models/metrics.py` holding a margin head: a module's forward is differentiated
+    wherever its file lives; a plain function in a metrics file is evaluation code."""
+    code = (
+        "class ArcMargin(nn.Module):\n"
+        "    def forward(self, x, w):\n"
+        "        cosine = F.linear(F.normalize(x), F.normalize(w))\n"
+        "        return torch.sqrt(1.0 - torch.pow(cosine, 2))\n"
+        "def score(x, w):\n"
+        "    cosine = F.linear(F.normalize(x), F.normalize(w))\n"
+        "    return torch.sqrt(1.0 - torch.pow(cosine, 2))\n"
+    )
+    found = check_source(
+        HEAD + code, "models/metrics.py", {"select": ["NUM201"], "min-confidence": "low"}
+    )
+    assert [(d.row, d.confidence) for d in found] == [(7, "high")]
