@@ -430,12 +430,15 @@ class Context:
         if qual is not None:
             return Callee(qualname=qual)
         target = self.deref(Value(func, self.env if env is None else env))
-        while (
-            isinstance(target.node, cst.Call)
-            and isinstance(target.node.func, cst.Attribute)
-            and target.node.func.attr.value in _MOVES
-        ):  # `nn.ReLU().to(device)`, `nn.Softmax(-1).cuda()`: the same module
-            target = self.deref(Value(target.node.func.value, target.env))
+        for _ in range(4):  # `nn.ReLU().to(device)`, `nn.Softmax(-1).cuda()`: the same module
+            node = target.node
+            if not (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in _MOVES
+            ):
+                break
+            target = self.deref(Value(node.func.value, target.env))
         if isinstance(target.node, cst.Call):
             cls = self.qualname(target.node.func, target.env)
             if cls is not None:
