@@ -379,6 +379,8 @@ class Monitor:
         rec = self._rec
         if rec.paused:
             return
+        if rec.fflags:  # a forward whose flags wait for the step: read them while its
+            self.check("forward")  # batch is still the one to re-run
         out_grads = rec.out_grads
         backward_seen = out_grads is not None and any(g is not None for g in out_grads)
         if (rec.bflags or backward_seen and self.optimizer is not None) and not self.scaler_on():
@@ -400,8 +402,12 @@ class Monitor:
         self.args, self.kwargs, self.output = args, kwargs, output
         self.thread = threading.get_ident()
         self.micro += 1
-        if rec.fflags:
+        if rec.fflags and (
+            self.optimizer is None or not self.grad_enabled or self.scaler_patch is not None
+        ):
             self.check("forward")
+        # (else, in a training step, the forward flags are read with the step's other values,
+        # one read per step; a NaN found there is still reported as the forward's)
 
     def drain_forward(self) -> None:
         """Read forward flags left by submodules called on their own (or recomputed by
@@ -440,10 +446,9 @@ class Monitor:
         in one read."""
         if self._rec.paused:
             return
-        self.drain_forward()
         self._stepped = True
         try:
-            self.check("step")
+            self.check("step")  # (the forward flags too: ForwardCheck reads them here)
         finally:
             # The gradient at the model output is needed no more: holding it on past the step
             # would keep a large block (an LM head's) from the allocator through the next step.

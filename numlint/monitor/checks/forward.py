@@ -20,15 +20,14 @@ class ForwardCheck(Check):
     parameter a step left non-finite (phase "param", found at the next forward)."""
 
     PRIORITY = 10
-    POINTS = frozenset(("forward",))
+    POINTS = frozenset(("forward", "step"))
 
     def start(self) -> None:
         self._flags: list[Tensor] = []
         self._idx: list[int] = []
 
     def values(self, point: Point) -> list[Tensor]:
-        if point != "forward":
-            return []
+        # at "step": the flags of a training forward, read with the step's other values
         self._flags, self._idx = self.mon.rec.take_forward()
         return self._flags
 
