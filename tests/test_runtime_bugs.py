@@ -204,3 +204,19 @@ def test_the_stress_report_shows_the_finding_by_default(
     assert key not in before  # a low finding (test code) hidden by default ...
     assert after[key]["stress"]["verdict"] == "confirmed"  # ... shown once stress confirms it
     assert after[key]["confidence"] == "high"
+
+
+def test_naming_the_loss_line_leaves_the_models_gradients_alone() -> None:
+    """The failure path computes the loss again (calling the model, when the loss expression
+    does) and runs its backward: no parameter's `.grad` is touched."""
+    from numlint.monitor.lossrun import LossRun, locate
+
+    w = torch.nn.Parameter(torch.ones(3))
+
+    def run() -> torch.Tensor:
+        return (2 * w).sum() + torch.sqrt(((w - w.detach()) ** 2).sum())
+
+    info = locate(LossRun(run))
+    assert info is not None and info["phase"] == "backward"
+    assert info["node"] == "SqrtBackward0" and info["loss_finite"] is True
+    assert w.grad is None

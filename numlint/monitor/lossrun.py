@@ -272,10 +272,11 @@ def locate(loss_run: LossRun, model: Any = None) -> dict[str, Any] | None:
                     if tensors:
                         total = torch.stack([t.float().sum() for t in tensors]).sum()
                         loss_finite = bool(torch.isfinite(total))
-                        if checker.found is None and total.requires_grad:
+                        leaves = _leaves(total)
+                        if checker.found is None and leaves:
                             checker.phase = "backward"
-                            with checker:
-                                total.backward()
+                            with checker:  # (gradients returned, never added to any .grad)
+                                torch.autograd.grad(total, leaves, allow_unused=True)
     except Exception:
         pass
     finally:
@@ -294,6 +295,24 @@ def locate(loss_run: LossRun, model: Any = None) -> dict[str, Any] | None:
         "code": (linecache.getline(*where).strip() or None) if where else None,
         "loss_finite": loss_finite,
     }
+
+
+def _leaves(t: Tensor) -> list[Tensor]:
+    """The leaf tensors `t`'s autograd graph accumulates gradients into."""
+    if t.grad_fn is None:
+        return []
+    out: dict[int, Tensor] = {}
+    queue, seen = [t.grad_fn], set()
+    while queue:
+        node = queue.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, Tensor):
+            out[id(variable)] = variable
+        queue.extend(n for n, _ in node.next_functions)
+    return list(out.values())
 
 
 def _flat(obj: Any) -> list[Tensor]:
