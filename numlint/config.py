@@ -16,13 +16,15 @@ from numlint.diagnostic import (
     Diagnostic,
     confidence_rank,
 )
+from numlint.requirements import TARGET_TORCH, declared_torch, parse_version, stamp
 
 if TYPE_CHECKING:  # the rules import libcst: a run whose results are all cached needs neither
     from numlint.rule import Rule
 
 #: One level of rule selection: (select or None, extend-select, ignore).
 Layer = tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]
-#: What decides a file's rules: (layers, per-file ignores, options); see Config.selection.
+#: What decides a file's rules: (layers, per-file ignores, options, target torch version);
+#: see Config.selection.
 Selection = tuple[Any, ...]
 
 if sys.version_info >= (3, 11):
@@ -38,7 +40,7 @@ DEFAULT_EXCLUDE = (
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
 KNOWN_KEYS = frozenset(
-    {*_LIST_KEYS, "per-file-ignores", "options", "min-confidence", "stress-report"}
+    {*_LIST_KEYS, "per-file-ignores", "options", "min-confidence", "stress-report", TARGET_TORCH}
 )
 
 
@@ -67,6 +69,9 @@ class Config:
     #: A `numlint.stress` report file (resolved against the pyproject's directory) whose
     #: verdicts the findings carry.
     stress_report: str | None = None
+    #: The lowest torch version to support ("2.1"): `target-torch-version`, else what the
+    #: project declares (numlint.requirements); None: every version (fixes may use the newest API).
+    target_torch_version: str | None = None
 
     def shown(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """The findings at or above `min_confidence` (a stress report's verdicts, which
@@ -140,6 +145,13 @@ class Config:
             raise ConfigError(f"`stress-report`{where} must be a path (a string)")
         if report is not None and root is not None:
             report = os.path.join(root, report)
+        target = table.get(TARGET_TORCH)
+        if target is not None and (not isinstance(target, str) or parse_version(target) is None):
+            shown = repr(target) if isinstance(target, str) else _toml_type(target)
+            raise ConfigError(
+                f'`{TARGET_TORCH}`{where} must be a torch version such as "2.1" '
+                f"(a string), not {shown}"
+            )
         return cls(
             select=lists["select"] if select is not None else None,
             extend_select=lists["extend-select"],
@@ -152,6 +164,7 @@ class Config:
             warnings=tuple(warnings),
             min_confidence=least,
             stress_report=report,
+            target_torch_version=target.strip() if target is not None else None,
         )
 
     def with_overrides(
@@ -202,7 +215,7 @@ class Config:
         layers: tuple[Layer, ...] = ((self.select, self.extend_select, self.ignore),)
         if self.cli is not None:
             layers = layers + (self.cli,)
-        return (layers, per_file, self.options)
+        return (layers, per_file, self.options, self.target_torch_version)
 
     def is_excluded(self, path: Path) -> bool:
         """Whether directory walking should skip `path`."""
@@ -239,9 +252,10 @@ def _glob_match(rel: str, glob: str) -> bool:
 
 def rules_of(selection: Selection) -> list[tuple[type[Rule], dict[str, Any]]]:
     """The rules (with their options) a selection enables."""
-    layers, per_file, options = selection
+    layers, per_file, options, target = selection
     opts = {code: dict(values) for code, values in options}
-    return [(r, opts.get(r.CODE, {})) for r in _select(layers, per_file)]
+    common = {TARGET_TORCH: target} if target is not None else {}
+    return [(r, {**common, **opts.get(r.CODE, {})}) for r in _select(layers, per_file)]
 
 
 def _rule(selector: str) -> type[Rule] | None:
@@ -336,7 +350,10 @@ def load(pyproject: Path) -> Config | None:
         return None
     if not isinstance(table, dict):
         raise ConfigError(f"[tool.numlint] in {pyproject} must be a table")
-    return Config.from_table(table, root=pyproject.parent, source=pyproject)
+    found = Config.from_table(table, root=pyproject.parent, source=pyproject)
+    if found.target_torch_version is None:  # what the project declares beside its settings
+        found = replace(found, target_torch_version=declared_torch(pyproject.parent, data))
+    return found
 
 
 @lru_cache(maxsize=1024)
@@ -352,8 +369,20 @@ def _candidates(directory: Path) -> tuple[Path, ...]:
 
 
 @lru_cache(maxsize=256)
-def _load_cached(path: Path, mtime_ns: int, size: int) -> Config | None:
+def _load_cached(path: Path, mtime_ns: int, size: int, beside: tuple = ()) -> Config | None:
+    """`beside`: the requirement files next to `path` (numlint.requirements.stamp)."""
     return load(path)
+
+
+@lru_cache(maxsize=256)
+def _declared_cached(path: Path, mtime_ns: int, size: int, beside: tuple = ()) -> Config:
+    """No [tool.numlint] anywhere: the defaults, with the torch version the nearest
+    pyproject.toml (and the requirement files beside it) declares."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    return Config(target_torch_version=declared_torch(path.parent, data))
 
 
 def _discover_dir(directory: Path) -> Config:
@@ -362,10 +391,17 @@ def _discover_dir(directory: Path) -> Config:
             st = candidate.stat()
         except OSError:
             continue
-        found = _load_cached(candidate, st.st_mtime_ns, st.st_size)
+        found = _load_cached(candidate, st.st_mtime_ns, st.st_size, stamp(candidate.parent))
         if found is not None:
             return found
-    return Config()
+    nearest = _candidates(directory)[:1]
+    try:
+        st = nearest[0].stat() if nearest else None
+    except OSError:
+        st = None
+    if st is None:
+        return Config()
+    return _declared_cached(nearest[0], st.st_mtime_ns, st.st_size, stamp(nearest[0].parent))
 
 
 def discover(path: str | Path) -> Config:
@@ -400,4 +436,5 @@ def clear_cache() -> None:
     where directories lead."""
     _candidates.cache_clear()
     _load_cached.cache_clear()
+    _declared_cached.cache_clear()
     _real_dir.cache_clear()

@@ -7,8 +7,27 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from numlint.requirements import TARGET_TORCH, at_least
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import descendants, exits
+
+#: The torch release that introduced each spelling (see the docstring's "Fix safety").
+SINCE = {
+    "torch.cuda.amp": (1, 6),
+    "torch.cpu.amp.autocast": (1, 10),
+    "torch.cpu.amp.GradScaler": (2, 3),
+    "torch.autocast": (1, 10),
+    "torch.amp.autocast": (1, 12),
+    "torch.amp.GradScaler": (2, 3),
+    "torch.amp.custom_fwd": (2, 4),
+    "torch.amp.custom_bwd": (2, 4),
+}
+#: The release whose old spellings emit the FutureWarning.
+WARNS_SINCE = "2.4"
+
+
+def _version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
 
 
 @dataclass(frozen=True)
@@ -16,17 +35,24 @@ class _Api:
     new: str  # qualified name of the replacement
     device: str
     kind: str  # "autocast" | "scaler" | "decorator"
+    old: str = "torch.cuda.amp"  # the deprecated spelling's key in SINCE
+    older: str | None = None  # a replacement valid on older torch (same arguments)
 
 
+_AUTOCAST_CUDA = _Api("torch.amp.autocast", "cuda", "autocast", older="torch.autocast")
+_AUTOCAST_CPU = _Api(
+    "torch.amp.autocast", "cpu", "autocast", "torch.cpu.amp.autocast", "torch.autocast"
+)
+_SCALER_CPU = _Api("torch.amp.GradScaler", "cpu", "scaler", "torch.cpu.amp.GradScaler")
 _DEPRECATED = {
-    "torch.cuda.amp.autocast": _Api("torch.amp.autocast", "cuda", "autocast"),
-    "torch.cuda.amp.autocast_mode.autocast": _Api("torch.amp.autocast", "cuda", "autocast"),
-    "torch.cpu.amp.autocast": _Api("torch.amp.autocast", "cpu", "autocast"),
-    "torch.cpu.amp.autocast_mode.autocast": _Api("torch.amp.autocast", "cpu", "autocast"),
+    "torch.cuda.amp.autocast": _AUTOCAST_CUDA,
+    "torch.cuda.amp.autocast_mode.autocast": _AUTOCAST_CUDA,
+    "torch.cpu.amp.autocast": _AUTOCAST_CPU,
+    "torch.cpu.amp.autocast_mode.autocast": _AUTOCAST_CPU,
     "torch.cuda.amp.GradScaler": _Api("torch.amp.GradScaler", "cuda", "scaler"),
     "torch.cuda.amp.grad_scaler.GradScaler": _Api("torch.amp.GradScaler", "cuda", "scaler"),
-    "torch.cpu.amp.GradScaler": _Api("torch.amp.GradScaler", "cpu", "scaler"),
-    "torch.cpu.amp.grad_scaler.GradScaler": _Api("torch.amp.GradScaler", "cpu", "scaler"),
+    "torch.cpu.amp.GradScaler": _SCALER_CPU,
+    "torch.cpu.amp.grad_scaler.GradScaler": _SCALER_CPU,
     "torch.cuda.amp.custom_fwd": _Api("torch.amp.custom_fwd", "cuda", "decorator"),
     "torch.cuda.amp.custom_bwd": _Api("torch.amp.custom_bwd", "cuda", "decorator"),
     "torch.cuda.amp.autocast_mode.custom_fwd": _Api("torch.amp.custom_fwd", "cuda", "decorator"),
@@ -60,8 +86,10 @@ class DeprecatedAmpApi(Rule):
     (`from torch.cuda.amp import autocast, GradScaler` then `autocast()`).
 
     Why is this bad?
-    They emit a FutureWarning on every construction and are slated for removal; the device
-    independent `torch.amp` API does the same thing with the device type as an argument.
+    Since torch 2.4 they emit a FutureWarning (Python's default filter shows it once per
+    call site, so every module that uses them adds its own) and are slated for removal; the
+    device independent `torch.amp` API does the same thing with the device type as an
+    argument.
 
     Fix safety:
     Safe: `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast("cuda", ...)` (positional
@@ -72,6 +100,24 @@ class DeprecatedAmpApi(Rule):
     forward to exactly these. The fix is only offered when an import of the file reaches
     `torch.amp` (e.g. `import torch`); after `from torch.cuda.amp import autocast` alone
     there is no valid spelling, so no fix.
+
+    The replacements are newer than the old spellings: `torch.autocast(device_type)` needs
+    torch 1.10, `torch.amp.autocast` 1.12, `torch.amp.GradScaler` 2.3 and
+    `torch.amp.custom_fwd` / `custom_bwd` with `device_type` 2.4 (`torch.cpu.amp.autocast`
+    itself needs 1.10 and `torch.cpu.amp.GradScaler` 2.3). A fix is offered only when the
+    project's lowest torch version has its replacement: below 1.12 autocast becomes
+    `torch.autocast("cuda", ...)`; below 2.3 (GradScaler) or 2.4 (the decorators) the
+    finding has no fix and its message names the torch version the replacement needs.
+
+    Options:
+    The top-level `target-torch-version` setting in `[tool.numlint]` (a string such as
+    `"2.1"`) is the lowest torch version the code must run on. Without it, numlint reads the
+    lowest version the project declares for torch: `[project] dependencies` and
+    `optional-dependencies`, poetry's `[tool.poetry.dependencies]` in the pyproject.toml the
+    configuration comes from (the nearest one when none has `[tool.numlint]`), and the
+    `requirements*.txt` and setup.cfg `install_requires` beside it (`torch>=2.0` and
+    `torch~=2.0` give 2.0, `torch==1.13.1` gives 1.13.1, the lowest when several do). No
+    lower bound (`torch`, `torch<3`) means every fix is offered.
 
     Known limitations:
     Calls under an `if` (or conditional expression) that tests the torch version,
@@ -91,8 +137,9 @@ class DeprecatedAmpApi(Rule):
     CODE = "NUM505"
     NAME = "deprecated-amp-api"
     MESSAGE = (
-        "`torch.cuda.amp` / `torch.cpu.amp` is deprecated and warns on every use; "
-        'use `torch.amp` with the device type, e.g. `torch.amp.autocast("cuda")`'
+        "`torch.cuda.amp` / `torch.cpu.amp` is deprecated (a FutureWarning since torch 2.4, "
+        "shown once per call site); use `torch.amp` with the device type, e.g. "
+        '`torch.amp.autocast("cuda")`'
     )
     CHUNK = "function"
     TRIGGERS = ("autocast", "GradScaler", "custom_fwd", "custom_bwd")
@@ -373,7 +420,9 @@ class DeprecatedAmpApi(Rule):
         api = _DEPRECATED.get(qual or "")
         if api is None or self._version_gated() or self._imported_both_ways(node.func):
             return
-        self.report(node, self._message(qual or "", api), self._fix_call(node, api))
+        new = self._replacement(api)
+        fix = self._fix_call(node, api, new) if new is not None else None
+        self.report(node, self._message(qual or "", api, new), fix)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator
@@ -386,11 +435,28 @@ class DeprecatedAmpApi(Rule):
         if self._imported_both_ways(expr):
             return
         fix = None
-        new = self.ctx.spell(api.new)
+        replacement = self._replacement(api)
+        new = self.ctx.spell(replacement) if replacement is not None else None
         if new is not None:
             code = f'{new}(device_type="{api.device}")'
             fix = self.fix("safe", f"Replace with `{code}`", (expr, code))
-        self.report(expr, self._message(qual or "", api), fix)
+        self.report(expr, self._message(qual or "", api, replacement), fix)
+
+    def _target(self, api: _Api) -> str | None:
+        """The lowest torch version the code runs on (None: any): the configured or
+        declared one, raised to what the old spelling itself needs."""
+        target = self.options.get(TARGET_TORCH)
+        if target is not None and not at_least(target, SINCE[api.old]):
+            return _version(SINCE[api.old])
+        return target
+
+    def _replacement(self, api: _Api) -> str | None:
+        """The newest spelling the project's torch has: `api.new`, else `api.older`."""
+        target = self._target(api)
+        for qual in (api.new, api.older):
+            if qual is not None and at_least(target, SINCE[qual]):
+                return qual
+        return None
 
     def _version_gated(self) -> bool:
         """Inside an `if` / conditional expression that tests the torch version or API, or
@@ -480,20 +546,40 @@ class DeprecatedAmpApi(Rule):
         targets = self.ctx.import_targets.get(func.value, set())
         return any(t not in _DEPRECATED for t in targets)  # `torch.GradScaler`, `torch.amp.*`
 
-    @staticmethod
-    def _message(qual: str, api: _Api) -> str:
-        if api.kind == "decorator":
-            new = f'{api.new}(device_type="{api.device}")'
-        else:
-            new = f'{api.new}("{api.device}", ...)'
-        old = qual.replace(".autocast_mode", "").replace(".grad_scaler", "")
-        return f"`{old}` is deprecated and warns on every use; use `{new}`"
+    def _message(self, qual: str, api: _Api, replacement: str | None) -> str:
+        """What is deprecated and what replaces it; when the project's torch is older than
+        the replacement, which version it needs."""
 
-    def _fix_call(self, node: cst.Call, api: _Api) -> FixSpec | None:
+        def spelled(name: str) -> str:
+            if api.kind == "decorator":
+                return f'{name}(device_type="{api.device}")'
+            return f'{name}("{api.device}", ...)'
+
+        old = qual.replace(".autocast_mode", "").replace(".grad_scaler", "")
+        head = (
+            f"`{old}` is deprecated (a FutureWarning since torch {WARNS_SINCE}, "
+            "shown once per call site)"
+        )
+        if replacement == api.new:
+            return f"{head}; use `{spelled(api.new)}`"
+        target = self._target(api)
+        needs = _version(SINCE[api.new])
+        if replacement is not None:
+            return (
+                f"{head}; use `{spelled(replacement)}` (`{api.new}` needs torch {needs}, "
+                f"the project supports torch {target})"
+            )
+        also = f" (`{api.older}` from {_version(SINCE[api.older])})" if api.older else ""
+        return (
+            f"{head}; `{spelled(api.new)}` replaces it from torch {needs} on{also}, but the "
+            f"project supports torch {target} (see `{TARGET_TORCH}`), so no fix is offered"
+        )
+
+    def _fix_call(self, node: cst.Call, api: _Api, replacement: str) -> FixSpec | None:
         """Edits of the callee's name and of the arguments only: the rest of the call,
         line breaks and indentation included, stays as written."""
         ctx = self.ctx
-        new = ctx.spell(api.new)
+        new = ctx.spell(replacement)
         if new is None or any(a.star for a in node.args):
             return None
         args = list(node.args)
