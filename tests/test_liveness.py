@@ -107,3 +107,11 @@ def test_distribution_api_is_reachable(tmp_path: Path) -> None:
 def test_tool_only_pyproject_is_no_distribution(tmp_path: Path) -> None:
     losses = _project(tmp_path, "[tool.ruff]\nline-length = 100\n")
     assert [d.row for d in check_paths([losses], ALL)] == [3]
+
+
+def test_files_outside_a_repository_are_importable(tmp_path: Path) -> None:
+    """Without a repository checkout the files seen may not be the whole program (a
+    notebook, another directory may import them): public functions stay reachable."""
+    losses = _project(tmp_path, "[tool.numlint]\n")
+    (tmp_path / ".git").rmdir()
+    assert [d.row for d in check_paths([losses], ALL)] == [3, 5]

@@ -74,6 +74,20 @@ def test_label_mask_with_its_diagonal_is_not_high() -> None:
             "    return g / g.norm()\n",
             ["low"],
         ),
+        # a helper whose callers pass it a parameter's gradient (a staticmethod: no `self`)
+        (
+            "class Opt:\n    @staticmethod\n    def normalized(g):\n        return g / g.norm()\n"
+            "    def step(self, params):\n        for p in params:\n"
+            "            p.data.add_(self.normalized(p.grad))\n",
+            ["high"],
+        ),
+        # the same helper given weights
+        (
+            "class Opt:\n    @staticmethod\n    def normalized(g):\n        return g / g.norm()\n"
+            "    def step(self, params):\n        for p in params:\n"
+            "            p.data.add_(self.normalized(p.data))\n",
+            ["low"],
+        ),
         # the same division by the norm of a weight: 0 only for an all-zero weight
         ("def step(params):\n    for p in params:\n        p.data.div_(p.data.norm())\n", ["low"]),
     ],

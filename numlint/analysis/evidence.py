@@ -21,7 +21,12 @@ from numlint.analysis.context import Context, Value
 from numlint.analysis.gradients import objective
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
-from numlint.analysis.summaries import never_passed, passed_names, tested_by_callers
+from numlint.analysis.summaries import (
+    never_passed,
+    passed_gradient,
+    passed_names,
+    tested_by_callers,
+)
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
     factors,
@@ -391,6 +396,8 @@ def gradient_tensor(ctx: Context, value: Value) -> bool:
     zero only where the output is locally flat: not counted.)"""
     v, _ = strip(ctx, value)
     node = v.node
+    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        return passed_gradient(ctx, node.value)  # `normalized(p.grad)` at a call site
     return isinstance(node, cst.Attribute) and node.attr.value == "grad"
 
 

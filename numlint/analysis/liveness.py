@@ -9,8 +9,9 @@ Facts of the program, not of names:
 - an option no caller passes: the hazard's own operand is built from a parameter that is
   `None` at every known call (the expression would fail before producing a bad value);
 - a function or class nothing refers to: a private one (`_helper`) or a nested one whose name
-  appears nowhere else in the project's files; in a project that is no distribution (no
-  `[project]`, setup.py or setup.cfg: scripts and research code), a public one too. A
+  appears nowhere else in the project's files; in a repository checkout (`.git`) that is no
+  distribution (no `[project]`, setup.py or setup.cfg: scripts and research code), a public
+  one too. A
   distribution's public functions are its API and count as reachable, as do decorated ones
   (registered by their decorator), dunder methods, tests, and public methods (a framework may
   call them by name).
@@ -330,10 +331,10 @@ def _distribution_root(root: str) -> bool:
 
 
 def _distribution(path: str) -> bool:
-    """Whether the file belongs to a project that is packaged for others to import (or to
-    no known project: a lone file may be imported from anywhere)."""
+    """Whether the file's public functions may be called from outside the files numlint
+    sees: a project packaged for others to import, or anything but a whole repository
+    checkout (a lone file or directory may be imported from anywhere, a notebook too)."""
     root = _project_root(os.path.abspath(path))
-    markers = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-    if not any(os.path.exists(os.path.join(root, m)) for m in markers):
+    if not os.path.exists(os.path.join(root, ".git")):
         return True
     return _distribution_root(root)

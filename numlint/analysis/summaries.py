@@ -674,7 +674,7 @@ class Project:
         self, mod: Module, func: str, f: Function, param: str, depth: int
     ) -> tuple[Module, str] | None:
         """The project class whose instances every known caller passes as `param`."""
-        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        index = f.params.index(param) - _bound_offset(f)
         found: list[tuple[Module, str] | None] = []
         for cmod in self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
@@ -939,7 +939,7 @@ class Project:
         f = mod.functions.get(func) if mod is not None else None
         if f is None or param not in f.params:
             return []
-        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        index = f.params.index(param) - _bound_offset(f)
         out = []
         for cmod in self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
@@ -970,7 +970,7 @@ class Project:
         f = mod.functions.get(func) if mod is not None else None
         if f is None or param not in f.params:
             return False
-        index = f.params.index(param) - (1 if f.cls is not None else 0)
+        index = f.params.index(param) - _bound_offset(f)
         calls = 0
         for cmod in [mod] if f.cls is not None else self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
@@ -1043,6 +1043,15 @@ _FUNC_TRANSFORMS = frozenset(
     {"torch.func.grad", "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd", "grad",
      "vjp", "jacrev", "jacfwd"}
 )  # fmt: skip
+
+
+def _bound_offset(f: Function) -> int:
+    """How many leading parameters a call does not pass: `self` / `cls` of a method, none
+    for a staticmethod or a plain function."""
+    if f.cls is None:
+        return 0
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.node.decorator_list)
+    return 0 if static else 1
 
 
 def _calls_backward(func: ast.AST) -> bool:
@@ -1283,6 +1292,23 @@ def never_passed(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.never_passed(func, param)
+
+
+def passed_gradient(ctx: object, param: str) -> bool:
+    """Some known caller of the function being linted passes a parameter's gradient as
+    `param`: `p.grad`, or a name the caller assigned from one."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    if project is None or func is None:
+        return False
+    for mod, caller, arg in project.passed(func, param):
+        cf = mod.functions.get(caller) if caller else None
+        values = [arg]
+        if isinstance(arg, ast.Name) and cf is not None:
+            values = cf.assigned.get(arg.id, [])
+        if any(isinstance(v, ast.Attribute) and v.attr == "grad" for v in values):
+            return True
+    return False
 
 
 def passed_names(ctx: object, param: str) -> list[str]:
