@@ -177,3 +177,38 @@ def test_module_forward_trains_in_a_metrics_file() -> None:
         HEAD + code, "models/metrics.py", {"select": ["NUM201"], "min-confidence": "low"}
     )
     assert [(d.row, d.confidence) for d in found] == [(7, "high")]
+
+
+@pytest.mark.parametrize(
+    ("clamp", "expected"),
+    [
+        # clamped to [-1, 1] inclusive: |cos| = 1 stays, sqrt(0) has an infinite slope
+        ("(-1, 1)", ["high"]),
+        # strictly inside (-1, 1) in float32: 1 - cos**2 > 0
+        ("(-1 + 1e-6, 1 - 1e-6)", []),
+    ],
+)
+def test_sine_through_named_squares(clamp: str, expected: list[str]) -> None:
+    """`c2 = pow(c, 2); s2 = 1 - c2; sqrt(s2)`: the square is followed through its name."""
+    code = (
+        "class Head(nn.Module):\n"
+        "    def forward(self, emb, kernel):\n"
+        "        cos_theta = torch.mm(emb, F.normalize(kernel, dim=0))\n"
+        f"        cos_theta = cos_theta.clamp{clamp}\n"
+        "        cos_theta_2 = torch.pow(cos_theta, 2)\n"
+        "        sin_theta_2 = 1 - cos_theta_2\n"
+        "        return torch.sqrt(sin_theta_2)\n"
+    )
+    assert _grades(code, "NUM201") == expected
+
+
+def test_concatenated_cosines() -> None:
+    code = (
+        "class Head(nn.Module):\n"
+        "    def forward(self, x, ws):\n"
+        "        cosine = F.linear(F.normalize(x), F.normalize(ws[0]))\n"
+        "        for w in ws[1:]:\n"
+        "            cosine = torch.cat((cosine, F.linear(F.normalize(x), F.normalize(w))), dim=1)\n"
+        "        return torch.sqrt(1.0 - torch.pow(cosine, 2))\n"
+    )
+    assert _grades(code, "NUM201") == ["high"]

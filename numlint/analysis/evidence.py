@@ -144,11 +144,15 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
         ]
         return not gaps or any(unit_bounded(ctx, Value(f, v.env)) for f in gaps)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        right = Value(node.right, v.env)
         base = square_of(ctx, node.right, v.env)
+        if base is None and isinstance(node.right, cst.Name):  # `c2 = c ** 2; 1 - c2`
+            right = ctx.deref(right)
+            base = square_of(ctx, right.node, right.env)  # type: ignore[arg-type]
         if base is None:
             return False
-        b, _ = strip(ctx, Value(base, v.env))
-        if _product_of_unit_vectors(ctx, b):
+        b, _ = strip(ctx, Value(base, right.env))
+        if ctx.on_any_arm(b, lambda arm: _cosines(ctx, arm) or None):
             return True  # `F.linear(F.normalize(x), F.normalize(w))`: a cosine
         if isinstance(b.node, cst.Call):
             o = op(ctx, b.node, b.env)
@@ -179,6 +183,21 @@ def unit_unknown(ctx: Context, value: Value) -> bool:
 
 
 _PRODUCTS = frozenset({"matmul"})
+
+
+def _cosines(ctx: Context, value: Value) -> bool:
+    """Inner products of unit vectors, also concatenated or stacked (`torch.cat((cos,
+    F.linear(...)), dim=1)`)."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, v.env) in (
+        "torch.cat",
+        "torch.stack",
+    ):
+        parts = positional(node, 0, "tensors")
+        if isinstance(parts, (cst.Tuple, cst.List)) and parts.elements:
+            return any(_cosines(ctx, Value(e.value, v.env)) for e in parts.elements)
+    return _product_of_unit_vectors(ctx, v)
 
 
 def _product_of_unit_vectors(ctx: Context, value: Value) -> bool:

@@ -289,6 +289,10 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     if isinstance(operator, cst.Subtract):
         if const(ctx, node.left, env) == 1.0:
             base = square_of(ctx, node.right, env)
+            if base is None and mode == "sqrt" and isinstance(node.right, cst.Name):
+                square = ctx.deref(Value(node.right, env))  # `c2 = c ** 2; 1 - c2`
+                base = square_of(ctx, square.node, square.env)  # type: ignore[arg-type]
+                env = square.env if base is not None else env
             if mode == "sqrt" and base is not None:
                 if clamped_inside_one(ctx, Value(base, env)) or _one_excluded(ctx, base):
                     return None
