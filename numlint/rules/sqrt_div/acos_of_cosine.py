@@ -46,7 +46,10 @@ class AcosOfCosine(Rule):
     which needs exactly equal or opposite vectors, is infinite), for a coordinate over its
     vector's length (a vector exactly on the axis) and when the function compares the
     argument with +-1 (`d > 1 - eps`): the edge is handled on purpose, usually by a
-    `torch.where` or lerp that replaces those entries.
+    `torch.where` or lerp that replaces those entries. medium for a value not known to be a
+    cosine that the code clamps to exactly [-1, 1] where a gradient flows (a unit quaternion's
+    scalar, a sine in an Euler-angle conversion): those reach +-1 exactly at the identity
+    rotation or the pole, ordinary inputs.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
@@ -219,6 +222,18 @@ class AcosOfCosine(Rule):
             column=12,
             note="a coordinate over its vector's length: +-1 on the axis; no fix (atan2)",
         ),
+        Invalid(
+            """
+            import torch
+            def quaternion_log(q):
+                w, v = q[..., 0:1], q[..., 1:4]
+                return v * torch.acos(torch.clamp(w, min=-1.0, max=1.0)) / v.norm(dim=-1, keepdim=True)
+            """,
+            line=4,
+            column=16,
+            confidence="medium",
+            note="the identity quaternion has w = 1 exactly: acos' is infinite there",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
@@ -259,6 +274,10 @@ class AcosOfCosine(Rule):
             found = origin_of(ctx, value.node, ("cosine",)) if not clamped else None
             if found is not None:
                 self.report(node, f"{self.MESSAGE} ({found.what})", related=related(found))
+            elif clamped and exact:
+                # clamping to exactly [-1, 1] says the value reaches +-1 (a unit quaternion's
+                # scalar at the identity, a sine at gimbal lock): there the slope is infinite
+                self.report(node, _CLAMPED, confidence="medium")
             return
         if clamped and exact:
             # finite; the infinite gradient needs a cosine of exactly +-1 (equal vectors)
