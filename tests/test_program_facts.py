@@ -212,3 +212,21 @@ def test_concatenated_cosines() -> None:
         "        return torch.sqrt(1.0 - torch.pow(cosine, 2))\n"
     )
     assert _grades(code, "NUM201") == ["high"]
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # a bound below 0 does not keep a norm from 0; the guard shows 0 is expected
+        ("torch.maximum(n, torch.finfo(n.dtype).min)", ["high"]),
+        ("torch.maximum(n, torch.tensor(torch.finfo().min))", ["high"]),
+        ("n.clamp(min=-1.0)", ["high"]),
+        # real guards
+        ("n.clamp(min=1e-6)", []),
+        ("torch.maximum(n, torch.tensor(1e-6))", []),
+        ("torch.maximum(n, eps)", []),
+    ],
+)
+def test_guard_with_a_negative_bound(den: str, expected: list[str]) -> None:
+    code = f"def f(x, t, eps):\n    n = x.pow(2).mean(-1) ** 0.5\n    return t / {den}\n"
+    assert _grades(code, "NUM202") == expected

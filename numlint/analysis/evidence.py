@@ -50,6 +50,7 @@ REASONS: dict[str, Confidence] = {
     "a count": "high",
     "a `torch.rand` draw": "high",
     "a range from 0": "high",
+    "a value its guard does not keep from 0 (a negative lower bound)": "high",
     "a softmax output": "medium",
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",

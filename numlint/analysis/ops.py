@@ -225,12 +225,28 @@ def positive_bound(ctx: Context, expr: cst.BaseExpression | None, env: Env) -> b
     value = const(ctx, expr, env)
     if value is not None:
         return value > 0
-    node = ctx.deref(Value(expr, env)).node
+    found = ctx.deref(Value(expr, env))
+    node = found.node
     if isinstance(node, cst.Call):
         o = op(ctx, node, env)
         if o is not None and o.name in ("rand", "relu"):
             return False
+        if ctx.qualname(node.func, found.env) in ("torch.tensor", "torch.as_tensor") and node.args:
+            return positive_bound(ctx, node.args[0].value, found.env)  # `torch.tensor(eps)`
+    if _most_negative(ctx, node, found.env):
+        return False  # `torch.finfo(t.dtype).min`: the most negative float, no bound at 0
     return not isinstance(node, (cst.Integer, cst.Float))
+
+
+def _most_negative(ctx: Context, node: cst.CSTNode, env: Env) -> bool:
+    """`torch.finfo(...).min` / `torch.iinfo(...).min` (through a variable)."""
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "min"):
+        return False
+    info = ctx.deref(Value(node.value, env)).node
+    return isinstance(info, cst.Call) and ctx.qualname(info.func, env) in (
+        "torch.finfo",
+        "torch.iinfo",
+    )
 
 
 def is_zero(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:

@@ -353,11 +353,13 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
             return sub(inp)
         if is_zero(ctx, low, env):
             return "a value clamped at 0"
-        return None
+        return None if positive_bound(ctx, low, env) else sub(inp)  # `clamp(min=-1)`
     if o.name == "maximum" or (o.name == "max" and _binary_max(ctx, o)):
         other = o.arg(0, "other")
         if other is not None and is_zero(ctx, other, env):
             return "a value clamped at 0"
+        if other is not None and inp is not None and not positive_bound(ctx, other, env):
+            return sub(inp)  # `torch.maximum(n, torch.finfo(n.dtype).min)`: no bound at 0
         return None
     if o.name == "where":
         return _where_reason(ctx, o, env, sub)
@@ -1262,6 +1264,22 @@ def _blend_with_constant(ctx: Context, node: cst.BinaryOperation, env: Env) -> b
     return False
 
 
+def _unguarded(ctx: Context, value: Value, depth: int) -> str | None:
+    """A denominator bounded below by a negative value (`torch.maximum(n, finfo.min)`,
+    `n.clamp(min=-1)`): the bound does not keep it from 0, and the guard shows the author
+    expects the value to reach 0."""
+    inner = denominator_reason(ctx, value, depth + 1)
+    if inner is None:
+        v = ctx.deref(value)
+        if isinstance(v.node, cst.BinaryOperation) and isinstance(v.node.operator, cst.Power):
+            inner = denominator_reason(ctx, Value(v.node.left, v.env), depth + 1)
+    return UNGUARDED if inner else None
+
+
+#: The reason for a denominator whose guard has a negative bound.
+UNGUARDED = "a value its guard does not keep from 0 (a negative lower bound)"
+
+
 def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None:
     """Why a denominator can be 0: a norm, sum, count, std or variance without a guard (on
     any arm of an earlier `if` that assigns it)."""
@@ -1302,6 +1320,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None  # a norm of Gaussian noise is 0 with probability 0
     if o.name == "norm":
         return "a norm"
+    if o.name == "mean" and square_of(ctx, ctx.deref(Value(o.input, env)).node, env) is not None:
+        return "a norm"  # a root mean square: `x.pow(2).mean(-1) ** 0.5`
     if o.name == "std":
         return "a standard deviation"
     if o.name == "var":
@@ -1334,9 +1354,20 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         low = clamp_bounds(o)[0]
         if low is None:
             return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
+        if not is_zero(ctx, low, env) and not positive_bound(ctx, low, env):
+            return _unguarded(ctx, Value(o.input, env), depth)  # type: ignore[arg-type]
         if not is_zero(ctx, low, env) or _zeros_replaced(ctx, Value(o.input, env)):  # type: ignore[arg-type]
             return None
         return "a value clamped at 0"
+    if o.name == "maximum" or (o.name == "max" and _binary_max(ctx, o)):
+        other = o.arg(0, "other")
+        if (
+            other is not None
+            and not is_zero(ctx, other, env)
+            and not positive_bound(ctx, other, env)
+        ):
+            return _unguarded(ctx, Value(o.input, env), depth)
+        return None
     if o.name == "abs":
         return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
     return None
