@@ -230,3 +230,22 @@ def test_concatenated_cosines() -> None:
 def test_guard_with_a_negative_bound(den: str, expected: list[str]) -> None:
     code = f"def f(x, t, eps):\n    n = x.pow(2).mean(-1) ** 0.5\n    return t / {den}\n"
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        # min-max normalisation: a constant map (an all-zero activation) gives 0/0
+        ("(x - x.min()) / (x.max() - x.min())", ["medium"]),
+        (
+            "(x - x.amin(-1, keepdim=True)) / (x.amax(-1, keepdim=True) - x.amin(-1, keepdim=True))",
+            ["medium"],
+        ),
+        # guarded, or the extremes of two tensors, or an elementwise max and min
+        ("(x - x.min()) / (x.max() - x.min() + 1e-8)", []),
+        ("(x - y.min()) / (x.max() - y.min())", []),
+        ("x / (torch.max(x, y) - torch.min(x, y))", []),
+    ],
+)
+def test_range_of_one_tensor(expr: str, expected: list[str]) -> None:
+    assert _grades(f"def f(x, y):\n    return {expr}\n", "NUM202") == expected

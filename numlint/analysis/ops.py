@@ -69,7 +69,7 @@ METHODS: dict[str, str] = {
     "mul": "mul", "multiply": "mul", "reciprocal": "reciprocal", "matmul": "matmul",
     "mm": "matmul", "bmm": "matmul", "dot": "matmul", "add": "add", "where": "where",
     "masked_fill": "masked_fill", "sigmoid": "sigmoid", "softmax": "softmax",
-    "diagonal": "diagonal", "diag": "diagonal", "amax": "amax", "amin": "amin",
+    "diagonal": "diagonal", "diag": "diagonal", "amax": "amax", "amin": "amin", "min": "min",
 }  # fmt: skip
 
 

@@ -323,9 +323,6 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     return None
 
 
-_RELU_MODULES = frozenset({"torch.nn.ReLU", "torch.nn.ReLU6", "torch.nn.modules.activation.ReLU"})
-
-
 def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) -> str | None:
     callee = ctx.callee(node, env)
     if _picked_by_sampling(ctx, node, callee, env):
@@ -337,8 +334,6 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return f"a {act.kind} output"
     if _range_from_zero(ctx, node, env):
         return "a range from 0"
-    if callee.instance_of in _RELU_MODULES and node.args:
-        return "a ReLU output"  # `self.relu = nn.ReLU()` in `__init__`, `self.relu(h)` here
     o = op(ctx, node, env)
     if o is None:
         return None
@@ -1276,6 +1271,36 @@ def _unguarded(ctx: Context, value: Value, depth: int) -> str | None:
     return UNGUARDED if inner else None
 
 
+#: The reason for `x.max() - x.min()`: 0 for a constant input.
+OWN_RANGE = "the range (max - min) of one tensor"
+
+
+def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """`x.max() - x.min()`, `torch.amax(x, d) - torch.amin(x, d)`, `maxs - mins` with
+    `maxs = x.view(b, -1).max(-1)[0]` (through names, indexing and reshapes): the range of
+    one tensor, 0 where it is constant (a blank image, an all-zero activation map)."""
+
+    def extreme(side: cst.BaseExpression) -> tuple[str, str] | None:
+        v, _ = strip(ctx, Value(side, env))
+        if not isinstance(v.node, cst.Call):
+            return None
+        o = op(ctx, v.node, v.env)
+        if o is None or o.name not in ("max", "amax", "min", "amin") or o.input is None:
+            return None
+        if o.name in ("max", "min") and _binary_max(ctx, o):
+            return None  # `torch.max(a, b)`: elementwise, not an extreme
+        root, _ = strip(ctx, Value(o.input, v.env))
+        return o.name.lstrip("a"), ctx.code(root.node)
+
+    high, low = extreme(node.left), extreme(node.right)
+    return (
+        high is not None
+        and low is not None
+        and (high[0], low[0]) == ("max", "min")
+        and high[1] == low[1]
+    )
+
+
 #: The reason for a denominator whose guard has a negative bound.
 UNGUARDED = "a value its guard does not keep from 0 (a negative lower bound)"
 
@@ -1307,6 +1332,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             exponent = const(ctx, node.right, env)
             if exponent is not None and exponent > 0:
                 return denominator_reason(ctx, Value(node.left, env), depth + 1)
+        if isinstance(operator, cst.Subtract) and _own_range(ctx, node, env):
+            return OWN_RANGE
         return None
     if not isinstance(node, cst.Call):
         return None
