@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import constant, evidence, traced_dtype
+from numlint.analysis.precision_mode import AUTOCAST, HALF, project_evidence, project_grade
 from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -40,12 +43,17 @@ class AdamEpsHalf(Rule):
     Confidence:
     high, except where a class converts itself to float16 only in another method than the
     one building the optimizer, other than `__init__` (`def quantize(self, bits): ... return
-    self.half()`): whether that ran before training is not visible (low).
+    self.half()`): whether that ran before training is not visible (low); low as well where
+    only another file of the project converts a model.
 
     Known limitations:
-    Only parameters whose owner is converted in the same class, function or module are seen;
-    a model converted in another function is not. There is no fix: the right change (mixed
-    precision, bfloat16 or a larger eps) is a design decision.
+    Only parameters whose owner is converted in the same class, function or module are
+    graded high or low as above; where another file of the project converts a model to float16
+    (`model.half()`, `precision="16-true"`; numlint.analysis.precision_mode) and this file does
+    not train with autocast, the optimizer is a low finding naming that file: which model is
+    converted is not visible. Mixed precision (GradScaler, autocast) is not evidence: it keeps
+    float32 weights. There is no fix: the right change (mixed precision, bfloat16 or a larger
+    eps) is a design decision.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.optim.Adam.html
@@ -62,7 +70,6 @@ class AdamEpsHalf(Rule):
     )
     CHUNK = "class"
     TRIGGERS = ("Adam",)
-    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
     OPTIONS = {"min_eps": 1e-4}
 
     VALID = [
@@ -206,6 +213,24 @@ class AdamEpsHalf(Rule):
         grade = self._half_owner(params) if params is not None else None
         if grade is not None:
             self.report(node, confidence=grade)
+        elif params is not None and self._unknown_owner(params):
+            graded = project_grade(ctx, None, (HALF,))
+            if graded is not None:
+                self.report(node, f"{self.MESSAGE}; {graded[1]}", confidence="low")
+
+    def _unknown_owner(self, params: cst.BaseExpression) -> bool:
+        """No owner of the parameters has a known dtype, and this file does not train with
+        autocast (mixed precision keeps float32 weights)."""
+        ctx = self.ctx
+        if any(
+            traced_dtype(ctx, Value(o, env)) is not None
+            for o, env in _owners(ctx, Value(params, ctx.env))
+        ):
+            return False
+        if any(e.kind != "default" and e.receiver for e in evidence(ctx)):
+            return False  # the region converts something: `_half_owner` has judged it
+        here = os.path.abspath(ctx.path)
+        return not any(e.kind == AUTOCAST and e.path == here for e in project_evidence(ctx)[1])
 
     def _half_owner(self, params: cst.BaseExpression) -> Confidence | None:
         """None when the parameters are not known to be float16; else the grade: low when

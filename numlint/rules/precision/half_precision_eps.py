@@ -6,7 +6,9 @@ import libcst as cst
 
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import HALF_ZERO, constant, is_half, traced_dtype
+from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, project_grade
 from numlint.analysis.semantics import positional
+from numlint.diagnostic import Confidence
 from numlint.rule import Invalid, Probe, Rule, Valid
 
 _GUARDED_FUNCTIONS = frozenset(
@@ -41,14 +43,21 @@ class HalfPrecisionEps(Rule):
     Flags a positive eps below 2.98e-8 (`1e-8`, `1e-10`, `1e-12`, `torch.finfo(torch.float32)
     .tiny`, a constant or parameter default bound to one) used as a guard on float16 values:
     `x / (d + eps)`, also through a variable (`d = n + eps; x / d`), `torch.log(p + eps)`,
-    `torch.sqrt(v + eps)` / `rsqrt` / `reciprocal` (function and method forms),
-    `p.clamp(min=eps)`, `p.clamp_min(eps)`, `torch.clamp(p, eps, 1 - eps)`, and `F.normalize` /
-    `F.cosine_similarity` whose default eps (1e-12 / 1e-8) is too small.
+    `d.add(eps).log()`, `torch.sqrt(v + eps)` / `rsqrt` / `reciprocal` (function and method
+    forms), `p.clamp(min=eps)`, `p.clamp_min(eps)`, `torch.clamp(p, eps, 1 - eps)`, and
+    `F.normalize` / `F.cosine_similarity` whose default eps (1e-12 / 1e-8) is too small.
     Values count as float16 when their data flow in the function says so (`x.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when it says nothing, when the enclosing
     class (for methods), function or module converts to float16 explicitly (`.half()`,
     `.to(torch.float16)`, `dtype=torch.float16`, `torch.set_default_dtype(torch.half)`);
-    autocast alone does not count, since it keeps reductions such as norms in float32.
+    autocast alone does not count there, since it keeps reductions such as norms in float32.
+    When neither says anything, a tensor whose dtype is not traced counts as float16 when the
+    project trains in float16 (numlint.analysis.precision_mode: a `GradScaler`, a float16
+    `autocast`, `precision=16`, `mixed_precision="fp16"`, `fp16=True`, a `model.half()` in
+    any of its files); the message names that evidence. Under mixed precision alone, guards
+    of values autocast computes in float32 (norms, sums, powers, exps, softmaxes) and
+    `F.normalize` / `F.cosine_similarity` (run in float32) are not flagged, nor is code under
+    `autocast(enabled=False)`.
 
     Why is this bad?
     float16 cannot represent positive values below 2**-25 (2.98e-8): `1e-8`, `1e-10` and
@@ -57,9 +66,16 @@ class HalfPrecisionEps(Rule):
 
     Known limitations:
     The dtype is followed within one function; values whose dtype cannot be followed are judged
-    by the explicit float16 conversions of their class, function or module. An eps between
-    2.98e-8 and 6.1e-5 survives as a subnormal and is not flagged, although `x / eps` can still
-    overflow float16's maximum of 65504.
+    by the explicit float16 conversions of their class, function or module, then by the
+    project's training settings, which do not say which values a float16 run reaches (a
+    library function fed float32 images is flagged too). An eps between 2.98e-8 and 6.1e-5
+    survives as a subnormal and is not flagged, although `x / eps` can still overflow
+    float16's maximum of 65504.
+
+    Confidence:
+    high where the value is float16 by its data flow or its class, function or module
+    converts to float16; on the project's evidence only: medium in code autograd
+    differentiates (a model's or loss's), low elsewhere.
 
     References:
     - https://pytorch.org/docs/stable/type_info.html#torch.finfo
@@ -74,7 +90,8 @@ class HalfPrecisionEps(Rule):
         "(6.1e-5) or compute in float32"
     )
     CHUNK = "class"
-    TRIGGERS = ("half", "Half", "float16")
+    TRIGGERS = ("half", "Half", "float16", "eps", "EPS", "e-", "E-", "tiny", "normalize",
+                "cosine_similarity")  # fmt: skip
 
     VALID = [
         Valid(
@@ -232,9 +249,9 @@ class HalfPrecisionEps(Rule):
         qual = callee.qualname
         if qual in _GUARDED_FUNCTIONS:
             if (arg := positional(node, 0, "input")) is not None:
-                self._check_sum(arg, through=True)
+                self._check_sum(arg, through=True, tensor=True)
         elif qual is None and callee.method in _GUARDED_METHODS and not node.args:
-            self._check_sum(callee.receiver, through=True)  # type: ignore[arg-type]
+            self._check_sum(callee.receiver, through=True, tensor=True)  # type: ignore[arg-type]
         elif qual is None and callee.method in _CLAMP_METHODS and callee.receiver is not None:
             low = positional(node, 0, "min")
             self._check_bound(node, low, callee.receiver)
@@ -245,18 +262,28 @@ class HalfPrecisionEps(Rule):
         elif qual in _EPS_DEFAULTS:
             self._check_default(node, qual)
 
-    def _check_sum(self, expr: cst.BaseExpression, through: bool) -> None:
+    def _check_sum(self, expr: cst.BaseExpression, through: bool, tensor: bool = False) -> None:
         ctx = self.ctx
         value = ctx.deref(ctx.value(expr)) if through else ctx.value(expr)
         node = value.node
-        if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "add"
+            and len(node.args) == 1
+            and node.args[0].keyword is None
+        ):  # `d.add(eps)`: a tensor
+            sides = ((node.args[0].value, node.func.value),)
+            tensor = True
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            sides = ((node.right, node.left), (node.left, node.right))
+        else:
             return
-        for eps_side, other in ((node.right, node.left), (node.left, node.right)):
+        for eps_side, other in sides:
             eps = constant(ctx, eps_side, value.env)
             if eps is not None and 0 < eps <= HALF_ZERO:
                 operand = Value(other, value.env, value.mutations)
-                if self._half_tensor(operand):
-                    self.report(node, _EPS_MESSAGE.format(eps=eps))
+                self._report(node, _EPS_MESSAGE.format(eps=eps), self._half(operand, tensor))
                 return
 
     def _check_bound(
@@ -265,8 +292,9 @@ class HalfPrecisionEps(Rule):
         if low is None:
             return
         eps = constant(self.ctx, low)
-        if eps is not None and 0 < eps <= HALF_ZERO and self._half_tensor(self.ctx.value(operand)):
-            self.report(node, _EPS_MESSAGE.format(eps=eps))
+        if eps is not None and 0 < eps <= HALF_ZERO:
+            found = self._half(self.ctx.value(operand), tensor=True)
+            self._report(node, _EPS_MESSAGE.format(eps=eps), found)
 
     def _check_default(self, node: cst.Call, qual: str) -> None:
         index, default = _EPS_DEFAULTS[qual]
@@ -275,21 +303,42 @@ class HalfPrecisionEps(Rule):
         if eps is None or not 0 < eps <= HALF_ZERO:
             return
         operand = positional(node, 0, "input" if "normalize" in qual else "x1")
-        if operand is None or not self._half_tensor(self.ctx.value(operand)):
+        if operand is None:
             return
+        # autocast computes these in float32: only float16 weights make them float16
+        found = self._half(self.ctx.value(operand), tensor=True, kinds=(HALF,))
         name = qual.rsplit(".", 1)[-1]
         if given is None:
-            self.report(node, _DEFAULT_MESSAGE.format(name=name, eps=eps))
+            self._report(node, _DEFAULT_MESSAGE.format(name=name, eps=eps), found)
         else:
-            self.report(node, _EPS_MESSAGE.format(eps=eps))
+            self._report(node, _EPS_MESSAGE.format(eps=eps), found)
 
-    def _half_tensor(self, value: Value) -> bool:
-        """float16 by data flow; or a computed tensor in a region that converts to float16."""
+    def _report(
+        self, node: cst.CSTNode, message: str, found: tuple[Confidence, str] | None | bool
+    ) -> None:
+        if found is True:
+            self.report(node, message)
+        elif found:
+            grade, why = found
+            self.report(node, f"{message}; {why}", confidence=grade)
+
+    def _half(
+        self, value: Value, tensor: bool, kinds: tuple[str, ...] = (AUTOCAST, HALF)
+    ) -> tuple[Confidence, str] | bool | None:
+        """True: float16 by data flow, or a computed tensor in a region that converts to
+        float16; (grade, why): a tensor of unknown dtype in a project that runs in float16
+        (`tensor`: the operation says it is a tensor); None: neither."""
         ctx = self.ctx
         traced = traced_dtype(ctx, value)
         if traced is not None:
-            return traced == "float16"
-        return _tensor_like(ctx, value) and is_half(ctx, value)
+            return traced == "float16" or None
+        if _tensor_like(ctx, value) and is_half(ctx, value):
+            return True
+        if not (tensor or _tensor_like(ctx, value)):
+            return None
+        if autocast_float32(ctx, value):
+            kinds = tuple(k for k in kinds if k != AUTOCAST)
+        return project_grade(ctx, value, kinds) if kinds else None
 
 
 def _tensor_like(ctx, value: Value, depth: int = 6) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.dtypes import dtype_branch, evidence, is_half, traced_dtype
+from numlint.analysis.precision_mode import HALF, in_autocast, project_grade
 from numlint.analysis.semantics import format_args, keyword, positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import descendants
@@ -27,7 +28,9 @@ class HalfSoftmaxWithoutFloat32(Rule):
     or, when that is unknown, because the enclosing class (for methods), function or module
     converts to float16 explicitly (`.half()`, `.to(torch.float16)`, `dtype=torch.float16`,
     `torch.set_default_dtype(torch.half)`). Autocast alone does not count: it already runs
-    softmax in float32.
+    softmax in float32. When none of these says anything, a project that converts a model to
+    float16 in another file (`model.half()`, `precision="16-true"`; numlint.analysis
+    .precision_mode) makes it a low finding, outside autocast blocks; the message names where.
 
     Why is this bad?
     float16 has no values below 6e-8: a softmax computed in float16 rounds every small
@@ -43,12 +46,15 @@ class HalfSoftmaxWithoutFloat32(Rule):
     Known limitations:
     The dtype is followed within one function; values whose dtype cannot be followed are judged
     by their class, function or module, so an attention softmax in a class that calls `.half()`
-    is flagged although its small weights rarely matter. `nn.Softmax` modules are not checked.
+    is flagged although its small weights rarely matter, then by the project's float16 models
+    (mixed precision is not evidence: autocast runs softmax in float32). `nn.Softmax` modules
+    are not checked.
 
     Confidence:
     high where the values are float16 by their data flow, or the function itself converts to
     float16 (`model.half()` before sampling); low where only the enclosing class or module
-    does (an attention softmax in a half model, whose small weights rarely matter).
+    does (an attention softmax in a half model, whose small weights rarely matter), or only
+    another file of the project converts a model.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -63,7 +69,6 @@ class HalfSoftmaxWithoutFloat32(Rule):
     )
     CHUNK = "class"
     TRIGGERS = ("softmax",)
-    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
 
     VALID = [
         Valid(
@@ -222,7 +227,15 @@ class HalfSoftmaxWithoutFloat32(Rule):
             return
         if len([a for a in node.args if a.keyword is None]) > dtype_at:
             return  # dtype given positionally
-        if not is_half(ctx, ctx.value(source)) or dtype_branch(ctx):
+        if dtype_branch(ctx):
+            return
+        if not is_half(ctx, ctx.value(source)):
+            if traced_dtype(ctx, ctx.value(source)) is None and not in_autocast(ctx):
+                # float16 weights elsewhere in the project (autocast runs softmax in float32)
+                graded = project_grade(ctx, None, (HALF,))
+                if graded is not None:
+                    message = f"{self.MESSAGE}; {graded[1]}"
+                    self.report(node, message, fix=self._fix(node), confidence="low")
             return
         traced = traced_dtype(ctx, ctx.value(source)) == "float16"
         confidence = "high" if traced or _converts_here(ctx, node) else "low"

@@ -6,23 +6,35 @@ import math
 
 import libcst as cst
 
-from numlint.analysis.dtypes import HALF_MAX, constant, is_half
+from numlint.analysis.dtypes import HALF_MAX, constant, is_half, traced_dtype
+from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, project_grade
 from numlint.analysis.semantics import positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+
+_WHERE_MESSAGE = (
+    "torch.where with a value beyond float16's range (65504) on float16 values raises an "
+    "overflow error; use `torch.finfo(x.dtype).min` instead"
+)
 
 
 class MaskedFillOverflowHalf(Rule):
     """`masked_fill(mask, -1e9)` on float16 values: -1e9 does not fit in float16 and raises.
 
     What it does:
-    Flags `scores.masked_fill(mask, v)`, `scores.masked_fill_(mask, v)` and
-    `torch.masked_fill(scores, mask, v)` where `v` is a finite constant beyond float16's range
+    Flags `scores.masked_fill(mask, v)`, `scores.masked_fill_(mask, v)`,
+    `torch.masked_fill(scores, mask, v)` and `torch.where(cond, v, scores)` (either order)
+    where `v` is a finite constant beyond float16's range
     (|v| > 65504: `-1e9`, `-1e10`, `float("-1e30")`, `torch.finfo(torch.float32).min`, or a name
     bound to one) and `scores` is float16: by its data flow in the function (`.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when that is unknown, because the enclosing
     class (for methods), function or module converts to float16 explicitly or enters a float16
     autocast region (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`, `dtype=torch.float16`),
-    where matmul outputs such as attention scores are float16.
+    where matmul outputs such as attention scores are float16; or, when the function, class and
+    module say nothing, because the project trains in float16 (numlint.analysis.precision_mode:
+    a `GradScaler`, a float16 `autocast`, `precision=16`, `mixed_precision="fp16"`,
+    `fp16=True`, a `model.half()` in any of its files; the message names it). Code under
+    `autocast(enabled=False)` and values autocast computes in float32 (a softmax, a norm) are
+    not flagged on the project's evidence.
 
     Why is this bad?
     Filling a float16 tensor with a value it cannot represent raises "value cannot be converted
@@ -36,8 +48,14 @@ class MaskedFillOverflowHalf(Rule):
 
     Known limitations:
     The dtype is followed within one function; values whose dtype cannot be followed are judged
-    by their class, function or module. `float("-inf")` fills are not this rule's business (they
-    fit float16 but give NaN for fully masked rows).
+    by their class, function or module, then by the project's training settings, which do not
+    say which tensors a float16 run reaches. `float("-inf")` fills are not this rule's business
+    (they fit float16 but give NaN for fully masked rows).
+
+    Confidence:
+    high where the values are float16 by their data flow or their class, function or module
+    (float16 conversion or autocast); on the project's evidence only: medium in code autograd
+    differentiates (a model's or loss's), low elsewhere.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html
@@ -51,8 +69,7 @@ class MaskedFillOverflowHalf(Rule):
         "overflow error; fill with `torch.finfo(x.dtype).min` instead"
     )
     CHUNK = "class"
-    TRIGGERS = ("masked_fill",)
-    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
+    TRIGGERS = ("masked_fill", "where(")
 
     VALID = [
         Valid(
@@ -101,6 +118,15 @@ class MaskedFillOverflowHalf(Rule):
                     return (s @ s.T).masked_fill(mask, -1e9)
             """,
             "CPU autocast runs in bfloat16, whose range is float32's",
+        ),
+        Valid(
+            """
+            import torch
+            def head(logits, query_mask):
+                logits = logits.float()
+                return torch.where(query_mask == 0, -1e6, logits)
+            """,
+            "float32 logits",
         ),
     ]
     INVALID = [
@@ -174,6 +200,23 @@ class MaskedFillOverflowHalf(Rule):
             """,
             note="float32's minimum overflows float16 too",
         ),
+        Invalid(
+            """
+            import torch
+            def head(logits, query_mask):
+                logits = logits.half()
+                return torch.where(query_mask == 0, -1e6, logits)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def head(logits, query_mask):
+                logits = logits.half()
+                return torch.where(query_mask == 0, torch.finfo(logits.dtype).min, logits)
+            """,
+            note="torch.where with a Python number: the result is float16",
+        ),
     ]
     PROBE = Probe(
         hazard="x.masked_fill(x > 0, -1e9)",
@@ -187,10 +230,14 @@ class MaskedFillOverflowHalf(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         callee = ctx.callee(node)
+        message = None
         if callee.qualname is None and callee.method in ("masked_fill", "masked_fill_"):
             target, fill = callee.receiver, positional(node, 1, "value")
         elif callee.qualname == "torch.masked_fill":
             target, fill = positional(node, 0, "input"), positional(node, 2, "value")
+        elif callee.qualname == "torch.where" and len(node.args) == 3:
+            target, fill = _where_operands(ctx, node)
+            message = _WHERE_MESSAGE
         else:
             return
         if target is None or fill is None:
@@ -198,9 +245,19 @@ class MaskedFillOverflowHalf(Rule):
         value = constant(ctx, fill)
         if value is None or not math.isfinite(value) or abs(value) <= HALF_MAX:
             return
-        if not is_half(ctx, ctx.value(target), autocast=True):
+        operand = ctx.value(target)
+        if is_half(ctx, operand, autocast=True):
+            self.report(node, message, fix=self._fix(target, fill, value))
             return
-        self.report(node, fix=self._fix(target, fill, value))
+        if traced_dtype(ctx, operand) is not None:
+            return
+        # float32 under autocast (a softmax, a norm): only float16 weights make it float16
+        kinds = (HALF,) if autocast_float32(ctx, operand) else (AUTOCAST, HALF)
+        graded = project_grade(ctx, operand, kinds)
+        if graded is not None:
+            grade, why = graded
+            text = f"{message or self.MESSAGE}; {why}"
+            self.report(node, text, fix=self._fix(target, fill, value), confidence=grade)
 
     def _fix(
         self, target: cst.BaseExpression, fill: cst.BaseExpression, value: float
@@ -211,6 +268,18 @@ class MaskedFillOverflowHalf(Rule):
         bound = "min" if value < 0 else "max"
         code = f"{finfo}({self.ctx.code(target)}.dtype).{bound}"
         return self.fix("unsafe", f"Fill with `torch.finfo(dtype).{bound}`", (fill, code))
+
+
+def _where_operands(
+    ctx, node: cst.Call
+) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
+    """`torch.where(c, -1e6, x)` / `torch.where(c, x, -1e6)`: (x, the constant), else Nones."""
+    a, b = node.args[1].value, node.args[2].value
+    if constant(ctx, a) is not None and constant(ctx, b) is None:
+        return b, a
+    if constant(ctx, b) is not None and constant(ctx, a) is None:
+        return a, b
+    return None, None
 
 
 def _plain(node: cst.BaseExpression) -> bool:
