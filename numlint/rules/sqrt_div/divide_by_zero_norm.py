@@ -73,7 +73,14 @@ class DivideByZeroNorm(Rule):
     high for a count or sum of a mask this code computes by a test that can fail everywhere
     (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
     (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
-    ReLU output or of a value clamped at 0, and where the function tests the denominator (or
+    ReLU output (also a `self.relu = nn.ReLU()` module) or of a value clamped at 0, of a
+    label mask whose diagonal (the sample itself, its one sure entry) is cleared before the
+    sum (`mask * logits_mask`, `1 - eye`, `fill_diagonal_(0)`: a class seen once in the
+    batch has no positive), for the norm of a parameter's gradient (`p.grad`, also passed
+    to a helper: a frozen or unused parameter's is all zero), for a denominator whose guard
+    has a negative bound (`torch.maximum(n, torch.finfo(n.dtype).min)`: the author expects 0
+    and the guard does not stop it); medium for the range of one tensor (`x.max() -
+    x.min()`: a constant input); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
     count); low for the norm or sum of some tensor (it would need an all-zero vector), a

@@ -49,18 +49,24 @@ class SqrtAtZero(Rule):
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
     (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel;
     not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
-    a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp or a value named so), a
-    value the function tests against 0 elsewhere (`mask = theta_sq > 0`);
-    low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`) or of an unknown
-    one, for another
+    a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp, an inner product of unit vectors
+    such as `F.linear(F.normalize(x), F.normalize(w))`, also concatenated, or a value named
+    so; through a named square `c2 = c**2; 1 - c2`), a value the function tests against 0
+    elsewhere (`mask = theta_sq > 0`);
+    medium for `1 - x**2` of a parameter or attribute in differentiated code (a margin loss
+    takes its callers' cosines), and for the root of a sum of squared differences of two
+    tensors in what training minimises (a loss, a training step, or code whose result a
+    caller calls `backward()` on: an anchor and its positive can be the same sample);
+    low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
     value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
     pivot clamped against rounding is 0 only when degenerate);
     low for the root of a sum of squares of one tensor (a hand-written norm), of a
-    difference of two tensors or gathered pairs, of a variance, or of a probability. Not
-    reported where no gradient can flow (under `no_grad`, `.item()`, `.detach()`, `.data`,
-    NumPy, custom `autograd.Function` bodies, metrics and evaluation code) or for a ReLU
-    output (its backward selects 0). The harm is a gradient, so a root is low unless
+    difference of two tensors or gathered pairs outside a loss, of a variance, or of a
+    probability. Not reported where no gradient can flow (under `no_grad`, `.item()`,
+    `.detach()`, `.data`, NumPy, custom `autograd.Function` bodies, metrics and evaluation
+    code, though a module's `forward` is differentiated wherever its file lives) or for a
+    ReLU output (its backward selects 0). The harm is a gradient, so a root is low unless
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
     calling `backward()` or `autograd.grad`, or a function one of those calls, across the
     project) or the code tests the value against 0 itself. Also low where a variable the
