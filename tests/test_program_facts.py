@@ -235,11 +235,11 @@ def test_guard_with_a_negative_bound(den: str, expected: list[str]) -> None:
 @pytest.mark.parametrize(
     ("expr", "expected"),
     [
-        # min-max normalisation: a constant map (an all-zero activation) gives 0/0
-        ("(x - x.min()) / (x.max() - x.min())", ["medium"]),
+        # min-max normalisation: 0/0 needs a constant input (low)
+        ("(x - x.min()) / (x.max() - x.min())", ["low"]),
         (
             "(x - x.amin(-1, keepdim=True)) / (x.amax(-1, keepdim=True) - x.amin(-1, keepdim=True))",
-            ["medium"],
+            ["low"],
         ),
         # guarded, or the extremes of two tensors, or an elementwise max and min
         ("(x - x.min()) / (x.max() - x.min() + 1e-8)", []),
@@ -249,3 +249,13 @@ def test_guard_with_a_negative_bound(den: str, expected: list[str]) -> None:
 )
 def test_range_of_one_tensor(expr: str, expected: list[str]) -> None:
     assert _grades(f"def f(x, y):\n    return {expr}\n", "NUM202") == expected
+
+
+def test_range_after_an_equality_exit() -> None:
+    """`if lo == hi: return` before `/ (hi - lo)`: the difference is not 0 there."""
+    code = (
+        "def rescale(x, verbose):\n    lo = x.min()\n    hi = x.max()\n    if lo == hi:\n        return x\n"
+        "    return (x - lo) / (hi - lo)\n"
+    )
+    assert _grades(code, "NUM202") == []
+    assert _grades(code.replace("if lo == hi", "if verbose"), "NUM202") == ["low"]

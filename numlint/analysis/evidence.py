@@ -51,6 +51,7 @@ REASONS: dict[str, Confidence] = {
     "a `torch.rand` draw": "high",
     "a range from 0": "high",
     "a value its guard does not keep from 0 (a negative lower bound)": "high",
+    "the range (max - min) of one tensor": "low",
     "a softmax output": "medium",
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",

@@ -498,6 +498,8 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted = names(operand)
     if not wanted:
         return False
+    if _difference_tested(ctx, operand):
+        return True  # `if mina == maxa: return ...` before `/ (maxa - mina)`
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
     wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
@@ -546,6 +548,45 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True
                 if isinstance(stmt, cst.While) and _empty_rows_left(ctx, stmt.test, wanted):
                     return True  # `while len(empty) > 0: <refill>`: none is left after it
+    return False
+
+
+def _difference_tested(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """`a - b` where control flow shows `a != b`: an earlier `if a == b:` that exits, or an
+    enclosing `if a != b:` / `if a > b:` (either order of the names)."""
+    node = ctx.deref(ctx.value(operand)).node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
+        return False
+    if not (isinstance(node.left, cst.Name) and isinstance(node.right, cst.Name)):
+        return False
+    pair = {node.left.value, node.right.value}
+
+    def compares(test: cst.BaseExpression, kinds: tuple[type, ...]) -> bool:
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        return (
+            isinstance(target.operator, kinds)
+            and all(isinstance(x, cst.Name) for x in sides)
+            and {x.value for x in sides} == pair  # type: ignore[attr-defined]
+        )
+
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(parent, cst.If) and child is parent.body:
+            if compares(parent.test, (cst.NotEqual, cst.GreaterThan, cst.LessThan)):
+                return True
+        elif isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.If) and compares(stmt.test, (cst.Equal,)):
+                    if exits(stmt.body):
+                        return True
     return False
 
 

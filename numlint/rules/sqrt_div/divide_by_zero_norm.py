@@ -79,8 +79,7 @@ class DivideByZeroNorm(Rule):
     batch has no positive), for the norm of a parameter's gradient (`p.grad`, also passed
     to a helper: a frozen or unused parameter's is all zero), for a denominator whose guard
     has a negative bound (`torch.maximum(n, torch.finfo(n.dtype).min)`: the author expects 0
-    and the guard does not stop it); medium for the range of one tensor (`x.max() -
-    x.min()`: a constant input); and high where the function tests the denominator (or
+    and the guard does not stop it); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
     count); low for the norm or sum of some tensor (it would need an all-zero vector), a
@@ -91,8 +90,8 @@ class DivideByZeroNorm(Rule):
     function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry per row
     by construction), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
-    are padding) and the count of an attention, padding or length mask (every row keeps a
-    token; `arange(T) < lengths`), a removal mask with a position of every row cleared
+    are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
+    count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
     (`remove[..., 0] = False`, the top-p idiom), a quotient returned beside a test of its
     denominator (`return mu, counts > eps`), a count of a given mask whose every known
     caller (across the project) runs the function only under `if fg_mask.sum():`, a count of
