@@ -264,7 +264,8 @@ def locate(loss_run: LossRun, model: Any = None) -> dict[str, Any] | None:
     try:
         with keep, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with torch.autograd.set_detect_anomaly(True, check_nan=False):
+            # anomaly mode for this one re-run only: its tracebacks name the backward's line
+            with torch.autograd.set_detect_anomaly(True, check_nan=False):  # noqa: NUM507
                 with torch.enable_grad():
                     with checker:
                         loss = loss_run.run()
