@@ -162,7 +162,8 @@ def test_half_model_reports_softmax_and_normalize(tmp_path: Path) -> None:
 
 def test_region_evidence_grades_as_before(tmp_path: Path) -> None:
     model = _MODEL.replace(
-        "        self.attn = Attention()\n", "        self.attn = Attention()\n        self.half()\n"
+        "        self.attn = Attention()\n",
+        "        self.attn = Attention()\n        self.half()\n",
     )
     root = _project(tmp_path, {"model.py": model, "train.py": _AMP_TRAIN})
     found = _findings(root)

@@ -57,6 +57,8 @@ class ProjectHalf:
         where = f"{os.path.relpath(self.path, root)}:{self.line}"
         if self.kind == HALF:
             return f"the project converts a model to float16 ({self.what} in {where})"
+        if self.what == "autocast":  # not necessarily training: an inference block too
+            return f"the project runs code under float16 autocast (autocast in {where})"
         return f"the project trains with float16 autocast ({self.what} in {where})"
 
 

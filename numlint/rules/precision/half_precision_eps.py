@@ -10,6 +10,7 @@ from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, pr
 from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
 from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.tree import descendants
 
 _GUARDED_FUNCTIONS = frozenset(
     {"torch.log", "torch.log2", "torch.log10", "torch.sqrt", "torch.rsqrt", "torch.reciprocal",
@@ -75,7 +76,10 @@ class HalfPrecisionEps(Rule):
     Confidence:
     high where the value is float16 by its data flow or its class, function or module
     converts to float16; on the project's evidence only: medium in code autograd
-    differentiates (a model's or loss's), low elsewhere.
+    differentiates (a model's or loss's forward, not a constructor) where the value is float16
+    there: any value when the project converts a model to float16, one made by a matmul,
+    convolution or linear layer (`q @ k.transpose(-2, -1)`, `self.proj(x)`) under mixed
+    precision, which leaves other values (inputs, buffers) in float32; low elsewhere.
 
     References:
     - https://pytorch.org/docs/stable/type_info.html#torch.finfo
@@ -359,4 +363,29 @@ def _tensor_like(ctx, value: Value, depth: int = 6) -> bool:
     if isinstance(node, (cst.Subscript, cst.UnaryOperation)):
         inner = node.value if isinstance(node, cst.Subscript) else node.expression
         return _tensor_like(ctx, Value(inner, value.env), depth - 1)
+    if isinstance(node, cst.Name):
+        unpacked = _unpacked_from(ctx, node.value)
+        return unpacked is not None and _tensor_like(ctx, Value(unpacked, value.env), depth - 1)
     return False
+
+
+def _unpacked_from(ctx, name: str) -> cst.Call | None:
+    """The call a name is unpacked from in the current function (`top, i = x.max(-3)`), when
+    that is its only assignment there."""
+    func = ctx.function
+    if func is None:
+        return None
+    found: list[cst.BaseExpression] = []
+    for n in descendants(func):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == name:
+                    found.append(n.value)
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                    isinstance(e.value, cst.Name) and e.value.value == name
+                    for e in t.target.elements
+                ):
+                    found.append(n.value)
+    if len(found) == 1 and isinstance(found[0], cst.Call):
+        return found[0]
+    return None

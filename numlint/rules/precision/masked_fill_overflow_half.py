@@ -55,7 +55,10 @@ class MaskedFillOverflowHalf(Rule):
     Confidence:
     high where the values are float16 by their data flow or their class, function or module
     (float16 conversion or autocast); on the project's evidence only: medium in code autograd
-    differentiates (a model's or loss's), low elsewhere.
+    differentiates (a model's or loss's forward, not a constructor) where the value is float16
+    there: any value when the project converts a model to float16, one made by a matmul,
+    convolution or linear layer (`q @ k.transpose(-2, -1)`, `self.proj(x)`) under mixed
+    precision, which leaves other values (inputs, buffers) in float32; low elsewhere.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html
