@@ -176,7 +176,7 @@ def test_function_nothing_differentiates_is_low(tmp_path: Path) -> None:
     import torch
 
     def saturation(image, eps=1e-8):
-        top = image.amax(-3)
+        top, _ = image.max(-3)
         return (top - image.amin(-3)) / (top + eps)
     """
     root = _project(tmp_path, {"util.py": util, "train.py": _AMP_TRAIN, "model.py": _MODEL})

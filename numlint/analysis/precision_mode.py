@@ -222,7 +222,8 @@ def project_evidence(ctx: Context) -> tuple[str, tuple[ProjectHalf, ...]]:
         project = ctx.project
         if project is not None:  # a file added or removed, or the evidence edited
             project.dependencies.update(directories)
-            project.dependencies.update({e.path for e in found[:1]})
+            firsts = {e.kind: e.path for e in reversed(found)}
+            project.dependencies.update(firsts.values())
     ctx.shared["project_half"] = (root, found)
     return root, found
 
