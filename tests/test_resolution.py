@@ -1,4 +1,4 @@
-"""Name resolution and data flow (numlint.context) seen through the log-of-softmax rule."""
+"""Name resolution and data flow (numlint.analysis.context) seen through the log-of-softmax rule."""
 
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ def test_tuple_assignment_binds_each_name():
 def test_no_grad_context():
     import libcst as cst
 
-    from numlint.context import Context
+    from numlint.analysis.context import Context
 
     src = textwrap.dedent(
         """
