@@ -1091,7 +1091,8 @@ def _project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _call_pattern(name: str) -> re.Pattern[str]:
     """Text that may call `name`: the name, then `(` (spaces, line continuations or comments
     between), not in a `def`; it also matches in strings and comments."""
-    return re.compile(rf"(?<!def )(?<!\w){re.escape(name)}(?:\s|\\|#[^\n]*\n)*\(")
+    n = re.escape(name)  # first, so that the search looks for the name as plain text
+    return re.compile(rf"{n}(?<!def {n})(?<!\w{n})(?:\s|\\|#[^\n]*\n)*\(")
 
 
 def _text(path: str) -> str | None:
