@@ -8,6 +8,8 @@ benchmarks/.envs, and times every tool on the same files in one run. Prints time
     python benchmarks/static_speed.py                 # the whole corpus
     python benchmarks/static_speed.py --max-files 300 # a quicker, smaller sample
     python benchmarks/static_speed.py --skip-peers    # numlint and libcst only
+    python benchmarks/static_speed.py --skip-peers --max-files 2000 --baseline-ref v1.2
+                                                      # against a release, side by side
 """
 
 from __future__ import annotations
@@ -89,14 +91,33 @@ def peer_env(name: str) -> Path:
     return env
 
 
-def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, int]:
-    """Wall time of a command, and the peak RSS (MiB) of its largest process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def timed(
+    cmd: list[str], cwd: Path | None = None, env: dict | None = None, cpu: list | None = None
+) -> tuple[float, int]:
+    """Wall time of a command, and the peak RSS (MiB) of its largest process; its CPU time
+    (user + system, its processes together) is appended to `cpu`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     elapsed = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, max(before, after) // 1024
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed, max(before.ru_maxrss, after.ru_maxrss) // 1024
+
+
+def baseline_tree(ref: str) -> Path:
+    """A `git worktree` of this repository at `ref` (made once, under benchmarks/.baseline)."""
+    repo = HERE.parent
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    tree = HERE / ".baseline" / sha[:12]
+    if not (tree / "numlint").exists():
+        subprocess.run(["git", "worktree", "prune"], cwd=repo, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=repo, check=True)
+    return tree
 
 
 PARSE_ONLY = """
@@ -113,27 +134,49 @@ print(time.perf_counter() - t)
 """
 
 
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
 def side_by_side(
     numlint: list[str], env: dict, corpus: Path, baseline: Path, cache_dir: Path, runs: int = 3
 ) -> dict[str, tuple[float, int]]:
     """Cold and warm times of this numlint and of the one in `baseline`, runs interleaved;
-    medians."""
+    medians. Prints each cold run's CPU time (user + system, every process: steadier than
+    wall time on a busy machine) and the ratio of the medians."""
     other = {**env, "PYTHONPATH": str(baseline), "NUMLINT_CACHE_DIR": str(cache_dir) + "-base"}
     subprocess.run(
         [*numlint, "--no-cache", "-"], input=b"", cwd=baseline, env=other, capture_output=True
     )
     cold: dict[str, list[tuple[float, int]]] = {"numlint": [], "baseline": []}
+    cpu: dict[str, list[float]] = {"numlint": [], "baseline": [], "warm": [], "base warm": []}
     for _ in range(runs):
-        cold["numlint"].append(timed([*numlint, "--no-cache", str(corpus)], env=env))
+        cold["numlint"].append(
+            timed([*numlint, "--no-cache", str(corpus)], env=env, cpu=cpu["numlint"])
+        )
         cold["baseline"].append(
-            timed([*numlint, "--no-cache", str(corpus)], cwd=baseline, env=other)
+            timed(
+                [*numlint, "--no-cache", str(corpus)], cwd=baseline, env=other, cpu=cpu["baseline"]
+            )
         )
     timed([*numlint, str(corpus)], env=env)
     timed([*numlint, str(corpus)], cwd=baseline, env=other)
     warm: dict[str, list[tuple[float, int]]] = {"numlint": [], "baseline": []}
     for _ in range(5):
-        warm["numlint"].append(timed([*numlint, str(corpus)], env=env))
-        warm["baseline"].append(timed([*numlint, str(corpus)], cwd=baseline, env=other))
+        warm["numlint"].append(timed([*numlint, str(corpus)], env=env, cpu=cpu["warm"]))
+        warm["baseline"].append(
+            timed([*numlint, str(corpus)], cwd=baseline, env=other, cpu=cpu["base warm"])
+        )
+    for name, times in cpu.items():
+        print(f"CPU seconds, {name}: " + " ".join(f"{t:.2f}" for t in times))
+    mine, theirs = median(cpu["numlint"]), median(cpu["baseline"])
+    print(f"cold CPU medians: numlint {mine:.1f} s, baseline {theirs:.1f} s: {mine / theirs:.2f}x")
+    print(
+        f"warm CPU medians: numlint {median(cpu['warm']):.2f} s, "
+        f"baseline {median(cpu['base warm']):.2f} s"
+    )
     mid = runs // 2
     return {
         "numlint cold (2 processes, no cache)": sorted(cold["numlint"])[mid],
@@ -154,7 +197,15 @@ def main() -> int:
         help="another numlint checkout (e.g. a `git worktree` of an older commit) timed side "
         "by side, cold and warm, runs interleaved",
     )
+    ap.add_argument(
+        "--baseline-ref",
+        help="a git commit or tag of this repository timed side by side as --baseline does "
+        "(from a worktree made under benchmarks/.baseline)",
+    )
+    ap.add_argument("--runs", type=int, default=3, help="cold runs of each, side by side")
     args = ap.parse_args()
+    if args.baseline_ref:
+        args.baseline = baseline_tree(args.baseline_ref)
     corpus = build_corpus(args.max_files or None)
     files = list(corpus.rglob("*.py"))
     lines = sum(f.read_bytes().count(b"\n") for f in files)
@@ -178,7 +229,9 @@ def main() -> int:
     rows: dict[str, tuple[float, int]] = {}
     shutil.rmtree(cache_dir, ignore_errors=True)
     if args.baseline is not None:
-        rows.update(side_by_side(numlint, env, corpus, args.baseline.resolve(), cache_dir))
+        rows.update(
+            side_by_side(numlint, env, corpus, args.baseline.resolve(), cache_dir, args.runs)
+        )
     else:
         rows["numlint cold (2 processes, no cache)"] = timed(
             [*numlint, "--no-cache", str(corpus)], env=env

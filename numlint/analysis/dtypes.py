@@ -358,34 +358,41 @@ def _autocast_half(ctx: Context, call: cst.Call, cuda: bool, env: Env) -> bool:
 
 def _calls(node: cst.CSTNode, skip_defs: bool) -> list[cst.Call]:
     """Calls under `node`, leaving out those in a branch chosen by a dtype test."""
-    found: list[cst.Call] = []
-    guarded = [0]
+    collect = _Calls(skip_defs)
+    walk(node, collect)
+    return collect.found
 
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            if not guarded[0]:
-                found.append(n)
 
-        def visit_If(self, n: cst.If) -> None:
-            guarded[0] += _dtype_test(n.test)
+class _Calls(cst.CSTVisitor):
+    """_calls()'s visitor (a module-level class: a class made per call is a reference
+    cycle, and what its methods' closures hold would wait for the garbage collector)."""
 
-        def leave_If(self, original_node: cst.If) -> None:
-            guarded[0] -= _dtype_test(original_node.test)
+    def __init__(self, skip_defs: bool) -> None:
+        self.skip_defs = skip_defs
+        self.found: list[cst.Call] = []
+        self.guarded = 0
 
-        def visit_IfExp(self, n: cst.IfExp) -> None:
-            guarded[0] += _dtype_test(n.test)
+    def visit_Call(self, n: cst.Call) -> None:
+        if not self.guarded:
+            self.found.append(n)
 
-        def leave_IfExp(self, original_node: cst.IfExp) -> None:
-            guarded[0] -= _dtype_test(original_node.test)
+    def visit_If(self, n: cst.If) -> None:
+        self.guarded += _dtype_test(n.test)
 
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return not skip_defs
+    def leave_If(self, original_node: cst.If) -> None:
+        self.guarded -= _dtype_test(original_node.test)
 
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return not skip_defs
+    def visit_IfExp(self, n: cst.IfExp) -> None:
+        self.guarded += _dtype_test(n.test)
 
-    walk(node, _Collect())
-    return found
+    def leave_IfExp(self, original_node: cst.IfExp) -> None:
+        self.guarded -= _dtype_test(original_node.test)
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return not self.skip_defs
+
+    def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+        return not self.skip_defs
 
 
 _DTYPE_ATTRS = ("dtype", "is_floating_point")

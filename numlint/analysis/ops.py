@@ -263,27 +263,33 @@ def clamp_bounds(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression |
 def names(node: cst.CSTNode) -> set[str]:
     """Dotted names used in an expression (`x`, `self.scale`), without call names."""
     found: set[str] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            if isinstance(n.value, cst.Name) and n.value.value == "self":
-                found.add(f"self.{n.attr.value}")
-                return False
-            walk(n.value, self)
-            return False
-
-        def visit_Call(self, n: cst.Call) -> bool:
-            if isinstance(n.func, cst.Attribute):
-                walk(n.func.value, self)
-            for a in n.args:
-                walk(a.value, self)
-            return False
-
-    walk(node, _Collect())
+    walk(node, _Names(found))
     return found - {"torch", "F", "nn", "th", "self"}
+
+
+class _Names(cst.CSTVisitor):
+    """names()'s visitor (a module-level class: a class made per call is a reference cycle,
+    and what its methods' closures hold would wait for the garbage collector)."""
+
+    def __init__(self, found: set[str]) -> None:
+        self.found = found
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.found.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        if isinstance(n.value, cst.Name) and n.value.value == "self":
+            self.found.add(f"self.{n.attr.value}")
+            return False
+        walk(n.value, self)
+        return False
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        if isinstance(n.func, cst.Attribute):
+            walk(n.func.value, self)
+        for a in n.args:
+            walk(a.value, self)
+        return False
 
 
 def same_code(ctx: Context, a: cst.CSTNode, b: cst.CSTNode) -> bool:
@@ -311,24 +317,29 @@ def has_tensor_op(ctx: Context, value: Value, depth: int = 0) -> bool:
     if depth > 4:
         return False
     value = ctx.deref(value)
-    found = False
+    find = _TensorOp(ctx, value.env, depth)
+    walk(value.node, find)
+    return find.found
 
-    class _Find(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> bool:
-            nonlocal found
-            if op(ctx, n, value.env) is not None or (
-                (q := ctx.qualname(n.func, value.env)) is not None and q.startswith("torch.")
-            ):
-                found = True
-            return not found
 
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal found
-            if not found and ctx.deref(Value(n, value.env)).node is not n:
-                found = has_tensor_op(ctx, Value(n, value.env), depth + 1)
+class _TensorOp(cst.CSTVisitor):
+    """has_tensor_op()'s visitor."""
 
-    walk(value.node, _Find())
-    return found
+    def __init__(self, ctx: Context, env: Env, depth: int) -> None:
+        self.ctx, self.env, self.depth = ctx, env, depth
+        self.found = False
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        ctx = self.ctx
+        if op(ctx, n, self.env) is not None or (
+            (q := ctx.qualname(n.func, self.env)) is not None and q.startswith("torch.")
+        ):
+            self.found = True
+        return not self.found
+
+    def visit_Name(self, n: cst.Name) -> None:
+        if not self.found and self.ctx.deref(Value(n, self.env)).node is not n:
+            self.found = has_tensor_op(self.ctx, Value(n, self.env), self.depth + 1)
 
 
 def constant_bound(ctx: Context, expr: cst.BaseExpression) -> bool:
@@ -367,31 +378,35 @@ def unpacking_call(
     func = ctx.function
     if binding is None or binding.value is not None or func is None:
         return None
-    here = set(map(id, ctx.stack))
-    found: cst.Call | None = None
+    find = _Unpacking(set(map(id, ctx.stack)), func, name.value, first_only)
+    walk(func, find)
+    return None if find.found is None else Value(find.found, binding.env)
 
-    class _Find(cst.CSTVisitor):
-        done = False
 
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if self.done or id(node) in here and isinstance(node, cst.BaseSmallStatement):
-                self.done = True
-                return False
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not func:
-                return False
-            return super().on_visit(node)
+class _Unpacking(cst.CSTVisitor):
+    """unpacking_call()'s visitor: the last unpacking of `name` in `func` before a node of
+    `here` (the statements being linted)."""
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            nonlocal found
-            target = node.targets[0].target
-            if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
-                return
-            elements = target.elements[:1] if first_only else target.elements
-            if any(isinstance(e.value, cst.Name) and e.value.value == name.value for e in elements):
-                found = node.value if isinstance(node.value, cst.Call) else None
+    def __init__(self, here: set[int], func: cst.CSTNode, name: str, first_only: bool) -> None:
+        self.here, self.func, self.name, self.first_only = here, func, name, first_only
+        self.done = False
+        self.found: cst.Call | None = None
 
-    walk(func, _Find())
-    return None if found is None else Value(found, binding.env)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.done or id(node) in self.here and isinstance(node, cst.BaseSmallStatement):
+            self.done = True
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.func:
+            return False
+        return super().on_visit(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = node.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+            return
+        elements = target.elements[:1] if self.first_only else target.elements
+        if any(isinstance(e.value, cst.Name) and e.value.value == self.name for e in elements):
+            self.found = node.value if isinstance(node.value, cst.Call) else None
 
 
 #: What each comparison computes on numbers (`cst.GreaterThan` -> `>`).

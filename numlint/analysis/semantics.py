@@ -235,18 +235,24 @@ def same_bindings(ctx: Context, expr: cst.CSTNode, env: object) -> bool:
 
 
 def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
+    collect = _Names()
+    walk(node, collect)
+    return collect.found
 
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
+class _Names(cst.CSTVisitor):
+    """_names()'s visitor (a module-level class: a class made per call is a reference cycle,
+    and what its methods' closures hold would wait for the garbage collector)."""
 
-    walk(node, _Collect())
-    return found
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.found.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        walk(n.value, self)
+        return False
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

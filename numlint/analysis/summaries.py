@@ -395,6 +395,7 @@ class Project:
         self._steps = 0
         self._no_grad: dict[tuple[str, str], bool] = {}
         self._differentiated_memo: dict[tuple[str, str], bool] = {}
+        self._neighbours_of: dict[str, list[Module]] = {}
 
     # ---- modules ----
 
@@ -1017,12 +1018,16 @@ class Project:
         """The file being linted, then the project's files whose text calls `name(`: the
         project is the nearest directory above holding a pyproject.toml, setup.py,
         setup.cfg or .git (else the file's package), at most _PROJECT_FILES files."""
-        out = [self.main] if self.main is not None else []
+        found = self._neighbours_of.get(name)
+        if found is not None:
+            return found
+        out = self._neighbours_of[name] = [self.main] if self.main is not None else []
         if self.path.startswith("<"):
             return out
         files, directories = _project_files(_project_root(self.path))
         self.dependencies.update(directories)  # a file added or removed changes the callers
         needle = f"{name}("
+        call = _call_pattern(name)
         for p in files:
             if p == self.path:
                 continue
@@ -1030,6 +1035,8 @@ class Project:
             if text is None or needle not in text:
                 continue
             self.dependencies.add(p)
+            if not call.search(text):
+                continue  # `name(` only where it is defined: not parsed
             mod = _load(p)
             if mod is not None and mod.calls_of(name):
                 out.append(mod)
@@ -1122,6 +1129,13 @@ def _project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 break
         found = _PROJECTS[root] = (tuple(files[:_PROJECT_FILES]), tuple(dirs))
     return found
+
+
+def _call_pattern(name: str) -> re.Pattern[str]:
+    """Text that may call `name`: the name, then `(` (spaces, line continuations or comments
+    between), not in a `def`; it also matches in strings and comments."""
+    n = re.escape(name)  # first, so that the search looks for the name as plain text
+    return re.compile(rf"{n}(?<!def {n})(?<!\w{n})(?:\s|\\|#[^\n]*\n)*\(")
 
 
 def _text(path: str) -> str | None:
