@@ -172,8 +172,14 @@ def test_region_evidence_grades_as_before(tmp_path: Path) -> None:
 
 
 def test_function_nothing_differentiates_is_low(tmp_path: Path) -> None:
+    """A matmul's output is float16 under autocast: low where nothing differentiates it; an
+    input mixed precision leaves in float32 is not a finding at all."""
     util = """
     import torch
+
+    def scores(a, b, eps=1e-8):
+        s = a @ b.T
+        return s / (s.amax() + eps)
 
     def saturation(image, eps=1e-8):
         top, _ = image.max(-3)

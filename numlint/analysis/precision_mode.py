@@ -246,7 +246,8 @@ def project_grade(
     code. Medium in code autograd differentiates (a model's or loss's forward, not a
     constructor, whose buffers are computed before any conversion) where the value is float16
     there: any value under float16 weights, one made by a matmul, convolution or linear layer
-    (`autocast_float16`) under mixed precision; low otherwise."""
+    (`autocast_float16`) under mixed precision; low otherwise, and None for a value mixed
+    precision keeps in float32 (not made by a float16 op, no float16 weights)."""
     if autocast_disabled(ctx) or dtype_branch(ctx):
         return None
     root, found = project_evidence(ctx)
@@ -257,11 +258,14 @@ def project_grade(
     from numlint.analysis.gradients import gradient_evident
 
     func = ctx.function
+    float16_op = value is not None and autocast_float16(ctx, value)
+    if half is None and not float16_op:
+        return None  # mixed precision keeps this value in float32: the eps holds
     grade: Confidence = "low"
     if gradient_evident(ctx) and not (func is not None and func.name.value == "__init__"):
         if half is not None:
             evidence, grade = half, "medium"
-        elif value is not None and autocast_float16(ctx, value):
+        elif float16_op:
             grade = "medium"
     return grade, evidence.describe(root)
 

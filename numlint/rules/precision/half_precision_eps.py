@@ -79,7 +79,8 @@ class HalfPrecisionEps(Rule):
     differentiates (a model's or loss's forward, not a constructor) where the value is float16
     there: any value when the project converts a model to float16, one made by a matmul,
     convolution or linear layer (`q @ k.transpose(-2, -1)`, `self.proj(x)`) under mixed
-    precision, which leaves other values (inputs, buffers) in float32; low elsewhere.
+    precision; low for such a float16 value elsewhere. A value mixed precision leaves in
+    float32 (inputs, buffers, reductions) is not reported on the project's evidence.
 
     References:
     - https://pytorch.org/docs/stable/type_info.html#torch.finfo
