@@ -64,8 +64,9 @@ class ProjectHalf:
 
 #: Substrings one of which a file with evidence holds (a cheap filter before parsing it).
 _QUICK = re.compile(
-    r"GradScaler\s*\(|\bautocast\s*\(|\.half\(\)|float16|torch\.half\b|precision|fp16"
-    r"|amp\.initialize|[\"']--(?:amp|use[-_]amp)[\"']"
+    r"GradScaler|\bautocast\s*\(|set_default_dtype|amp\.initialize|--(?:fp16|amp|use[-_]amp)\b"
+    r"|precision[\"']?\s*[=:]\s*[\"']?(?:16|fp16)|\bfp16[\"']?\s*[=:]|\.half\(\)"
+    r"|\.to\([^\n]*(?:float16|torch\.half)"
 )
 _OPTIONS = frozenset({"--fp16", "--amp", "--use_amp", "--use-amp"})
 _MODEL_BUILDERS = ("from_pretrained", "from_config", "load_from_checkpoint")

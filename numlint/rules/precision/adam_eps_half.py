@@ -70,6 +70,7 @@ class AdamEpsHalf(Rule):
     )
     CHUNK = "class"
     TRIGGERS = ("Adam",)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
     OPTIONS = {"min_eps": 1e-4}
 
     VALID = [

@@ -95,8 +95,13 @@ class HalfPrecisionEps(Rule):
         "(6.1e-5) or compute in float32"
     )
     CHUNK = "class"
-    TRIGGERS = ("half", "Half", "float16", "eps", "EPS", "e-", "E-", "tiny", "normalize",
-                "cosine_similarity")  # fmt: skip
+    #: an eps literal is a power of ten below 1e-7 (`1e-8`, `1E-12`): its exponent's digits
+    TRIGGERS = ("half", "Half", "float16", "eps", "EPS", "tiny", "normalize", "cosine_similarity",
+                *(f"{e}-{d}" for e in "eE" for d in "0123456789"))  # fmt: skip
+    #: float16 in the file (a conversion, autocast), or an op that autocast runs in float16
+    #: (where the project's evidence lies in another file)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
+                     "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
 
     VALID = [
         Valid(

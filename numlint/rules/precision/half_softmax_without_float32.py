@@ -69,6 +69,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
     )
     CHUNK = "class"
     TRIGGERS = ("softmax",)
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
 
     VALID = [
         Valid(

@@ -74,6 +74,8 @@ class MaskedFillOverflowHalf(Rule):
     )
     CHUNK = "class"
     TRIGGERS = ("masked_fill", "where(")
+    ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
+                     "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
 
     VALID = [
         Valid(

@@ -113,8 +113,7 @@ class DivideByZeroNorm(Rule):
         "division by a norm, sum, count or std that can be exactly 0: gives 0/0 = NaN; "
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
-    #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a range, a
-    #: maximum, a root mean square), and a division
+    #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs), and a division
     TRIGGERS = (
         "norm",
         "std",
@@ -127,9 +126,6 @@ class DivideByZeroNorm(Rule):
         "clamp",
         "clip",
         "abs",
-        "max",
-        "min",
-        "mean",
     )
     ALSO_REQUIRES = ("/", "div")
 
