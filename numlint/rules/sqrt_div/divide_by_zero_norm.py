@@ -113,7 +113,8 @@ class DivideByZeroNorm(Rule):
         "division by a norm, sum, count or std that can be exactly 0: gives 0/0 = NaN; "
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
-    #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs), and a division
+    #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a guard by a
+    #: maximum, the range max - min), and a division
     TRIGGERS = (
         "norm",
         "std",
@@ -126,6 +127,8 @@ class DivideByZeroNorm(Rule):
         "clamp",
         "clip",
         "abs",
+        "max(",
+        "min(",
     )
     ALSO_REQUIRES = ("/", "div")
 
