@@ -28,9 +28,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context
 from numlint.analysis.ops import names
-from numlint.analysis.summaries import _project_files, _project_root, _text, never_passed
-
-_UNKNOWN = None
+from numlint.analysis.summaries import file_text, never_passed, project_files, project_root
 
 
 def dead_code(ctx: Context, node: cst.CSTNode) -> bool:
@@ -304,12 +302,12 @@ def _referenced(ctx: Context, name: str) -> bool:
     source = ctx.source or ""
     if len(word.findall(source)) > len(defined.findall(source)):
         return True
-    files, _ = _project_files(_project_root(os.path.abspath(ctx.path)))
+    files, _ = project_files(project_root(os.path.abspath(ctx.path)))
     here = os.path.abspath(ctx.path)
     for path in files:
         if path == here:
             continue
-        text = _text(path)
+        text = file_text(path)
         if text is None or name not in text:
             continue
         if len(word.findall(text)) > len(defined.findall(text)):
@@ -334,7 +332,7 @@ def _distribution(path: str) -> bool:
     """Whether the file's public functions may be called from outside the files numlint
     sees: a project packaged for others to import, or anything but a whole repository
     checkout (a lone file or directory may be imported from anywhere, a notebook too)."""
-    root = _project_root(os.path.abspath(path))
+    root = project_root(os.path.abspath(path))
     if not os.path.exists(os.path.join(root, ".git")):
         return True
     return _distribution_root(root)

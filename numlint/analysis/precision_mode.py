@@ -192,7 +192,7 @@ _FILES: dict[tuple[str, int, int], tuple[ProjectHalf, ...]] = {}
 
 
 def _file_evidence(path: str) -> tuple[ProjectHalf, ...]:
-    from numlint.analysis.summaries import _text
+    from numlint.analysis.summaries import file_text
 
     try:
         st = os.stat(path)
@@ -203,7 +203,7 @@ def _file_evidence(path: str) -> tuple[ProjectHalf, ...]:
     if found is None:
         if len(_FILES) > 20_000:
             _FILES.clear()
-        text = _text(path)
+        text = file_text(path)
         found = _FILES[key] = scan_text(path, text) if text else ()
     return found
 
@@ -213,12 +213,12 @@ def project_evidence(ctx: Context) -> tuple[str, tuple[ProjectHalf, ...]]:
     cached = ctx.shared.get("project_half")
     if cached is not None:
         return cached
-    from numlint.analysis.summaries import _project_files, _project_root
+    from numlint.analysis.summaries import project_files, project_root
 
     root, found = "", ()
     if os.path.isfile(ctx.path):
-        root = _project_root(os.path.abspath(ctx.path))
-        files, directories = _project_files(root)
+        root = project_root(os.path.abspath(ctx.path))
+        files, directories = project_files(root)
         found = tuple(e for p in files for e in _file_evidence(p))
         project = ctx.project
         if project is not None:  # a file added or removed, or the evidence edited

@@ -1024,14 +1024,14 @@ class Project:
         out = self._neighbours_of[name] = [self.main] if self.main is not None else []
         if self.path.startswith("<"):
             return out
-        files, directories = _project_files(_project_root(self.path))
+        files, directories = project_files(project_root(self.path))
         self.dependencies.update(directories)  # a file added or removed changes the callers
         needle = f"{name}("
         call = _call_pattern(name)
         for p in files:
             if p == self.path:
                 continue
-            text = _text(p)
+            text = file_text(p)
             if text is None or needle not in text:
                 continue
             self.dependencies.add(p)
@@ -1094,7 +1094,7 @@ def forget_files() -> None:
     _PROJECTS.clear()
 
 
-def _project_root(path: str) -> str:
+def project_root(path: str) -> str:
     """The nearest directory above `path` with a project marker (four levels at most), else
     the top of its package."""
     start = os.path.dirname(path)
@@ -1115,7 +1115,7 @@ def _project_root(path: str) -> str:
     return root
 
 
-def _project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The Python files (at most _PROJECT_FILES, sorted) and directories under `root`."""
     found = _PROJECTS.get(root)
     if found is None:
@@ -1138,7 +1138,7 @@ def _call_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"{n}(?<!def {n})(?<!\w{n})(?:\s|\\|#[^\n]*\n)*\(")
 
 
-def _text(path: str) -> str | None:
+def file_text(path: str) -> str | None:
     """A file's text, kept by size and modification time (None: unreadable or too big)."""
     try:
         st = os.stat(path)
