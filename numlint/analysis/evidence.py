@@ -19,10 +19,10 @@ import libcst.matchers as m
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.gradients import objective
+from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
 from numlint.analysis.summaries import (
-    never_passed,
     passed_gradient,
     passed_names,
     tested_by_callers,
@@ -91,7 +91,7 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if not log and reason in _ROOT_LOW:
         return "low"
-    if value is not None and _unused_option(ctx, value):
+    if value is not None and unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
     if reason == "the square root of `1 - x**2`" and value is not None:
         if not _root_of_unit_gap(ctx, value):
@@ -283,18 +283,6 @@ def _enclosing(ctx: Context, value: Value, depth: int = 0) -> bool:
             and call_name(high) in ("max", "maximum")
             and call_name(low) in ("min", "minimum")
         )
-    return False
-
-
-def _unused_option(ctx: Context, value: Value) -> bool:
-    """The value is computed from a parameter defaulting to None that every known caller
-    leaves out: the code that uses it does not run."""
-    found = names(value.node) | names(ctx.deref(value).node)
-    for name in found:
-        param = ctx.parameter(name) if "." not in name else None
-        default = param.default if param is not None else None
-        if isinstance(default, cst.Name) and default.value == "None" and never_passed(ctx, name):
-            return True
     return False
 
 

@@ -505,11 +505,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
     if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
         return True
-    stack = ctx.stack
-    for i in range(len(stack) - 2, -1, -1):
-        parent, child = stack[i], stack[i + 1]
-        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
+    for parent, child in _enclosing(ctx):
         if isinstance(parent, (cst.If, cst.While)) and child is parent.body:
             if _nonzero_test(ctx, parent.test, wanted, True):
                 return True
@@ -572,11 +568,7 @@ def _difference_tested(ctx: Context, operand: cst.BaseExpression) -> bool:
             and {x.value for x in sides} == pair  # type: ignore[attr-defined]
         )
 
-    stack = ctx.stack
-    for i in range(len(stack) - 2, -1, -1):
-        parent, child = stack[i], stack[i + 1]
-        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
+    for parent, child in _enclosing(ctx):
         if isinstance(parent, cst.If) and child is parent.body:
             if compares(parent.test, (cst.NotEqual, cst.GreaterThan, cst.LessThan)):
                 return True
@@ -893,15 +885,22 @@ def _indexes_minus_one(ctx: Context, stmt: cst.CSTNode, wanted: set[str]) -> boo
 _SIZES = frozenset({"numel", "nelement"})
 
 
-def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
-    """Inside `if x.numel() == 0:` (or `not x.numel()`, `len(x) == 0`, `x.shape[0] == 0`)
-    where `node` uses x: every value there is empty, none can be bad."""
-    used = _identifiers(node)
+def _enclosing(ctx: Context) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(parent, child) pairs from the node being visited up to its function, lambda or
+    class: the statements and branches whose tests decide whether it runs."""
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
         parent, child = stack[i], stack[i + 1]
         if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
+            return
+        yield parent, child
+
+
+def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
+    """Inside `if x.numel() == 0:` (or `not x.numel()`, `len(x) == 0`, `x.shape[0] == 0`)
+    where `node` uses x: every value there is empty, none can be bad."""
+    used = _identifiers(node)
+    for parent, child in _enclosing(ctx):
         if isinstance(parent, cst.If) and child is parent.body:
             tested = _emptiness_tested(parent.test)
             if tested is not None and tested & used:

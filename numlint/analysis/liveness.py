@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from numlint.analysis.context import Context
+from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import names
 from numlint.analysis.summaries import file_text, never_passed, project_files, project_root
 
@@ -256,11 +256,14 @@ def _ast_names(target: ast.AST) -> list[str]:
 
 
 def _unused_operand(ctx: Context, node: cst.CSTNode) -> bool:
-    """The hazard's operand is built from a parameter defaulting to None that every known
-    caller leaves out: the expression cannot produce a bad value (it would fail first)."""
-    if not isinstance(node, cst.BaseExpression):
-        return False
-    found = names(node) | names(ctx.deref(ctx.value(node)).node)
+    """The hazard's operand is an unused option (`unused_option`): it would fail first."""
+    return isinstance(node, cst.BaseExpression) and unused_option(ctx, ctx.value(node))
+
+
+def unused_option(ctx: Context, value: Value) -> bool:
+    """The value is built from a parameter defaulting to None that every known caller leaves
+    out: the code that uses it does not run."""
+    found = names(value.node) | names(ctx.deref(value).node)
     for name in found:
         param = ctx.parameter(name) if "." not in name else None
         default = param.default if param is not None else None
