@@ -246,3 +246,122 @@ def test_events_of_a_monitor_never_stopped_reach_the_file_at_exit(tmp_path: Path
     assert done.returncode == 0, done.stderr
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
     assert steps == [0, 1, 2]
+
+
+class Poison(nn.Module):
+    """Identity, except at call number `at` (counted from 0): NaN in one row, or an -inf that
+    the caller masks away (a hidden non-finite value: only this module's own flag shows it)."""
+
+    def __init__(self, at: int, value: float) -> None:
+        super().__init__()
+        self.at, self.value, self.calls = at, value, 0
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls - 1 != self.at:
+            return h
+        out = h.clone()
+        out[0, 0] = self.value
+        return out
+
+
+class Masked(nn.Module):
+    """Feeds its input through `inner` and keeps only the columns the mask lets through."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        keep = torch.ones_like(h, dtype=torch.bool)
+        keep[:, 0] = False
+        return torch.where(keep, self.inner(h), 0.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "module", "hidden"),
+    [(math.nan, "2", False), (-math.inf, "2.inner", True)],
+)
+def test_the_per_step_check_finds_the_first_nonfinite_output_at_its_layer_and_step(
+    tmp_path: Path, value: float, module: str, hidden: bool
+) -> None:
+    # A training loop whose forward flags are read once per step, with the step's other values:
+    # a NaN (or an -inf no later value shows) in step 7 is reported there, at its module, and
+    # the weights are left as step 6 made them.
+    torch.manual_seed(0)
+    poison = Poison(at=7, value=value)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Masked(poison) if hidden else poison)
+    model.append(nn.Linear(8, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    log = tmp_path / "ev.jsonl"
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=log, static=False):
+            for _ in range(12):
+                opt.zero_grad()
+                model(torch.randn(5, 4)).square().mean().backward()
+                before = [p.detach().clone() for p in model.parameters()]
+                opt.step()
+    ev = info.value.event
+    assert (ev["step"], ev["module"], ev["phase"]) == (7, module, "forward")
+    assert ev["kind"] == ("nan" if math.isnan(value) else "inf")
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    steps = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["step"] for e in steps if e["event"] == "step"] == list(range(7))
+
+
+def test_the_per_step_check_finds_the_first_nonfinite_gradient_at_its_layer_and_step() -> None:
+    model = rownorm_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    good = torch.ones(4, 4)
+    bad = good.clone()
+    bad[1] = -1.0  # that row's ReLU outputs are all zero: NaN gradient out of RowNorm
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            for i in range(10):
+                opt.zero_grad()
+                model(bad if i == 5 else good).sum().backward()
+                opt.step()
+    ev = info.value.event
+    assert (ev["step"], ev["module"], ev["phase"]) == (5, "2", "backward")
+
+
+def test_checks_with_nothing_to_watch_are_left_out_of_every_step() -> None:
+    # One process, no DDP, no FSDP2, no GradScaler: those checks are never called.
+    model = nn.Linear(3, 1)
+    monitor = numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), log=None)
+    with monitor:
+        idle = {"BucketCheck", "ShardCheck", "AmpCheck"}
+        assert {type(c).__name__ for c in monitor.checks if not c.active} == idle
+        called = {type(c).__name__ for cs in monitor._at.values() for c in cs}
+        called |= {type(c).__name__ for c in monitor._on_step_done}
+        assert not called & idle
+
+
+def test_a_flags_only_check_is_judged_only_when_a_value_is_not_finite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from numlint.monitor.checks.forward import ForwardCheck
+
+    judged: list[list[float]] = []
+    judge = ForwardCheck.judge
+
+    def spy(self: ForwardCheck, values: list[float], point: str) -> int:
+        judged.append(values)
+        return judge(self, values, point)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ForwardCheck, "judge", spy)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            for i in range(4):
+                opt.zero_grad()
+                x = torch.randn(2, 3)
+                if i == 3:
+                    x[0, 0] = math.inf  # every later value is NaN or Inf as well
+                model(x).sum().backward()
+                opt.step()
+    assert len(judged) == 1 and not all(map(math.isfinite, judged[0]))
+    ev = info.value.event
+    assert (ev["step"], ev["module"], ev["phase"]) == (3, "<input>", "forward")

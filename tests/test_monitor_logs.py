@@ -60,3 +60,29 @@ def test_a_nan_left_in_the_weights_is_logged_once_with_a_count(tmp_path: Path) -
     assert len({e["incident"] for e in errors}) <= 2
     (repeat,) = [e for e in monitor.events if e["event"] == "nonfinite_repeated"]
     assert repeat["count"] >= 45 and repeat["first_step"] < repeat["step"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"grad_norm": 0.8634519457817078, "loss": 2.302585, "scale": None, "time": 1764166000.1},
+        {"grad_norm": float("inf"), "loss": float("nan"), "scale": 65536.0, "time": 2},
+        {"grad_norm": 1e-300, "loss": float("-inf"), "scale": None, "time": 0.5},
+    ],
+)
+def test_step_events_are_written_as_json_writes_them(values: dict[str, object]) -> None:
+    # Every completed step logs one event: its line comes from a template (the slow path is
+    # json.dumps), byte for byte the same, non-finite values as strings included.
+    from numlint.monitor.events import _json_safe, to_json_line
+
+    def reference(event: dict[str, object]) -> str:
+        return json.dumps(_json_safe(event), allow_nan=False, separators=(",", ":"))
+
+    event = make_event("step", **values, step=10**12, iteration=3, rank=1)
+    assert to_json_line(event) == reference(event)
+    clipped = make_event("step", **values, step=1, iteration=1, rank=0, grad_norm_clipped=0.5)
+    other = dict(event, phase="grad")  # a key the template writes as null
+    strange = dict(event, step=True)  # a bool is no number of the template
+    for e in (clipped, other, strange):
+        assert to_json_line(e) == reference(e)
+        assert json.loads(to_json_line(e)) == json.loads(reference(e))

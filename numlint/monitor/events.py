@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import operator
 import os
 import threading
 import time
@@ -70,8 +71,51 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
+# A step event as `make_event(STEP, ...)` makes it for every completed step: its line is
+# written from this template, its seven values filled in (see `_step_line`).
+_STEP_KEYS = frozenset((*BASE_KEYS, "grad_norm", "loss", "scale", "time"))
+_STEP_VALUES = operator.itemgetter(
+    "step", "iteration", "rank", "grad_norm", "loss", "scale", "time"
+)
+_STEP_NULLS = operator.itemgetter(
+    *(k for k in BASE_KEYS if k not in ("event", "step", "iteration", "rank"))
+)
+_NULLS = (None,) * (len(BASE_KEYS) - 4)
+_STEP_LINE = (
+    '{"event":"step","step":%s,"iteration":%s,'
+    + "".join(f'"{k}":null,' for k in BASE_KEYS[3:14])
+    + '"rank":%s,"origin":null,"grad_norm":%s,"loss":%s,"scale":%s,"time":%s}'
+)
+
+
+def _json_number(value: Any) -> str:
+    """An int, float or None as strict JSON writes it (a non-finite float as a string)."""
+    kind = type(value)
+    if kind is float:
+        return repr(value) if value - value == 0.0 else f'"{_json_safe(value)}"'
+    if kind is int:
+        return repr(value)
+    if value is None:
+        return "null"
+    raise TypeError(kind)
+
+
+def _step_line(event: Event) -> str | None:
+    """The line of a plain step event (one key per value, numbers only), None for any other
+    event: json.dumps of the same event, about four times faster."""
+    if event.get("event") != STEP or event.keys() != _STEP_KEYS or _STEP_NULLS(event) != _NULLS:
+        return None
+    try:
+        return _STEP_LINE % tuple(map(_json_number, _STEP_VALUES(event)))
+    except TypeError:
+        return None
+
+
 def to_json_line(event: Event) -> str:
     """One event as one line of strict JSON (no NaN/Infinity tokens)."""
+    line = _step_line(event)
+    if line is not None:
+        return line
     try:
         return json.dumps(event, allow_nan=False, separators=(",", ":"))
     except (ValueError, TypeError):  # a non-finite float or a non-JSON value somewhere

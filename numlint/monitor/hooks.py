@@ -167,31 +167,6 @@ def propagates(module: nn.Module) -> bool:
     return False
 
 
-class _Current:
-    """The tensor seen last: its version when seen, its flag (None while still owed), the
-    modules whose entries wait for that flag, and whether a non-finite gradient flowing back
-    into it is caught (`checked`: a node hook flags it, or the weight gradient of the module
-    that made it covers it)."""
-
-    __slots__ = ("tensor", "version", "waiting", "flag", "checked")
-
-    def __init__(
-        self, tensor: Tensor, waiting: list[int], f: Tensor | None = None, checked: bool = False
-    ) -> None:
-        self.tensor = tensor
-        self.version = tensor._version
-        self.waiting = waiting
-        self.flag = f
-        self.checked = checked
-
-    def share(self, i: int, rec: FlagRecorder) -> None:
-        """Module `i` output this same tensor: its entry gets the same flag."""
-        if self.flag is None:
-            self.waiting.append(i)
-        else:
-            rec._append(self.flag, i)
-
-
 GradHook = Callable[[Tensor], None]
 
 
@@ -219,7 +194,13 @@ def hook_gradient(t: Tensor, hook: GradHook) -> bool:
 class FlagRecorder:
     """Collects forward and backward flags. `paused` silences every hook (set while the monitor
     is off or re-running a step itself); `on_backward_end` runs once per backward pass while
-    `end_callback` is set (when no optimizer step follows to read the backward flags at)."""
+    `end_callback` is set (when no optimizer step follows to read the backward flags at).
+
+    The tensor seen last (the current one, `cur`) is kept with its version when seen, its
+    flag (None while still owed), the modules whose entries wait for that flag, and whether a
+    non-finite gradient flowing back into it is caught (`cur_checked`: a hook flags it, or the
+    weight gradient of the module that made it covers it). Plain attributes: a module call
+    allocates nothing but its flag."""
 
     def __init__(self, on_backward_end: Callable[[], None], check_backward: bool = True) -> None:
         self.paused = True
@@ -232,17 +213,22 @@ class FlagRecorder:
         self._on_backward_end = on_backward_end
         self.end_callback = True
         self._queued = False
-        self._cur: _Current | None = None  # the tensor seen last
+        self.cur: Tensor | None = None
+        self.cur_version = 0
+        self.cur_flag: Tensor | None = None
+        self.cur_waiting: list[int] = []
+        self.cur_checked = False
         self._grad_hooks: dict[int, GradHook] = {}
         self._root_hooks: dict[tuple[int, bool], GradHook] = {}
 
     def take_forward(self) -> tuple[list[Tensor], list[int]]:
         """The forward flags collected so far, and clear them."""
-        self._resolve()
+        if self.cur_flag is None and self.cur is not None:
+            self._resolve()
         out = (self.fflags, self.fidx)
         self.fflags = []
         self.fidx = []
-        self._cur = None
+        self.cur = self.cur_flag = None
         return out
 
     def take_backward(self) -> tuple[list[Tensor], list[int]]:
@@ -252,30 +238,32 @@ class FlagRecorder:
         self.bidx.clear()
         return out
 
+    def _current(self, t: Tensor, waiting: list[int], f: Tensor | None, checked: bool) -> None:
+        """Make `t` the current tensor."""
+        self.cur = t
+        self.cur_version = t._version
+        self.cur_waiting = waiting
+        self.cur_flag = f
+        self.cur_checked = checked
+
     # -------------------------------------------------------------- forward
     def forward_hook(self, i: int, module: nn.Module) -> Callable[..., None]:
         """The forward hook of submodule number `i`.
 
-        The flag of the tensor seen last (the current one) is computed as late as possible: a
-        propagating module (Linear, Conv, norms) that takes it as its only input makes it
-        unnecessary (its own output's flag covers both), a finite-preserving one (activations,
-        dropout, pooling) reuses it for its output, a container returning it shares it.
-        Backward likewise: the gradient flowing into the module's output gets a flag unless
-        the module's weight gradient covers it, or the module passes a non-finite gradient on
-        to its input (BACKWARD_PROPAGATING) and the gradient there is checked already. The
-        module's gradient hook is made once, here."""
+        The flag of the current tensor is computed as late as possible: a propagating module
+        (Linear, Conv, norms) that takes it as its only input makes it unnecessary (its own
+        output's flag covers both), a finite-preserving one (activations, dropout, pooling)
+        reuses it for its output, a container returning it shares it. Backward likewise: the
+        gradient flowing into the module's output gets a flag unless the module's weight
+        gradient covers it, or the module passes a non-finite gradient on to its input
+        (BACKWARD_PROPAGATING) and the gradient there is checked already. The module's gradient
+        hook is made once, here."""
         covered = gradient_covered(module)
         check_backward = self.check_backward and not covered
         back_propagating = type(module) in BACKWARD_PROPAGATING
         preserving = isinstance(module, FINITE_PRESERVING)
         propagating = propagates(module)
-        resolve = self._resolve
-        append = self._append
         grad_hook = self._grad_hook(i) if check_backward else None
-
-        def watch(output: Tensor) -> bool:
-            """Hook the gradient flowing into `output`; True when it is checked."""
-            return hook_gradient(output, grad_hook)  # type: ignore[arg-type]
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if self.paused:
@@ -286,37 +274,45 @@ class FlagRecorder:
                     return
                 if not (output.is_floating_point() or output.is_complex()):
                     return
-                cur = self._cur
+                cur = self.cur
                 checked = covered
-                if cur is not None:
-                    # (a tensor modified in place since it was seen is flagged as it is now)
-                    if cur.tensor._version == cur.version:
-                        if output is cur.tensor:  # a container passing a child's output on
-                            cur.share(i, self)
-                            return
-                        if len(args) == 1 and args[0] is cur.tensor:
-                            if back_propagating and cur.checked:
-                                checked = True  # its input's gradient check covers it
-                            elif check_backward and output.requires_grad:
-                                checked = watch(output)
-                            if preserving:  # finite in, finite out: reuse the input's flag
-                                resolve()
-                                f = cur.flag
-                                self._cur = _Current(output, [], f, checked)
-                                append(f, i)  # type: ignore[arg-type]
-                                return
-                            if propagating:  # non-finite in, non-finite out: one flag
-                                waiting = cur.waiting if cur.flag is None else []
-                                waiting.append(i)
-                                self._cur = _Current(output, waiting, None, checked)
-                                return
-                            resolve()
-                            self._cur = _Current(output, [i], None, checked)
-                            return
-                    resolve()
+                # (a tensor modified in place since it was seen is flagged as it is now)
+                if cur is not None and cur._version == self.cur_version:
+                    if output is cur:  # a container passing a child's output on
+                        if self.cur_flag is None:
+                            self.cur_waiting.append(i)
+                        else:
+                            self.fflags.append(self.cur_flag)
+                            self.fidx.append(i)
+                        return
+                    if len(args) == 1 and args[0] is cur:
+                        if back_propagating and self.cur_checked:
+                            checked = True  # its input's gradient check covers it
+                        elif check_backward and output.requires_grad:
+                            checked = hook_gradient(output, grad_hook)  # type: ignore[arg-type]
+                        f = self.cur_flag
+                        if preserving:  # finite in, finite out: reuse the input's flag
+                            if f is None:
+                                f = self._resolve()
+                            self.fflags.append(f)
+                            self.fidx.append(i)
+                            self._current(output, [], f, checked)
+                        elif propagating:  # non-finite in, non-finite out: one flag
+                            if f is None:
+                                self.cur_waiting.append(i)
+                                self._current(output, self.cur_waiting, None, checked)
+                            else:
+                                self._current(output, [i], None, checked)
+                        else:
+                            if f is None:
+                                self._resolve()
+                            self._current(output, [i], None, checked)
+                        return
+                if cur is not None and self.cur_flag is None:
+                    self._resolve()
                 if check_backward and output.requires_grad:
-                    checked = watch(output)
-                self._cur = _Current(output, [i], None, checked)
+                    checked = hook_gradient(output, grad_hook)  # type: ignore[arg-type]
+                self._current(output, [i], None, checked)
             except Exception:  # a tensor type the flag cannot reduce: never break training
                 return
 
@@ -324,51 +320,56 @@ class FlagRecorder:
 
     def _record_many(self, i: int, output: Any, check_backward: bool) -> None:
         """A module output that is not one tensor: flag each tensor inside it now."""
-        self._resolve()
+        if self.cur is not None and self.cur_flag is None:
+            self._resolve()
         first = None
         for t in flat_tensors(output):
             f = flag(t)
-            self._append(f, i)
+            self.fflags.append(f)
+            self.fidx.append(i)
             checked = check_backward and t.requires_grad and self.watch_grad(i, t)
             if first is None:
-                first = _Current(t, [], f, checked)
+                first = (t, f, checked)
         if first is not None:  # e.g. attention's (output, weights): output feeds dropout
-            self._cur = first
+            self._current(first[0], [], first[1], first[2])
 
-    def _append(self, f: Tensor, i: int) -> None:
-        self.fflags.append(f)
-        self.fidx.append(i)
-
-    def _resolve(self) -> None:
-        """Compute the current tensor's flag if it is still owed (one reduction)."""
-        cur = self._cur
-        if cur is not None and cur.flag is None:
-            t = cur.tensor
-            f = cur.flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
-            fflags, fidx = self.fflags, self.fidx
-            for j in cur.waiting:
-                fflags.append(f)
-                fidx.append(j)
-            cur.waiting = []
+    def _resolve(self) -> Tensor:
+        """Compute the current tensor's owed flag (one reduction), give it to the entries
+        waiting for it, and return it."""
+        t: Tensor = self.cur  # type: ignore[assignment]
+        f = self.cur_flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
+        fflags, fidx = self.fflags, self.fidx
+        for j in self.cur_waiting:
+            fflags.append(f)
+            fidx.append(j)
+        self.cur_waiting = []
+        return f
 
     def root_outputs(self, output: Any) -> list[Tensor]:
         """Flag the top-level module's outputs; hook their gradients, keeping them (the
         gradient of the loss w.r.t. the model output) until the step. The gradient of an output
         whose gradient is checked already (made by a Linear head, say) needs no flag here."""
-        outs = flat_tensors(output)
-        cur = self._cur
+        plain = type(output) is Tensor and output.is_floating_point()
+        outs = [output] if plain else flat_tensors(output)
+        cur = self.cur
         checked_out = None
         for t in outs:
             try:
-                if cur is not None and t is cur.tensor and cur.version == t._version:
-                    cur.share(0, self)
-                    if cur.checked:
+                if t is cur and self.cur_version == t._version:
+                    if self.cur_flag is None:
+                        self.cur_waiting.append(0)
+                    else:
+                        self.fflags.append(self.cur_flag)
+                        self.fidx.append(0)
+                    if self.cur_checked:
                         checked_out = t
                 else:
-                    self._append(flag(t), 0)
+                    self.fflags.append(flag(t))
+                    self.fidx.append(0)
             except Exception:
                 continue
-        self._resolve()
+        if cur is not None and self.cur_flag is None:
+            self._resolve()
         if self.check_backward:
             self.out_grads = [None] * len(outs)
             for k, t in enumerate(outs):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import fnmatch
+import math
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -108,6 +109,7 @@ class Monitor:
         self.log = EventLog(self.log_path, max_events, max_log_bytes)
         self.handles: list[Any] = []
         self.scaler_patch: ScalerPatch | None = None
+        self.scaling = False  # an enabled GradScaler is watched (see scaler_on)
         self.checks: list[Check] = []
         self._dispatch()
         self._active = False
@@ -118,7 +120,7 @@ class Monitor:
         self.failed = False
         self.snapshot: Any = None
         self.last_grad_norm: float | None = None
-        self._rec = FlagRecorder(self._end_backward, check_backward)
+        self.rec = FlagRecorder(self._end_backward, check_backward)  # the fast-path flags
         self.args: tuple[Any, ...] | None = None  # the last forward's batch, RNG and modes
         self.kwargs: dict[str, Any] | None = None
         self.rng: ForwardState | None = None
@@ -187,12 +189,12 @@ class Monitor:
         self.params = [p for _, p in named_params]
         self.param_ids = {id(p) for p in self.params}
         self.groups = self._groups_from(self.optimizer)
-        self._rec.end_callback = self.optimizer is None
+        self.rec.end_callback = self.optimizer is None
         try:
             for i, (name, module) in enumerate(named):
                 if module is self.model or self.ignored(name):
                     continue
-                hook = self._rec.forward_hook(i, module)
+                hook = self.rec.forward_hook(i, module)
                 self.handles.append(module.register_forward_hook(hook))
             root = self.model
             self.handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
@@ -200,6 +202,7 @@ class Monitor:
             self._install_optimizer_hooks()
             if self.scaler is not None:
                 self.scaler_patch = ScalerPatch(self.scaler, self._on_scale, self._on_update)
+                self.scaling = self.scaler_patch.enabled()
             self.checks = [cls(self) for cls in all_checks()]
             for check in self.checks:
                 check.start()
@@ -220,6 +223,7 @@ class Monitor:
         if self.scaler_patch is not None:
             self.scaler_patch.remove()
             self.scaler_patch = None
+        self.scaling = False
         for check in self.checks:
             check.stop()
         atexit.unregister(self._write_at_exit)
@@ -227,8 +231,8 @@ class Monitor:
         self._incidents.end_repeat()
         self.log.close()
         self._active = False
-        self._rec.take_forward()
-        self._rec.take_backward()
+        self.rec.take_forward()
+        self.rec.take_backward()
         # (the output's autograd graph holds the monitor's gradient hooks: a cycle the garbage
         # collector cannot see through, so nothing of the step is kept past stop())
         self.output = self.criterion_call = None
@@ -247,16 +251,16 @@ class Monitor:
     @property
     def paused(self) -> bool:
         """True while the hooks do nothing (stopped, or the failure path re-running a step)."""
-        return self._rec.paused
+        return self.rec.paused
 
     @paused.setter
     def paused(self, value: bool) -> None:
-        self._rec.paused = value
+        self.rec.paused = value
 
     @property
-    def rec(self) -> FlagRecorder:
-        """The fast-path flags of module outputs and gradients."""
-        return self._rec
+    def _rec(self) -> FlagRecorder:
+        """`rec`, by its earlier name."""
+        return self.rec
 
     @property
     def active(self) -> bool:
@@ -283,7 +287,7 @@ class Monitor:
 
     def scaler_on(self) -> bool:
         """An enabled GradScaler is watched (it skips overflowing steps by itself)."""
-        return self.scaler_patch is not None and self.scaler_patch.enabled()
+        return self.scaling
 
     def _groups_from(self, optimizer: torch.optim.Optimizer | None) -> list[ParamGroup]:
         index = {id(p): i for i, p in enumerate(self.params)}
@@ -320,7 +324,7 @@ class Monitor:
             if known and self.optimizer is None:
                 self.optimizer = opt
                 self.groups = self._groups_from(opt)
-                self._rec.end_callback = False
+                self.rec.end_callback = False
         return known
 
     def _global_pre_step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -332,14 +336,16 @@ class Monitor:
             self._post_step(opt, args, kwargs)
 
     def _dispatch(self) -> None:
-        """Per read point, the checks that read values there (`Check.POINTS`), and per hook,
-        the checks that override it: a step calls no check that has nothing to do."""
+        """Per read point, the active checks that read values there (`Check.POINTS`), and per
+        hook, the active checks that override it: a step calls no check that has nothing to
+        do."""
+        checks = [c for c in self.checks if c.active]
         self._at: dict[str, list[Check]] = {
-            p: [c for c in self.checks if p in c.POINTS] for p in PHASE_OF
+            p: [c for c in checks if p in c.POINTS] for p in PHASE_OF
         }
 
         def overriding(name: str) -> list[Check]:
-            return [c for c in self.checks if getattr(type(c), name) is not getattr(Check, name)]
+            return [c for c in checks if getattr(type(c), name) is not getattr(Check, name)]
 
         self._on_step_done = overriding("step_done")
         self._on_skipped = overriding("step_skipped")
@@ -348,22 +354,27 @@ class Monitor:
 
     # ------------------------------------------------------------------ read points
     def check(self, point: Point) -> bool:
-        """Read every check's values at `point` at once and let each judge its own; report
-        the first failing check of the rank where the value began. True when one failed on
-        some rank."""
-        parts = []
+        """Read every check's values at `point` at once and let each judge its own (a check
+        that only asks for finite values is not asked when every value is finite); report the
+        first failing check of the rank where the value began. True when one failed on some
+        rank."""
+        checks = self._at[point]
+        given = []
         flat: list[Tensor] = []
-        for c in self._at[point]:
+        for c in checks:
             values = c.values(point)
-            parts.append((c, len(values)))
+            given.append(values)
             flat += values
         read = read_floats(flat) if flat else []
+        finite = all(map(math.isfinite, read))
         worst, culprit, k = OK, None, 0
-        for c, n in parts:
-            verdict = c.judge(read[k : k + n], point)
-            k += n
-            if verdict > worst:
-                worst, culprit = verdict, c
+        for c, values in zip(checks, given, strict=True):
+            n = k + len(values)
+            if not (finite and c.FLAGS_ONLY):
+                verdict = c.judge(read[k:n], point)
+                if verdict > worst:
+                    worst, culprit = verdict, c
+            k = n
         if worst == OK and self.world == 1:
             return False
         bad_rank = self.agree(worst == LOCAL, worst == SPREAD)
@@ -376,14 +387,14 @@ class Monitor:
         return True
 
     def _root_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
-        rec = self._rec
+        rec = self.rec
         if rec.paused:
             return
         if rec.fflags:  # a forward whose flags wait for the step: read them while its
             self.check("forward")  # batch is still the one to re-run
         out_grads = rec.out_grads
         backward_seen = out_grads is not None and any(g is not None for g in out_grads)
-        if (rec.bflags or backward_seen and self.optimizer is not None) and not self.scaler_on():
+        if (rec.bflags or backward_seen and self.optimizer is not None) and not self.scaling:
             # A backward pass with no optimizer step since (gradient accumulation): check it
             # now, while its micro-batch is still here to re-run.
             self.check("backward")
@@ -395,7 +406,7 @@ class Monitor:
         rec._queued = False  # in case a backward pass died before its end callback
 
     def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        rec = self._rec
+        rec = self.rec
         if rec.paused:
             return
         rec.root_outputs(output)
@@ -412,28 +423,28 @@ class Monitor:
     def drain_forward(self) -> None:
         """Read forward flags left by submodules called on their own (or recomputed by
         activation checkpointing) before backward ends or a step."""
-        if self._rec.fflags:
+        if self.rec.fflags:
             self.check("forward")
 
     def _end_backward(self) -> None:
         """Runs once when the autograd engine finishes a backward pass, while no optimizer is
         known (with one, the backward flags are read with the gradient norms before its step)."""
-        rec = self._rec
+        rec = self.rec
         rec._queued = False
         if rec.paused:
             return
         self.drain_forward()
-        if not self.scaler_on():  # (GradScaler skips overflowing steps: flags wait for update)
+        if not self.scaling:  # (GradScaler skips overflowing steps: flags wait for update)
             self.check("backward")
 
     def _check_pending(self) -> None:
         """On leaving the `with` block: read flags no check point has read yet (a last
         backward pass not followed by an optimizer step)."""
-        rec = self._rec
+        rec = self.rec
         if not self._active or rec.paused:
             return
         self.drain_forward()
-        if rec.bflags and not self.scaler_on():
+        if rec.bflags and not self.scaling:
             self.check("backward")
 
     def _on_scale(self, outputs: Any) -> None:
@@ -444,7 +455,7 @@ class Monitor:
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         """Before optimizer.step: the step's values (gradient norms, backward flags, loss...)
         in one read."""
-        if self._rec.paused:
+        if self.rec.paused:
             return
         self._stepped = True
         try:
@@ -452,14 +463,14 @@ class Monitor:
         finally:
             # The gradient at the model output is needed no more: holding it on past the step
             # would keep a large block (an LM head's) from the allocator through the next step.
-            self._rec.out_grads = None
+            self.rec.out_grads = None
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         """After optimizer.step: count the step; with check_params="step", check parameters
         (one multi-tensor norm, one read). By default ("forward") a parameter the step made
         non-finite is found, at no per-step cost, by the next forward's check, and reported
         with phase "param" at the same step."""
-        if self._rec.paused:
+        if self.rec.paused:
             return
         self.step += 1
         self.micro = 0
@@ -467,7 +478,7 @@ class Monitor:
         if self.check_params == "step" and self.params and self.check("param"):
             self.iteration += 1
             return
-        if not self.scaler_on():
+        if not self.scaling:
             self.iteration += 1
             self._step_done(None)
 
@@ -486,7 +497,7 @@ class Monitor:
             self.loss = None
         else:
             self._step_done(after)
-        self._rec.take_backward()  # (read by the AMP check for a skipped step)
+        self.rec.take_backward()  # (read by the AMP check for a skipped step)
 
     def _step_done(self, scale: float | None) -> None:
         for c in self._on_step_done:

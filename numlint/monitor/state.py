@@ -63,11 +63,11 @@ class MonitorLike(Protocol):
     loss: Tensor | None
     loss_value: float | None
     loss_finite: bool
+    scaling: bool  # an enabled GradScaler is watched
+    rec: FlagRecorder
 
     @property
     def paused(self) -> bool: ...
-    @property
-    def rec(self) -> FlagRecorder: ...
     @property
     def incident_open(self) -> bool: ...
 

@@ -43,9 +43,15 @@ class Check:
     PRIORITY = 50
     #: The read points at which `values` may give something (and `judge` is called).
     POINTS: frozenset[str] = frozenset(("forward", "loss", "backward", "step", "param"))
+    #: True when `judge` only asks that every value be finite (else LOCAL) and records
+    #: nothing: the monitor then leaves it uncalled when every value it read is finite.
+    FLAGS_ONLY = False
 
     def __init__(self, monitor: MonitorLike) -> None:
         self.mon = monitor
+        #: False when `start()` found nothing to watch in this run (DDP buckets without DDP):
+        #: the monitor then calls nothing but `stop()` on it.
+        self.active = True
 
     def start(self) -> None:
         """Install what the check needs beyond the monitor's own hooks."""

@@ -173,6 +173,7 @@ class LocalGradientFlags(Check):
 
     _flags: list[Tensor]
     POINTS = frozenset(("step",))
+    FLAGS_ONLY = True
 
     def values(self, point: Point) -> list[Tensor]:
         if point != "step":

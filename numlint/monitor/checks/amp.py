@@ -22,6 +22,7 @@ class AmpCheck(Check):
 
     def start(self) -> None:
         self._skips = SkipTracker(self.mon.max_skips, self.mon.min_scale)
+        self.active = self.mon.scaler is not None
 
     def step_done(self, scale: float | None) -> None:
         if scale is not None:

@@ -16,6 +16,7 @@ class BackwardCheck(Check):
     """Phase "backward": the module whose incoming gradient was finite and outgoing not."""
 
     PRIORITY = 30
+    FLAGS_ONLY = True
     POINTS = frozenset(("backward", "step"))
 
     def start(self) -> None:
@@ -27,7 +28,7 @@ class BackwardCheck(Check):
             return []
         mon = self.mon
         flags, idx = mon.rec.take_backward() if mon.rec.bflags else ([], [])
-        if point == "step" and mon.scaler_on():
+        if point == "step" and mon.scaling:
             flags, idx = [], []  # GradScaler let this step through: its gradients are finite
         self._flags, self._idx = flags, idx
         return flags

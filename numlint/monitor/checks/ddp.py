@@ -25,12 +25,14 @@ class BucketCheck(LocalGradientFlags):
 
         model = self.mon.model
         if not isinstance(model, DistributedDataParallel) or self.mon.world == 1:
+            self.active = False
             return
         box = getattr(model, "_numlint_comm_hook", None)
         if box is not None:  # installed by an earlier monitor: point it here
             box[0] = self
             return
         if getattr(model, "_comm_hooks", None):
+            self.active = False
             return
         box = [self]
         group = getattr(model, "process_group", None)

@@ -20,6 +20,7 @@ class ForwardCheck(Check):
     parameter a step left non-finite (phase "param", found at the next forward)."""
 
     PRIORITY = 10
+    FLAGS_ONLY = True
     POINTS = frozenset(("forward", "step"))
 
     def start(self) -> None:

@@ -21,6 +21,7 @@ class ShardCheck(LocalGradientFlags):
     def start(self) -> None:
         self._flags: list[Tensor] = []
         self._saved: list[tuple[Any, Any]] = []
+        self.active = False
         if self.mon.world == 1:
             return
         try:
@@ -48,6 +49,7 @@ class ShardCheck(LocalGradientFlags):
                 if type(old) is DefaultReduceScatter:
                     self._saved.append((group, old))
                     group._reduce_scatter_comm = comm
+        self.active = bool(self._saved)
 
     def stop(self) -> None:
         for group, old in self._saved:

@@ -29,6 +29,8 @@ class GradientCheck(Check):
     def start(self) -> None:
         self._explosion = ExplosionDetector(*self.mon.explosion)
         self._all_present = list(range(len(self.mon.params)))
+        # (FSDP2's sharded parameters are DTensors: their gradient norms need a collective)
+        self._sharded = any(getattr(p, "device_mesh", None) is not None for p in self.mon.params)
         self._clip: tuple[Tensor, float] | None = None  # clip_grad_norm_'s result this step
         self._step: tuple[list[int], tuple[Tensor, float] | None] | None = None
         self._pending: tuple[Any, ...] | None = None  # the step's record, until it completes
@@ -53,13 +55,15 @@ class GradientCheck(Check):
             return []
         grads = [p.grad for p in params]
         present = self._all_present
-        if any(g is None for g in grads):  # some parameters got no gradient this step
-            present = [i for i, g in enumerate(grads) if g is not None]
-            grads = [grads[i] for i in present]
+        for g in grads:
+            if g is None:  # some parameters got no gradient this step
+                present = [i for i, g in enumerate(grads) if g is not None]
+                grads = [grads[i] for i in present]
+                break
         clip, self._clip = self._clip, None
         self._step = (present, clip)
-        head = [clip[0].reshape(())] if clip is not None else []
-        return head + _global_norms(grads)  # type: ignore[arg-type]
+        found = _global_norms(grads) if self._sharded else norms(grads)  # type: ignore[arg-type]
+        return found if clip is None else [clip[0].reshape(()), *found]
 
     def judge(self, values: list[float], point: Point) -> int:
         if point == "backward":

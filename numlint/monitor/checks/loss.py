@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from numlint.monitor import capture
 from numlint.monitor.checks._base import LOCAL, OK, Check, Point
 from numlint.monitor.checks._failures import loss_failure
-from numlint.monitor.stats import flag, flat_tensors, is_checked
+from numlint.monitor.stats import flag, flat_tensors
 
 
 class LossCheck(Check):
@@ -44,13 +44,13 @@ class LossCheck(Check):
         under an enabled GradScaler its `scale()` call gives the unscaled loss instead). Only
         in the thread that ran the model's forward: another thread trains another model."""
         mon = self.mon
-        if mon.paused or t.numel() != 1 or not is_checked(t):
+        if mon.rec.paused or t.numel() != 1 or threading.get_ident() != mon.thread:
             return
-        if threading.get_ident() != mon.thread:
+        if not (t.is_floating_point() or t.is_complex()):
             return
         caller = sys._getframe(2)  # (this hook, the Tensor.backward wrapper, the loop)
         mon.backward_site = (caller.f_code, caller.f_lineno)
-        if not mon.scaler_on():
+        if not mon.scaling:
             mon.loss = self._unread = t.detach()
 
     def _on_criterion(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
@@ -84,8 +84,11 @@ class LossCheck(Check):
             self.mon.loss_value = None
         if point in ("backward", "step"):
             self._unread = None
-        self._read = t if t is not None and t.numel() == 1 else None
-        return [self._read.reshape(())] if self._read is not None else []
+        if t is None or t.numel() != 1:
+            self._read = None
+            return []
+        self._read = t
+        return [t if t.dim() == 0 else t.reshape(())]
 
     def judge(self, values: list[float], point: Point) -> int:
         ok = all(math.isfinite(v) for v in values)
