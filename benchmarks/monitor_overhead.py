@@ -115,6 +115,8 @@ def tiny() -> tuple[nn.Module, Callable[[], Batch], Callable[..., torch.Tensor]]
 MODELS = {"tiny": tiny, "mlp": mlp, "cnn": cnn, "transformer": transformer}
 #: Steps per timed block, as a multiple of --block: a tiny step needs many to be timed well.
 BLOCK_FACTOR = {"tiny": 50}
+#: The model whose added time is the monitor's fixed cost per step, and the target for it.
+FIXED_COST_MODEL, FIXED_COST_TARGET_MS = "tiny", 0.05
 VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
 
 
@@ -215,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'model':<12}{'clock':<6}" + "".join(f"{v:>20}" for v in VARIANTS)
     print(header)
     print("-" * len(header))
+    fixed_cost = None
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             med = measure(name, rounds, block, warmup, Path(tmp))
+            if name == FIXED_COST_MODEL:
+                fixed_cost = (med["cpu"]["numlint"] - med["cpu"]["none"]) * 1e3
             for clock in ("wall", "cpu"):
                 m = med[clock]
                 cells = [f"{m[v] * 1e3:8.3f} ms {m[v] / m['none']:5.3f}x" for v in VARIANTS]
@@ -232,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         "wall: perf_counter; cpu: process CPU time (steadier on a shared machine). "
         "ratio = median / median of 'none' (lower is better)"
     )
+    if fixed_cost is not None:
+        print(
+            f"numlint fixed cost per step ({FIXED_COST_MODEL} model, cpu): +{fixed_cost:.3f} ms "
+            f"(target: at most {FIXED_COST_TARGET_MS:.3f} ms)"
+        )
     return 0
 
 

@@ -15,10 +15,10 @@ from torch import Tensor
 from numlint.monitor.events import (
     EXPLOSION,
     GRAD_STATS,
-    STEP,
     VANISHING,
     Event,
     make_event,
+    step_event,
 )
 
 
@@ -155,11 +155,11 @@ def step_events(
     clipped the gradients, `total` is the pre-clip norm and `clip` is (post-clip norm,
     max_norm)."""
     now = time.time() if when is None else when
-    common = {"step": step, "iteration": iteration, "rank": rank}
-    step_ev = make_event(STEP, grad_norm=total, loss=loss, scale=scale, time=now, **common)
+    step_ev = step_event(step, iteration, rank, total, loss, scale, now)
     if clip is not None:
         step_ev.update(grad_norm_clipped=clip[0], max_norm=clip[1])
     out = [step_ev]
+    common = {"step": step, "iteration": iteration, "rank": rank}
     median = explosion.update(total)
     if median is not None:
         out.append(

@@ -296,23 +296,26 @@ class FlagRecorder:
                                 f = self._resolve()
                             self.fflags.append(f)
                             self.fidx.append(i)
-                            self._current(output, [], f, checked)
+                            waiting: list[int] = []
                         elif propagating:  # non-finite in, non-finite out: one flag
                             if f is None:
-                                self.cur_waiting.append(i)
-                                self._current(output, self.cur_waiting, None, checked)
+                                waiting = self.cur_waiting
+                                waiting.append(i)
                             else:
-                                self._current(output, [i], None, checked)
+                                waiting, f = [i], None
                         else:
                             if f is None:
                                 self._resolve()
-                            self._current(output, [i], None, checked)
+                            waiting, f = [i], None
+                        self.cur, self.cur_version = output, output._version
+                        self.cur_waiting, self.cur_flag, self.cur_checked = waiting, f, checked
                         return
                 if cur is not None and self.cur_flag is None:
                     self._resolve()
                 if check_backward and output.requires_grad:
                     checked = hook_gradient(output, grad_hook)  # type: ignore[arg-type]
-                self._current(output, [i], None, checked)
+                self.cur, self.cur_version = output, output._version
+                self.cur_waiting, self.cur_flag, self.cur_checked = [i], None, checked
             except Exception:  # a tensor type the flag cannot reduce: never break training
                 return
 
