@@ -28,6 +28,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -62,12 +64,32 @@ class ProjectHalf:
         return f"the project trains with float16 autocast ({self.what} in {where})"
 
 
-#: Substrings one of which a file with evidence holds (a cheap filter before parsing it).
-_QUICK = re.compile(
-    r"GradScaler|\bautocast\s*\(|set_default_dtype|amp\.initialize|--(?:fp16|amp|use[-_]amp)\b"
-    r"|precision[\"']?\s*[=:]\s*[\"']?(?:16|fp16)|\bfp16[\"']?\s*[=:]|\.half\(\)"
-    r"|\.to\([^\n]*(?:float16|torch\.half)"
+#: What a file with evidence holds as text (a cheap filter before parsing it): pieces of
+#: one pattern each, with the substrings one of which every match contains. The substrings
+#: are tested first, and each pattern searched alone: one search with all the alternatives
+#: tries each of them at every position of the text, several times slower.
+_QUICK: tuple[tuple[tuple[str, ...], re.Pattern[str] | None], ...] = (
+    (("GradScaler",), None),
+    (("autocast",), re.compile(r"\bautocast\s*\(")),
+    (("set_default_dtype",), None),
+    (("amp.initialize",), None),
+    (("--fp16", "--amp", "--use"), re.compile(r"--(?:fp16|amp|use[-_]amp)\b")),
+    (("precision",), re.compile(r"precision[\"']?\s*[=:]\s*[\"']?(?:16|fp16)")),
+    (("fp16",), re.compile(r"\bfp16[\"']?\s*[=:]")),
+    ((".half()",), None),
+    (("float16", "torch.half"), re.compile(r"\.to\([^\n]*(?:float16|torch\.half)")),
 )
+
+
+def may_hold_evidence(text: str) -> bool:
+    """Whether `text` spells one of the settings scan_text looks for (in a string or a
+    comment too)."""
+    for needles, pattern in _QUICK:
+        if any(n in text for n in needles) and (pattern is None or pattern.search(text)):
+            return True
+    return False
+
+
 _OPTIONS = frozenset({"--fp16", "--amp", "--use_amp", "--use-amp"})
 _MODEL_BUILDERS = ("from_pretrained", "from_config", "load_from_checkpoint")
 
@@ -75,24 +97,43 @@ _MODEL_BUILDERS = ("from_pretrained", "from_config", "load_from_checkpoint")
 def scan_text(path: str, text: str) -> tuple[ProjectHalf, ...]:
     """Every float16 setting in one file's code (strings and comments aside), the first of
     each kind of finding."""
-    if _QUICK.search(text) is None:
+    if not may_hold_evidence(text):
         return ()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     names_float16 = "torch.float16" in text or "torch.half" in text
-    statements = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    #: The values of expression statements (the walk goes breadth first: a statement is met
+    #: before the call it holds).
+    statements: set[int] = set()
     found: dict[str, ProjectHalf] = {}
-    for node in ast.walk(tree):
+    for node in _breadth_first(tree):
         what: tuple[str, str] | None = None
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Expr):
+            statements.add(id(node.value))
+        elif isinstance(node, ast.Call):
             what = _call_evidence(node, names_float16, id(node) in statements)
         elif isinstance(node, ast.Dict):
             what = _dict_evidence(node)
         if what is not None and what[0] not in found:
             found[what[0]] = ProjectHalf(path, getattr(node, "lineno", 1), what[0], what[1])
     return tuple(sorted(found.values(), key=lambda e: e.line))
+
+
+def _breadth_first(tree: ast.AST) -> Iterator[ast.AST]:
+    """ast.walk's nodes in its order, the children read without its generators."""
+    todo = deque([tree])
+    node_type = ast.AST
+    while todo:
+        node = todo.popleft()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                todo.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                todo.append(value)
+        yield node
 
 
 def _name(func: ast.expr) -> str:
