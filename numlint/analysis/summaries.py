@@ -22,6 +22,8 @@ import ast
 import os
 import re
 import warnings
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from numlint.analysis.tables import (
     SOFTMAX_MODULES,
     TRANSPARENT_METHODS,
 )
+from numlint.positions import line_offsets
 
 _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
@@ -207,15 +210,22 @@ def returns_numbers(annotation: str) -> bool:
     return bool(_NUMBERS.search(annotation)) and not _TENSORS.search(annotation)
 
 
-def _walk_body(func: ast.AST):
-    """Every node of a function body, nested functions included, nested classes not."""
+def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function body, nested functions included, nested classes not (the
+    children of a node in ast.iter_child_nodes' order, read here without its generators)."""
     todo = list(getattr(func, "body", []))
+    node_type, class_def = ast.AST, ast.ClassDef
     while todo:
         node = todo.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, ast.ClassDef):
-                todo.append(child)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, node_type) and not isinstance(item, class_def):
+                        todo.append(item)
+            elif isinstance(value, node_type) and not isinstance(value, class_def):
+                todo.append(value)
 
 
 class Module:
@@ -232,7 +242,9 @@ class Module:
         self.globals: dict[str, list[ast.expr]] = {}
         self._class_attrs: dict[str, dict[str, list[ast.expr]]] = {}
         self._attrs: dict[str, dict[str, list[ast.expr]]] = {}
-        self._calls: dict[str, list[tuple[str | None, ast.Call]]] | None = None
+        #: Per callee name, its calls (calls_of).
+        self._calls: dict[str, list[tuple[str | None, ast.Call]]] = {}
+        self._offsets: list[int] | None = None
         self._scan(tree.body, None)
 
     def _scan(self, stmts: list[ast.stmt], cls: str | None) -> None:
@@ -271,39 +283,91 @@ class Module:
             self._attrs[cls] = found
         return found
 
-    @property
-    def calls(self) -> dict[str, list[tuple[str | None, ast.Call]]]:
-        """Calls by the last part of the callee's name: (enclosing function key, call)."""
-        if self._calls is None:
-            self._calls = {}
-            for key, f in self.functions.items():
-                for node in _walk_body(f.node):
-                    if isinstance(node, ast.Call):
-                        self._add_call(key, node)
-            for stmt in self.tree.body:
-                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    for node in ast.walk(stmt):
-                        if isinstance(node, ast.Call):
-                            self._add_call(None, node)
-        return self._calls
-
     def calls_of(self, name: str) -> list[tuple[str | None, ast.Call]]:
-        """The calls of `name`; a file whose text never says `name(` has none (no walk)."""
+        """The calls of `name` by the last part of the callee's name: (enclosing function
+        key, call), the functions' in their order, then the module-level statements'. A file
+        whose text never says `name(` has none (no walk); otherwise only the functions and
+        statements whose lines spell `name` as a word are walked."""
         if f"{name}(" not in self.text:
             return []
-        return self.calls.get(name, [])
+        found = self._calls.get(name)
+        if found is None:
+            spelled = self._spelled(name)
+            found = []
+            for key, f in self.functions.items():
+                if spelled(f.node):
+                    found += [(key, call) for call in _body_calls(f.node, name)]
+            for stmt in self.tree.body:
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if spelled(stmt):
+                        found += [(None, n) for n in ast.walk(stmt) if _calls_name(n, name)]
+            self._calls[name] = found
+        return found
 
-    def _add_call(self, key: str | None, node: ast.Call) -> None:
-        fn = node.func
-        name = (
-            fn.attr
-            if isinstance(fn, ast.Attribute)
-            else fn.id
-            if isinstance(fn, ast.Name)
-            else None
-        )
-        if name:
-            self._calls.setdefault(name, []).append((key, node))  # type: ignore[union-attr]
+    def _spelled(self, name: str) -> Callable[[ast.AST], bool]:
+        """Whether the lines of a node (a statement) hold `name` as a word: always, where the
+        text is not ASCII (an identifier is read normalised: it may be spelled otherwise)."""
+        text = self.text
+        if not text.isascii() or not name:
+            return lambda node: True
+        hits = []
+        size, end_of = len(name), len(text)
+        at = text.find(name)
+        while at >= 0:
+            after = at + size
+            if (at == 0 or text[at - 1] not in _WORD) and (
+                after == end_of or text[after] not in _WORD
+            ):
+                hits.append(at)
+            at = text.find(name, at + 1)
+        if self._offsets is None:
+            self._offsets = line_offsets(text)
+        offsets = self._offsets
+
+        def spelled(node: ast.AST) -> bool:
+            first = node.lineno - 1  # type: ignore[attr-defined]
+            last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+            if first >= len(offsets):
+                return True
+            end = offsets[last] if last < len(offsets) else end_of
+            i = bisect_left(hits, offsets[first])
+            return i < len(hits) and hits[i] < end
+
+        return spelled
+
+
+#: The characters of an ASCII identifier.
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _calls_name(node: ast.AST, name: str) -> bool:
+    """A call whose callee's name ends in `name` (`name(...)`, `x.name(...)`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    fn = node.func
+    if isinstance(fn, ast.Attribute):
+        return fn.attr == name
+    return isinstance(fn, ast.Name) and fn.id == name
+
+
+def _body_calls(func: ast.AST, name: str) -> list[ast.Call]:
+    """The calls of `name` in a function body, in _walk_body's order (its loop, inlined)."""
+    found = []
+    todo = list(getattr(func, "body", []))
+    node_type, class_def, call = ast.AST, ast.ClassDef, ast.Call
+    while todo:
+        node = todo.pop()
+        if isinstance(node, call) and _calls_name(node, name):
+            found.append(node)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, node_type) and not isinstance(item, class_def):
+                        todo.append(item)
+            elif isinstance(value, node_type) and not isinstance(value, class_def):
+                todo.append(value)
+    return found
 
 
 #: Bases that make no class a module.
