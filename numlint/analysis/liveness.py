@@ -29,6 +29,7 @@ import libcst as cst
 from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import names
 from numlint.analysis.summaries import file_text, never_passed, project_files, project_root
+from numlint.tree import every_field, is_node
 
 
 def dead_code(ctx: Context, node: cst.CSTNode) -> bool:
@@ -140,46 +141,34 @@ def _assignments(func: cst.FunctionDef, name: str) -> int:
 def _binding_counts(func: cst.FunctionDef) -> dict[str, int]:
     counts: dict[str, int] = {}
 
-    class _Count(cst.CSTVisitor):
-        def _add(self, target: cst.CSTNode) -> None:
-            for n in _bound_names(target):
-                counts[n] = counts.get(n, 0) + 1
+    def add(target: cst.CSTNode, times: int) -> None:
+        for n in _bound_names(target):
+            counts[n] = counts.get(n, 0) + times
 
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            self._add(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            if n.value is not None:
-                self._add(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            self._add(n.target)
-            self._add(n.target)
-
-        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
-            self._add(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            self._add(n.target)
-            self._add(n.target)
-
-        def visit_CompFor(self, n: cst.CompFor) -> None:
-            self._add(n.target)
-            self._add(n.target)
-
-        def visit_AsName(self, n: cst.AsName) -> None:
-            self._add(n.name)
-            self._add(n.name)
-
-        def visit_Global(self, n: cst.Global) -> None:
-            for item in n.names:
+    # Every node of the body (order does not matter for counts), read from its fields:
+    # libcst's own visit rebuilds each node it passes.
+    todo: list[cst.CSTNode] = [func.body]
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is cst.AssignTarget or kind is cst.NamedExpr:
+            add(node.target, 1)  # type: ignore[attr-defined]
+        elif kind is cst.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                add(node.target, 1)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign or kind is cst.For or kind is cst.CompFor:
+            add(node.target, 2)  # type: ignore[attr-defined]
+        elif kind is cst.AsName:
+            add(node.name, 2)  # type: ignore[attr-defined]
+        elif kind is cst.Global or kind is cst.Nonlocal:
+            for item in node.names:  # type: ignore[attr-defined]
                 counts[item.name.value] = counts.get(item.name.value, 0) + 2
-
-        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
-            for item in n.names:
-                counts[item.name.value] = counts.get(item.name.value, 0) + 2
-
-    func.body.visit(_Count())
+        for name in every_field(kind):
+            value = getattr(node, name)
+            if type(value) in (list, tuple):
+                todo.extend(child for child in value if is_node(type(child)))
+            elif is_node(type(value)):
+                todo.append(value)
     return counts
 
 
