@@ -52,9 +52,9 @@ class Value:
     mutations: tuple[cst.CSTNode, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Callee:
-    """What a call calls."""
+    """What a call calls (shared by the rules that ask: never changed once made)."""
 
     #: Qualified name of an imported function or class (`torch.nn.functional.softmax`).
     qualname: str | None = None
@@ -121,6 +121,12 @@ class Context:
         self.stack: list[cst.CSTNode] = []
         self.scopes: list[Scope] = [Scope("module", module)]
         self._ifs: list[_Arms] = []
+        #: Answers that hold until the names, scopes, imports or attributes they read change
+        #: (only in the bookkeeping below, which then clears them): the rules visiting a node
+        #: ask the same questions of the same calls. Keyed by (question, id(node), id(env));
+        #: each entry keeps its node and environment alive, so that their ids are not reused
+        #: while it is there.
+        self.answers: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
 
     # ---- traversal bookkeeping (called by the engine) ----
 
@@ -129,14 +135,20 @@ class Context:
         handler = _ENTER.get(type(node))
         if handler is not None:
             handler(self, node)
+            if self.answers:
+                self.answers = {}
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
         if self._ifs and node is self._ifs[-1].node.body:
             self._end_if_body()
+            if self.answers:
+                self.answers = {}
         handler = _LEAVE.get(type(node))
         if handler is not None:
             handler(self, node)
+            if self.answers:
+                self.answers = {}
 
     def _enter_if(self, node: cst.If) -> None:
         self._ifs.append(_Arms(node, self.scope, self.scope.env))
@@ -425,11 +437,21 @@ class Context:
 
     def callee(self, call: cst.Call, env: Env | None = None) -> Callee:
         """Resolve what a call calls: an imported function, a method, or a module instance."""
+        env = self.env if env is None else env
+        key = ("callee", id(call), id(env))
+        known = self.answers.get(key)
+        if known is not None and known[0] is call and known[1] is env:
+            return known[2]  # type: ignore[no-any-return]
+        found = self._callee(call, env)
+        self.answers[key] = (call, env, found)
+        return found
+
+    def _callee(self, call: cst.Call, env: Env) -> Callee:
         func = call.func
         qual = self.qualname(func, env)
         if qual is not None:
             return Callee(qualname=qual)
-        target = self.deref(Value(func, self.env if env is None else env))
+        target = self.deref(Value(func, env))
         for _ in range(4):  # `nn.ReLU().to(device)`, `nn.Softmax(-1).cuda()`: the same module
             node = target.node
             if not (

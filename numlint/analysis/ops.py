@@ -119,6 +119,16 @@ def op(ctx: Context, node: cst.BaseExpression, env: Env | None = None) -> Op | N
     if not isinstance(node, cst.Call):
         return None
     env = ctx.env if env is None else env
+    key = ("op", id(node), id(env))
+    known = ctx.answers.get(key)
+    if known is not None and known[0] is node and known[1] is env:
+        return known[2]  # type: ignore[no-any-return]
+    found = _op(ctx, node, env)
+    ctx.answers[key] = (node, env, found)
+    return found
+
+
+def _op(ctx: Context, node: cst.Call, env: Env) -> Op | None:
     callee = ctx.callee(node, env)
     if callee.qualname is not None:
         name = FUNCTIONS.get(callee.qualname)
@@ -378,35 +388,48 @@ def unpacking_call(
     func = ctx.function
     if binding is None or binding.value is not None or func is None:
         return None
-    find = _Unpacking(set(map(id, ctx.stack)), func, name.value, first_only)
-    walk(func, find)
-    return None if find.found is None else Value(find.found, binding.env)
+    here = set(map(id, ctx.stack))
+    found: cst.Call | None = None
+    for stmt in _small_statements(ctx, func):
+        if id(stmt) in here:
+            break  # the statement being linted: what follows it does not count
+        if not isinstance(stmt, cst.Assign):
+            continue
+        target = stmt.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+            continue
+        elements = target.elements[:1] if first_only else target.elements
+        if any(isinstance(e.value, cst.Name) and e.value.value == name.value for e in elements):
+            found = stmt.value if isinstance(stmt.value, cst.Call) else None
+    return None if found is None else Value(found, binding.env)
 
 
-class _Unpacking(cst.CSTVisitor):
-    """unpacking_call()'s visitor: the last unpacking of `name` in `func` before a node of
-    `here` (the statements being linted)."""
+def _small_statements(ctx: Context, func: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
+    """The simple statements of `func` in walk order, not those of functions, classes or
+    lambdas inside it (read once per function of the file)."""
+    known = ctx.shared.setdefault("small_statements", {})
+    entry = known.get(id(func))
+    if entry is None or entry[0] is not func:
+        find = _SmallStatements(func)
+        walk(func, find)
+        entry = known[id(func)] = (func, find.found)
+    return entry[1]  # type: ignore[no-any-return]
 
-    def __init__(self, here: set[int], func: cst.CSTNode, name: str, first_only: bool) -> None:
-        self.here, self.func, self.name, self.first_only = here, func, name, first_only
-        self.done = False
-        self.found: cst.Call | None = None
+
+class _SmallStatements(cst.CSTVisitor):
+    """_small_statements()' visitor."""
+
+    def __init__(self, func: cst.CSTNode) -> None:
+        self.func = func
+        self.found: list[cst.BaseSmallStatement] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.done or id(node) in self.here and isinstance(node, cst.BaseSmallStatement):
-            self.done = True
-            return False
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.func:
-            return False
-        return super().on_visit(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        target = node.targets[0].target
-        if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
-            return
-        elements = target.elements[:1] if self.first_only else target.elements
-        if any(isinstance(e.value, cst.Name) and e.value.value == self.name for e in elements):
-            self.found = node.value if isinstance(node.value, cst.Call) else None
+        if isinstance(node, cst.BaseSmallStatement):
+            self.found.append(node)
+            return False  # no statement inside a simple one
+        return not (
+            isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.func
+        )
 
 
 #: What each comparison computes on numbers (`cst.GreaterThan` -> `>`).
