@@ -42,6 +42,9 @@ class _Walker:
         self.errors: list[Report] = []
         self.visits: dict[type, list[Callable[[Any], Any]]] = {}
         self.leaves: dict[type, list[Callable[[Any], Any]]] = {}
+        #: Per node type: its walked fields, visit and leave handlers (read once per type).
+        self.plans: dict[type, tuple[tuple[str, ...], Sequence[Callable], Sequence[Callable]]] = {}
+        self.known: dict[type, bool] = {}
         for rule in rules:
             for name in rule.handlers():
                 kind, _, node_type = name.partition("_")
@@ -55,22 +58,29 @@ class _Walker:
         kind = type(node)
         ctx = self.ctx
         ctx.enter(node)
-        for handler in self.visits.get(kind, ()):
+        plan = self.plans.get(kind)
+        if plan is None:
+            plan = self._plan(kind)
+        names, visits, leaves = plan
+        for handler in visits:
             try:
                 handler(node)
             except RecursionError:
                 raise
             except Exception as exc:
                 self._failed(handler, node, exc)
-        for name in fields(kind):
+        known = self.known
+        for name in names:
             value = getattr(node, name)
-            if type(value) in (list, tuple):
+            of = type(value)
+            if of is list or of is tuple:
                 for child in value:
-                    if is_node(type(child)):
+                    of = type(child)
+                    if known[of] if of in known else self._known(of):
                         self.walk(child)
-            elif is_node(type(value)):
+            elif known[of] if of in known else self._known(of):
                 self.walk(value)
-        for handler in self.leaves.get(kind, ()):
+        for handler in leaves:
             try:
                 handler(node)
             except RecursionError:
@@ -78,6 +88,21 @@ class _Walker:
             except Exception as exc:
                 self._failed(handler, node, exc)
         ctx.leave(node)
+
+    def _plan(self, kind: type) -> tuple[tuple[str, ...], Sequence[Callable], Sequence[Callable]]:
+        """A node type's walked fields and its rules' handlers (the handler lists themselves,
+        which `_failed` edits in place)."""
+        plan = self.plans[kind] = (
+            fields(kind),
+            self.visits.get(kind, ()),
+            self.leaves.get(kind, ()),
+        )
+        return plan
+
+    def _known(self, kind: type) -> bool:
+        """Whether values of `kind` are libcst nodes (remembered per type)."""
+        found = self.known[kind] = is_node(kind)
+        return found
 
     def _failed(self, handler: Callable[[Any], Any], node: cst.CSTNode, exc: Exception) -> None:
         """A rule crashed: report it once at `node` as NUM000 and stop running that rule."""
@@ -507,12 +532,23 @@ def _parsed(
 def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
     """The rules whose prefilter (NEEDS_TORCH, TRIGGERS, ALSO_REQUIRES) `source` passes."""
     has_torch = "torch" in source
+    found: dict[str, bool] = {}  # each word looked for once: rules share many
+
+    def spelled(words: Sequence[str]) -> bool:
+        for word in words:
+            hit = found.get(word)
+            if hit is None:
+                hit = found[word] = word in source
+            if hit:
+                return True
+        return False
+
     return [
         (r, opts)
         for r, opts in rules
         if (has_torch or not r.NEEDS_TORCH)
-        and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
-        and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
+        and (not r.TRIGGERS or spelled(r.TRIGGERS))
+        and (not r.ALSO_REQUIRES or spelled(r.ALSO_REQUIRES))
     ]
 
 
