@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Sequence
+from itertools import accumulate, count
+from operator import add
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -27,7 +29,12 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 def line_offsets(source: str) -> list[int]:
     """Offset of the start of each line (index 0 is line 1)."""
-    return [0] + [m.end() for m in LINE_BREAK.finditer(source)]
+    if "\r" in source:
+        return [0] + [m.end() for m in LINE_BREAK.finditer(source)]
+    # Only `\n` breaks: line k + 1 starts after the lengths of the k lines before it and
+    # their k breaks (summed without a match object per line).
+    lengths = map(len, source.split("\n")[:-1])
+    return [0, *map(add, accumulate(lengths), count(1))]
 
 
 class Positions:
@@ -88,7 +95,7 @@ class Positions:
         for stmt, group in zip(body, anchors, strict=True):
             if not wanted:
                 break
-            inside = {i: wanted[i] for i in map(id, descendants(stmt, every=True)) if i in wanted}
+            inside = _within(stmt, wanted)
             if not inside:
                 continue
             first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
@@ -161,6 +168,18 @@ class Positions:
             return False
         at = self.offsets[line - 1] + column
         return self.source.startswith(text, at) if after else self.source.endswith(text, 0, at)
+
+
+def _within(stmt: cst.CSTNode, wanted: dict[int, cst.CSTNode]) -> dict[int, cst.CSTNode]:
+    """The wanted nodes (by id) in `stmt`, in pre-order; the walk stops once it has them all."""
+    inside: dict[int, cst.CSTNode] = {}
+    for node in descendants(stmt, every=True):
+        i = id(node)
+        if i in wanted:
+            inside[i] = wanted[i]
+            if len(inside) == len(wanted):
+                break
+    return inside
 
 
 def statement_ranges(stmt: cst.CSTNode, module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
