@@ -5,7 +5,8 @@ does not apply where none can flow: under `torch.no_grad()`, in a value that is 
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
 (`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
-hand (`*_grad_reference`, `vjp`), or in values built only from constants.
+hand (`*_grad_reference`, `vjp`), in values built only from constants, or in values
+taken from an operation without a derivative (`torch.unique`, `argmax`, rounding).
 """
 
 from __future__ import annotations
@@ -549,6 +550,12 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         if node.value.value == "self" and not integers:
             return _buffer_value(ctx, node.attr.value)
         return False
+    if isinstance(node, cst.Name) and not integers:
+        source = unpacking_call(ctx, node, env)  # `vals, idx = torch.unique(x, ...)`
+        if source is not None and isinstance(source.node, cst.Call):
+            callee = ctx.callee(source.node, source.env)
+            last = (callee.qualname or "").rsplit(".", 1)[-1] or callee.method
+            return last in NOT_DIFFERENTIABLE
     if not isinstance(node, cst.Call):
         return False
     if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:

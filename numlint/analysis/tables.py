@@ -29,7 +29,8 @@ LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"}
 NOT_DIFFERENTIABLE = frozenset(
     {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",
      "long", "int", "bool", "round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite",
-     "item", "tolist", "numpy", "detach", "numel", "size", "dim"}
+     "item", "tolist", "numpy", "detach", "numel", "size", "dim", "unique",
+     "unique_consecutive"}
 )  # fmt: skip
 
 #: Tensor methods that keep zeros zero (a softmax output stays able to reach 0 through them).

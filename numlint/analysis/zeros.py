@@ -272,6 +272,9 @@ def _is_true(node: cst.BaseExpression) -> bool:
 def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> str | None:
     operator = node.operator
     if isinstance(operator, cst.Add):
+        negated = _negated_plus_one(ctx, node, env)
+        if negated is not None:  # `-p + 1.`: `1 - p`
+            return f"`1 - p` of {sub(negated, 'one')}" if sub(negated, "one") else None
         if _blend_with_constant(ctx, node, env):
             return None  # `u * (1 - c) + c`: at least c
         parts = _mixed_parts(ctx, node, env)
@@ -513,9 +516,25 @@ def _where_reason(ctx: Context, o: Op, env: Env, sub) -> str | None:
 KEPT_BY_WHERE = "a value a `torch.where` keeps where its test holds"
 
 
+def _negated_plus_one(
+    ctx: Context, node: cst.BinaryOperation, env: Env
+) -> cst.BaseExpression | None:
+    """`-p + 1` or `1 + -p`: the `p` of a `1 - p` written the other way round."""
+    for a, b in ((node.left, node.right), (node.right, node.left)):
+        minus = isinstance(a, cst.UnaryOperation) and isinstance(a.operator, cst.Minus)
+        if minus and const(ctx, b, env) == 1.0:
+            return a.expression  # type: ignore[union-attr]
+    return None
+
+
 def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
-    """Why a value can be exactly 1 (so `1 - value` can be 0)."""
+    """Why a value can be exactly 1 (so `1 - value` can be 0); `p + eps` reaches past 1."""
     node, env = value.node, value.env
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        for part, other in ((node.left, node.right), (node.right, node.left)):
+            if _eps_like(ctx, other, env):  # `F.softmax(x, 1) + eps`: up to 1 + eps
+                return zero_reason(ctx, Value(part, env), "one", depth + 1)
+        return None
     act = activation(ctx, value, ("softmax", "sigmoid"))
     if act is not None:
         return f"a {act.kind} output"
@@ -1831,3 +1850,117 @@ def is_max_of(ctx: Context, value: Value, depth: int = 0) -> bool:
     if name is None and isinstance(node.func, cst.Name):
         name = node.func.value
     return name is not None and "max" in name.rsplit(".", 1)[-1].lower() and o is None
+
+
+_VIEW_FUNCTIONS = frozenset(
+    {"einops.rearrange", "einops.repeat", "torch.unsqueeze", "torch.transpose", "torch.t",
+     "torch.squeeze", "torch.reshape"}
+)  # fmt: skip
+
+
+def expanded_distance(ctx: Context, value: Value) -> bool:
+    """`|x|**2 + |y|**2 - 2 * x @ y.T` (through variables, views, einops and `addmm(...,
+    alpha=-2)`): a squared distance expanded into norms and an inner product. For vectors
+    close together the terms cancel and rounding leaves a value below 0, so its root is
+    NaN in the forward pass."""
+    terms: list[tuple[int, cst.BaseExpression, Env]] = []
+    _signed_terms(ctx, value.node, value.env, 1, terms, 0)  # type: ignore[arg-type]
+    if len(terms) < 2:
+        return False
+    product = any(s < 0 and _inner_product(ctx, n, e) for s, n, e in terms)
+    return product and any(s > 0 and _squared_norm(ctx, n, e) for s, n, e in terms)
+
+
+def _signed_terms(
+    ctx: Context,
+    node: cst.BaseExpression,
+    env: Env,
+    sign: int,
+    out: list[tuple[int, cst.BaseExpression, Env]],
+    depth: int,
+) -> None:
+    """The terms of a sum, with their signs (`a - 2 * b` -> (+1, a), (-1, b))."""
+    if depth > 8 or len(out) > 8:
+        return
+    if isinstance(node, cst.Name):
+        found = ctx.deref(Value(node, env))
+        if found.node is not node and isinstance(found.node, cst.BaseExpression):
+            _signed_terms(ctx, found.node, found.env, sign, out, depth + 1)
+            return
+    inner = _view_of(ctx, node, env)
+    if inner is not None:
+        _signed_terms(ctx, inner, env, sign, out, depth + 1)
+        return
+    if isinstance(node, cst.BinaryOperation):
+        operator = node.operator
+        if isinstance(operator, (cst.Add, cst.Subtract)):
+            _signed_terms(ctx, node.left, env, sign, out, depth + 1)
+            flip = -1 if isinstance(operator, cst.Subtract) else 1
+            _signed_terms(ctx, node.right, env, sign * flip, out, depth + 1)
+            return
+        if isinstance(operator, cst.Multiply):
+            for a, b in ((node.left, node.right), (node.right, node.left)):
+                c = const(ctx, a, env)
+                if c is not None and c != 0:
+                    _signed_terms(ctx, b, env, sign * (1 if c > 0 else -1), out, depth + 1)
+                    return
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        _signed_terms(ctx, node.expression, env, -sign, out, depth + 1)
+        return
+    if isinstance(node, cst.Call) and call_name(node) in ("addmm", "addmm_", "baddbmm"):
+        alpha = keyword(node, "alpha")
+        c = const(ctx, alpha, env) if alpha is not None else 1.0
+        callee = ctx.callee(node, env)
+        start = positional(node, 0, "input") if callee.receiver is None else callee.receiver
+        if c is not None and start is not None:
+            _signed_terms(ctx, start, env, sign, out, depth + 1)
+            out.append((sign * (1 if c > 0 else -1), node, env))
+            return
+    out.append((sign, node, env))
+
+
+def _view_of(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """The tensor that `x[:, None]`, `x.unsqueeze(1)`, `rearrange(x, ...)` is a view of."""
+    if isinstance(node, cst.Subscript):
+        return node.value
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+        return callee.receiver
+    if callee.qualname in _VIEW_FUNCTIONS and node.args:
+        return node.args[0].value
+    return None
+
+
+def _inner_product(ctx: Context, node: cst.BaseExpression, env: Env) -> bool:
+    """`x @ y.T`, `torch.mm(x, y.t())`, `einsum('id,jd->ij', x, y)`, `addmm(..)`."""
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, cst.MatrixMultiply)
+    if isinstance(node, cst.Call) and call_name(node) in ("addmm", "addmm_", "baddbmm"):
+        return True
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) == "einops.einsum":
+        return True
+    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
+    return o is not None and o.name in ("matmul", "einsum")
+
+
+def _squared_norm(ctx: Context, node: cst.BaseExpression, env: Env) -> bool:
+    """`(x ** 2).sum(-1)`, `x.pow(2).sum(1)`, `reduce(x ** 2, 'b n d -> b n', 'sum')`,
+    `x.norm(dim=1) ** 2`."""
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) == "einops.reduce":
+        kind = positional(node, 2, "reduction")
+        if isinstance(kind, cst.SimpleString) and kind.evaluated_value == "sum" and node.args:
+            return square_of(ctx, node.args[0].value, env) is not None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        o = op(ctx, node.left, env) if isinstance(node.left, cst.Call) else None
+        return const(ctx, node.right, env) == 2.0 and o is not None and o.name == "norm"
+    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
+    if o is None or o.name != "sum" or o.input is None:
+        return False
+    return square_of(ctx, ctx.deref(Value(o.input, env)).node, env) is not None  # type: ignore[arg-type]
+
+
+def eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """A small positive guard: a constant, `finfo(...).eps`, a name spelt as an eps."""
+    return _eps_like(ctx, expr, env)

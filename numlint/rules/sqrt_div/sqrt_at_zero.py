@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -12,10 +14,17 @@ from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.semantics import keyword, positional, same_bindings
-from numlint.analysis.summaries import origin_of, related
+from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
-from numlint.analysis.zeros import factors, square_of, zero_reason
+from numlint.analysis.zeros import (
+    eps_like,
+    expanded_distance,
+    factors,
+    square_of,
+    zero_reason,
+)
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.tree import call_name, descendants
 
 
 class SqrtAtZero(Rule):
@@ -26,12 +35,19 @@ class SqrtAtZero(Rule):
     `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
     (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`), a square, a variance, `1 - x**2`
     (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable.
+    Also the root of a squared distance expanded as `|x|**2 + |y|**2 - 2 x.y` (through
+    variables, views, einops and `addmm(..., alpha=-2)`), and a power the caller sets
+    (`(1 - p) ** gamma`, `torch.pow(1 - p, self.gamma)`) of a sigmoid or softmax gap.
 
     Why is this bad?
     The derivative of sqrt at 0 is infinite; autograd multiplies it by the zero gradient of the
     sum of squares and gets NaN, which then reaches every parameter. `rsqrt(0)` is already inf
     in the forward pass. Identical points (a == b), zero vectors and constant features make
     the argument exactly 0. `torch.linalg.vector_norm` has a gradient of 0 there.
+    An expanded squared distance is worse: for vectors close together its terms cancel and
+    rounding leaves a value below 0, so the root is NaN in the forward pass. A power below 1
+    (a focal loss's gamma = 0.5) has the same infinite slope at 0 as a root, and `1 - p`
+    is exactly 0 wherever a sigmoid or softmax saturates.
 
     Fix safety:
     `torch.sqrt((E ** 2).sum(d))` becomes `torch.linalg.vector_norm(E, dim=d)` (keepdim kept).
@@ -46,6 +62,12 @@ class SqrtAtZero(Rule):
     are not guards, and are reported. Values are followed within one function.
 
     Confidence:
+    high for the root of an expanded squared distance (reported also where no gradient
+    flows: the NaN is in the forward value); medium for a caller-set power of `1 - p`;
+    medium for a root the code then keeps from 0 with an eps (`sqrt(s) + eps`,
+    `n = sqrt(s); x / (n + eps)`, `n.clamp(min=eps)`) in differentiated code: the author
+    expects the root to be 0, where its own gradient is infinite (not for a value computed
+    only from the module's own weights, or from `self` attributes every caller passes);
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
     (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel;
     not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
@@ -84,9 +106,56 @@ class SqrtAtZero(Rule):
         "sqrt of a value that can be exactly 0: its gradient there is NaN; use "
         "`torch.linalg.vector_norm(...)` or put an eps inside the root (`torch.sqrt(s + eps)`)"
     )
-    TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1")
+    TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            class Phat(torch.nn.Module):
+                def forward(self, xx, eps=1e-20):
+                    vals, idx = torch.unique(xx, return_inverse=True, dim=-1)
+                    mag = torch.sqrt(vals[..., 0] ** 2 + vals[..., 1] ** 2) + eps
+                    return vals[..., 0] / mag
+            """,
+            "values from `torch.unique` carry no gradient (its derivative is not implemented)",
+        ),
+        Valid(
+            """
+            import torch
+            def focal(logits, gamma):
+                p = torch.sigmoid(logits).clamp(1e-6, 1 - 1e-6)
+                return (1 - p) ** gamma
+            """,
+            "a power of a clamped probability gap",
+        ),
+        Valid(
+            """
+            import torch
+            def focal(logits):
+                p = torch.sigmoid(logits)
+                return (1 - p) ** 2
+            """,
+            "a constant exponent of at least 1: the slope at 0 is finite",
+        ),
+        Valid(
+            """
+            import torch
+            def cdist(x, y):
+                d2 = (x ** 2).sum(1, keepdim=True) + (y ** 2).sum(1) - 2 * x @ y.t()
+                return d2.clamp_min(1e-12).sqrt()
+            """,
+            "an expanded squared distance clamped above 0",
+        ),
+        Valid(
+            """
+            import torch
+            def spread(x, y):
+                s = (x ** 2).sum(1, keepdim=True) + (y ** 2).sum(1) + 2 * x @ y.t()
+                return s.sqrt()
+            """,
+            "plus the inner product: no cancellation, nothing to report",
+        ),
         Valid(
             """
             import torch
@@ -196,6 +265,116 @@ class SqrtAtZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def normalize(feat, eps=1e-10):
+                n = torch.sqrt(torch.sum(feat ** 2, dim=1, keepdim=True))
+                return feat / (n + eps)
+            class Distance(torch.nn.Module):
+                def forward(self, a, b):
+                    return (normalize(a) - normalize(b)).pow(2).mean()
+            """,
+            confidence="medium",
+            line=3,
+            column=9,
+            fixed="""
+            import torch
+            def normalize(feat, eps=1e-10):
+                n = torch.linalg.vector_norm(feat, dim=1, keepdim=True)
+                return feat / (n + eps)
+            class Distance(torch.nn.Module):
+                def forward(self, a, b):
+                    return (normalize(a) - normalize(b)).pow(2).mean()
+            """,
+            note="an eps added to the root's value: the author expects 0, where the root's "
+            "own gradient is infinite",
+        ),
+        Invalid(
+            """
+            import torch
+            class Flow(torch.nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.weight = torch.nn.Parameter(torch.randn(n, n))
+                def forward(self, x):
+                    w = torch.exp(self.weight)
+                    return x @ (w / (w.pow(2).sum(-1, keepdim=True).sqrt() + 1e-8))
+            """,
+            confidence="low",
+            line=8,
+            column=26,
+            fixed="""
+            import torch
+            class Flow(torch.nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.weight = torch.nn.Parameter(torch.randn(n, n))
+                def forward(self, x):
+                    w = torch.exp(self.weight)
+                    return x @ (w / (torch.linalg.vector_norm(w, dim=-1, keepdim=True) + 1e-8))
+            """,
+            note="the norm of the module's own weights: 0 only if every learned entry is",
+        ),
+        Invalid(
+            """
+            import torch
+            def focal_loss(logits, target, gamma=2.0):
+                p = torch.sigmoid(logits)
+                return -(torch.pow(1 - p, gamma) * target * torch.log(p)).mean()
+            """,
+            confidence="medium",
+            line=4,
+            column=14,
+            note="a caller-set power of `1 - p`: infinite slope at a saturated sigmoid for "
+            "gamma below 1",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            class FocalLoss(torch.nn.Module):
+                def __init__(self, gamma):
+                    super().__init__()
+                    self.gamma = gamma
+                def forward(self, x, y):
+                    p = F.softmax(x, dim=1) + 1e-6
+                    return (-p + 1.0) ** self.gamma * F.cross_entropy(x, y, reduction="none")
+            """,
+            confidence="medium",
+            line=9,
+            column=16,
+            note="`-p + 1` of a softmax plus eps, to an attribute's power",
+        ),
+        Invalid(
+            """
+            import torch
+            def cdist(x, y):
+                x2 = (x ** 2).sum(1, keepdim=True)
+                y2 = y.pow(2).sum(1)
+                d2 = x2 + y2[None] - 2 * x @ y.t()
+                return d2.sqrt()
+            """,
+            confidence="high",
+            line=6,
+            column=12,
+            note="an expanded squared distance rounds below 0: NaN forward",
+        ),
+        Invalid(
+            """
+            import torch
+            from einops import einsum, rearrange, reduce
+            def cdist(x, y):
+                x2 = reduce(x ** 2, "b n d -> b n", "sum")
+                y2 = reduce(y ** 2, "b n d -> b n", "sum")
+                xy = einsum(x, y, "b i d, b j d -> b i j") * -2
+                return (rearrange(x2, "b i -> b i 1") + rearrange(y2, "b j -> b 1 j") + xy).sqrt()
+            """,
+            confidence="high",
+            line=7,
+            column=12,
+            note="the same through einops, with the -2 on the product",
+        ),
         Invalid(
             """
             import torch
@@ -354,6 +533,8 @@ class SqrtAtZero(Rule):
             arg, name = o.input, o.name
         elif o is not None and o.name == "pow" and o.input is not None:
             arg, name = o.input, _root_kind(ctx, o.arg(0, "exponent"))
+            if not name:
+                self._fractional_power(node, o.input, o.arg(0, "exponent"))
         elif (
             isinstance(node.func, cst.Name)
             and node.func.value == "pow"
@@ -372,6 +553,32 @@ class SqrtAtZero(Rule):
             name = _root_kind(self.ctx, node.right)
             if name and has_tensor_op(self.ctx, self.ctx.value(node.left)):
                 self._check(node, node.left, name)
+            elif not name:
+                self._fractional_power(node, node.left, node.right)
+
+    def _fractional_power(
+        self, node: cst.CSTNode, base: cst.BaseExpression, exponent: cst.BaseExpression | None
+    ) -> None:
+        """`(1 - p) ** gamma` with p a sigmoid or softmax output and gamma set by the caller
+        (a parameter or attribute): the base is exactly 0 where p saturates, and a power
+        below 1 has an infinite slope there (a focal loss with gamma = 0.5)."""
+        ctx = self.ctx
+        if exponent is None or not _caller_setting(ctx, exponent):
+            return
+        reason = zero_reason(ctx, ctx.value(base), "log")
+        if reason is None or not reason.startswith("`1 - p` of a s"):
+            return
+        if selection(ctx, base) is not None or guarded_by_condition(ctx, base):
+            return
+        if not gradient_flows(ctx, base) or not_a_tensor(ctx, ctx.value(base)):
+            return
+        power = ctx.code(exponent)
+        message = (
+            f"power `** {power}` of {reason}, which is exactly 0 where the probability "
+            f"saturates: for `{power}` below 1 its gradient there is infinite and turns into "
+            "NaN; clamp the base (`(1 - p).clamp_min(eps)`) or keep the exponent at least 1"
+        )
+        self.report(node, message, confidence="medium")
 
     def _check(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
         ctx = self.ctx
@@ -380,6 +587,9 @@ class SqrtAtZero(Rule):
         if reason is None:
             found = origin_of(ctx, ctx.deref(ctx.value(arg)).node, ("sum_of_squares",))
             reason = f"a sum of squares ({found.what})" if found is not None else None
+        if reason is None and expanded_distance(ctx, ctx.value(arg)):
+            self._expanded(node, arg, name)
+            return
         if reason is None or selection(ctx, arg) is not None or guarded_by_condition(ctx, arg):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
@@ -424,9 +634,31 @@ class SqrtAtZero(Rule):
             confidence = "medium" if unit_unknown(ctx, ctx.value(arg)) else "low"
         elif confidence == "low" and expected:
             confidence = "high"  # `mask = theta_sq > 0` elsewhere: zeros are expected
+        elif (
+            confidence == "low"
+            and name == "sqrt"
+            and _floored_after(ctx, node, arg)
+            and not _own_weights(ctx, ctx.value(arg))
+        ):
+            confidence = "medium"  # `sqrt(s) + eps`: the author expects the root to be 0
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
+
+    def _expanded(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
+        """The root of `|x|**2 + |y|**2 - 2 x.y`: below 0 after rounding, NaN forward."""
+        ctx = self.ctx
+        if selection(ctx, arg) is not None or guarded_by_condition(ctx, arg):
+            return
+        if not_a_tensor(ctx, ctx.value(arg)):
+            return
+        message = (
+            f"{name} of a squared distance expanded as `|x|**2 + |y|**2 - 2 x.y`: for "
+            "vectors close together the terms cancel and rounding leaves a value below 0, "
+            "so the result is NaN in the forward pass; use `torch.cdist(x, y)` or clamp "
+            "the value (`.clamp_min(eps)`) before the root"
+        )
+        self.report(node, message, confidence="high")
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
         ctx = self.ctx
@@ -459,6 +691,114 @@ class SqrtAtZero(Rule):
             parts.append(f"keepdim={ctx.code(keep)}")
         code = f"{func}({', '.join(parts)})"
         return self.fix("unsafe", "Replace with `torch.linalg.vector_norm`", (node, code))
+
+
+_FLOORS = frozenset({"clamp", "clamp_min", "clip", "maximum", "max", "fmax"})
+
+
+def _floored_after(ctx, node: cst.CSTNode, arg: cst.BaseExpression) -> bool:
+    """The root's value is kept from 0 by an eps afterwards (`sqrt(s) + eps`,
+    `n = sqrt(s); x / (n + eps)`, `n.clamp(min=eps)`): the author expects the root to be 0,
+    where its own gradient is already infinite."""
+    env = ctx.value(arg).env
+    ancestors = list(ctx.ancestors())[:3]
+    below: cst.CSTNode = node
+    for above in ancestors:
+        if _floors(ctx, above, below, env):
+            return True
+        if not isinstance(above, (cst.Arg, cst.Attribute)):
+            break
+        below = above
+    assign = ancestors[0] if ancestors else None
+    if not (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Name)
+        and ctx.function is not None
+    ):
+        return False
+    name = assign.targets[0].target.value
+    for use in descendants(ctx.function):
+        if isinstance(use, cst.Name) and use.value == name:
+            continue
+        children = list(use.children) if isinstance(use, (cst.BinaryOperation, cst.Call)) else []
+        for child in children:
+            inner = child.value if isinstance(child, (cst.Arg, cst.Attribute)) else child
+            if isinstance(inner, cst.Name) and inner.value == name:
+                if _floors(ctx, use, child, env):
+                    return True
+    return False
+
+
+def _own_weights(ctx, value: Value, depth: int = 0) -> bool:
+    """Computed only from attributes of `self` and constants (`torch.exp(self._weight) *
+    self.mask`): a module's own weights, whose norm is 0 only if every learned entry is."""
+    if isinstance(value.node, cst.Attribute) and isinstance(value.node.value, cst.Name):
+        return value.node.value.value == "self"
+    found = ctx.deref(value)
+    node = found.node
+    if depth > 8 or node is None:
+        return False
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        return _passed_own_attributes(ctx, node.value)  # `op(x, self.r_weight)` at each call
+    if isinstance(node, cst.Attribute):
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            return True
+        return _own_weights(ctx, Value(node.value, found.env), depth + 1)
+    parts: list[cst.BaseExpression] = []
+    if isinstance(node, cst.BinaryOperation):
+        parts = [node.left, node.right]
+    elif isinstance(node, cst.UnaryOperation):
+        parts = [node.expression]
+    elif isinstance(node, cst.Subscript):
+        parts = [node.value]
+    elif isinstance(node, cst.Call):
+        callee = ctx.callee(node, found.env)
+        parts = [a.value for a in node.args if a.keyword is None]
+        if callee.receiver is not None:
+            parts.append(callee.receiver)
+        elif not (callee.qualname or "").startswith("torch."):
+            return False
+    return bool(parts) and all(_own_weights(ctx, Value(p, found.env), depth + 1) for p in parts)
+
+
+def _passed_own_attributes(ctx, param: str) -> bool:
+    """Every known caller (at least one) passes an attribute of its `self` as `param`."""
+    project = ctx.project
+    key = function_key(ctx)
+    found = project.passed(key, param) if project is not None and key is not None else []
+    return bool(found) and all(
+        isinstance(arg, ast.Attribute)
+        and isinstance(arg.value, ast.Name)
+        and arg.value.id == "self"
+        for _, _, arg in found
+    )
+
+
+def _floors(ctx, above: cst.CSTNode, below: cst.CSTNode, env) -> bool:
+    """`below + eps`, `below.clamp(min=eps)`, `torch.clamp(below, min=eps)`, `max(below,
+    eps)`: `above` keeps `below` from 0."""
+    if isinstance(above, cst.BinaryOperation) and isinstance(above.operator, cst.Add):
+        other = above.right if above.left is below else above.left
+        return eps_like(ctx, other, env)
+    if isinstance(above, cst.Call) and call_name(above) in _FLOORS:
+        bounds = [a.value for a in above.args if a is not below and a.value is not below]
+        return any(eps_like(ctx, b, env) for b in bounds)
+    return False
+
+
+def _caller_setting(ctx, exponent: cst.BaseExpression) -> bool:
+    """An exponent the caller chooses: a parameter of the function, or an attribute of
+    `self` (`self.gamma`), not a constant or a value the function computes."""
+    if isinstance(exponent, cst.Name):
+        return const(ctx, exponent) is None and ctx.parameter(exponent.value) is not None
+    return (
+        isinstance(exponent, cst.Attribute)
+        and isinstance(exponent.value, cst.Name)
+        and exponent.value.value == "self"
+    )
 
 
 def _under_views(ctx, arg: cst.BaseExpression) -> Value:
