@@ -259,3 +259,58 @@ def test_range_after_an_equality_exit() -> None:
     )
     assert _grades(code, "NUM202") == []
     assert _grades(code.replace("if lo == hi", "if verbose"), "NUM202") == ["low"]
+
+
+REPAIRED = """
+{decorator}
+def normalise(confmat, how):
+    if how is not None:
+        if how == "true":
+            confmat = confmat / confmat.sum(dim=-1, keepdim=True)
+        elif how == "pred":
+            confmat = confmat / confmat.sum(dim=-2, keepdim=True)
+        {repair}
+    return confmat
+"""
+
+
+@pytest.mark.parametrize(
+    ("decorator", "repair", "expected"),
+    [
+        # a deliberate NaN replaced after the branches, where no gradient flows: no finding
+        ("@torch.no_grad()", "confmat[torch.isnan(confmat)] = 0", []),
+        ("@torch.no_grad()", "confmat = torch.nan_to_num(confmat)", []),
+        # in code a gradient can flow through, the NaN's gradient survives the repair: low
+        ("", "confmat[torch.isnan(confmat)] = 0", ["low", "low"]),
+        # nothing repairs it: reported
+        ("@torch.no_grad()", "pass", ["low", "low"]),
+    ],
+)
+def test_nan_replaced_after_branches(decorator: str, repair: str, expected: list[str]) -> None:
+    code = REPAIRED.format(decorator=decorator, repair=repair)
+    assert _grades(code, "NUM202") == expected
+
+
+DISTANCES = """
+def distances(x, y):
+    x2 = (x ** 2).sum(1, keepdim=True)
+    y2 = (y ** 2).sum(1)
+    d2 = {d2}
+    return {root}
+"""
+
+
+@pytest.mark.parametrize(
+    ("d2", "root", "expected"),
+    [
+        ("x2 + y2 - 2 * x @ y.t()", "d2.sqrt()", ["high"]),
+        ("torch.addmm(x2 + y2, x, y.t(), alpha=-2)", "torch.sqrt(d2)", ["high"]),
+        ("-2 * torch.mm(x, y.t()) + x2 + y2", "d2 ** 0.5", ["high"]),
+        # clamped first: only the gradient at 0 is left, graded as a clamp
+        ("(x2 + y2 - 2 * x @ y.t()).clamp(min=0)", "d2.sqrt()", ["low"]),
+        # a sum, not a difference: nothing cancels
+        ("x2 + y2 + 2 * x @ y.t()", "d2.sqrt()", []),
+    ],
+)
+def test_expanded_distance(d2: str, root: str, expected: list[str]) -> None:
+    assert _grades(DISTANCES.format(d2=d2, root=root), "NUM201") == expected

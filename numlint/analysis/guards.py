@@ -148,11 +148,34 @@ def sanitised_later(ctx: Context) -> bool:
         rf"\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
-    if any(pattern.search(ctx.code(s)) for s in after[:5]):
-        return True
-    if _zero_entries_replaced(ctx, name, after[:5]):
-        return True
-    return _derived_sanitised(ctx, name, after[:8])
+    for following in [after, *_after_enclosing(ctx)]:
+        if any(pattern.search(ctx.code(s)) for s in following[:5]):
+            return True
+        if _zero_entries_replaced(ctx, name, following[:5]):
+            return True
+        if _derived_sanitised(ctx, name, following[:8]):
+            return True
+    return False
+
+
+def _after_enclosing(ctx: Context, levels: int = 2) -> list[list[cst.CSTNode]]:
+    """The statements after each `if`/`elif`/`with`/`try` around the statement being
+    visited, innermost first, within its function: where a value each branch assigns is
+    used next (`if m == "true": c = c / c.sum(-1)` ... then `c[torch.isnan(c)] = 0`)."""
+    out: list[list[cst.CSTNode]] = []
+    stack = ctx.stack
+    for i in range(len(stack) - 1, 0, -1):
+        node, parent = stack[i], stack[i - 1]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While)):
+            break
+        if isinstance(node, cst.BaseCompoundStatement) and isinstance(
+            parent, (cst.IndentedBlock, cst.Module)
+        ):
+            body = list(parent.body)
+            out.append(body[body.index(node) + 1 :])
+            if len(out) == levels:
+                break
+    return out
 
 
 def nonfinite_replaced(ctx: Context, value: Value) -> bool:

@@ -16,7 +16,12 @@ from numlint.analysis.evidence import (
     weights_sum,
     zero_tested,
 )
-from numlint.analysis.gradients import compared_here, constant_table, only_thresholds
+from numlint.analysis.gradients import (
+    compared_here,
+    constant_table,
+    gradient_flows,
+    only_thresholds,
+)
 from numlint.analysis.guards import (
     guarded_by_condition,
     replaced_by_where,
@@ -100,7 +105,10 @@ class DivideByZeroNorm(Rule):
     `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), a ratio
     the rest of the function only compares against (`r = h / m; keep = u > 1 - r`: a NaN
     makes a comparison False, not a NaN value), and a value replaced by `nan_to_num` or a
-    finiteness test in the next lines.
+    finiteness test in the next lines (also after the `if`/`elif` whose branches compute
+    it). Where no gradient can flow through such a repaired value (metrics, `no_grad`, a
+    custom backward), the deliberate NaN is not a finding at all; where one can, the NaN's
+    gradient survives the repair and the finding stays, graded low.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
@@ -454,7 +462,10 @@ class DivideByZeroNorm(Rule):
             ctx, ctx.value(num), ctx.value(den)
         ):
             confidence = "high"
-        if padding_mask(ctx, ctx.value(den)) or sanitised_later(ctx):
+        sanitised = sanitised_later(ctx)
+        if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
+            return  # a deliberate NaN the code replaces, where no gradient carries it on
+        if padding_mask(ctx, ctx.value(den)) or sanitised:
             confidence = "low"
         elif returned_with_test(ctx, den):
             confidence = "low"  # `return mu, counts > eps`: the caller is told which are valid
