@@ -215,3 +215,12 @@ def test_scan_text_kinds() -> None:
     assert kinds("model.to(torch.bfloat16)") == []
     assert kinds('doc = "use torch.cuda.amp.GradScaler() and model.half()"') == []
     assert kinds("# scaler = GradScaler()") == []
+
+
+def test_model_library_scores_under_a_callers_autocast(tmp_path: Path) -> None:
+    # no file of the project trains: its callers pick the dtype, and autocast makes the
+    # attention scores float16; the float32-only eps guards stay silent
+    root = _project(tmp_path, {"model.py": _MODEL})
+    found = _findings(root)
+    assert [f for f in found if f[1] == "NUM402"] == [(11, "NUM402", "medium")]
+    assert [f for f in found if f[1] != "NUM402"] == []

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import math
+import os
 
 import libcst as cst
 
-from numlint.analysis.dtypes import HALF_MAX, constant, is_half, traced_dtype
-from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, project_grade
+from numlint.analysis.context import Value
+from numlint.analysis.dtypes import HALF_MAX, constant, dtype_branch, is_half, traced_dtype
+from numlint.analysis.gradients import gradient_evident
+from numlint.analysis.precision_mode import (
+    AUTOCAST,
+    HALF,
+    autocast_disabled,
+    autocast_float16,
+    autocast_float32,
+    project_grade,
+)
 from numlint.analysis.semantics import positional
+from numlint.analysis.summaries import file_text, project_files, project_root
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 _WHERE_MESSAGE = (
@@ -54,7 +65,11 @@ class MaskedFillOverflowHalf(Rule):
 
     Confidence:
     high where the values are float16 by their data flow or their class, function or module
-    (float16 conversion or autocast); on the project's evidence only: medium in code autograd
+    (float16 conversion or autocast); medium without any float16 setting in the project
+    for the output of a matmul, convolution or linear layer in a method of a differentiated
+    `nn.Module` (attention scores) of a project that runs no backward pass itself (a model
+    library: its callers choose the dtype, and autocast computes these in float16); on the
+    project's evidence only: medium in code autograd
     differentiates (a model's or loss's forward, not a constructor) where the value is float16
     there: any value when the project converts a model to float16, one made by a matmul,
     convolution or linear layer (`q @ k.transpose(-2, -1)`, `self.proj(x)`) under mixed
@@ -78,6 +93,16 @@ class MaskedFillOverflowHalf(Rule):
                      "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
 
     VALID = [
+        Valid(
+            """
+            import torch
+            class Attention(torch.nn.Module):
+                def forward(self, q, k, mask):
+                    scores = (q @ k.transpose(-2, -1)).float()
+                    return scores.masked_fill(~mask, -1e10).softmax(-1)
+            """,
+            "scores cast to float32 first",
+        ),
         Valid(
             """
             import torch
@@ -136,6 +161,27 @@ class MaskedFillOverflowHalf(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            class Attention(torch.nn.Module):
+                def forward(self, q, k, mask):
+                    scores = q @ k.transpose(-2, -1)
+                    return scores.masked_fill(~mask, -1e10).softmax(-1)
+            """,
+            line=5,
+            column=16,
+            confidence="medium",
+            fixed="""
+            import torch
+            class Attention(torch.nn.Module):
+                def forward(self, q, k, mask):
+                    scores = q @ k.transpose(-2, -1)
+                    return scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(-1)
+            """,
+            note="attention scores of a module's forward: float16 under a caller's autocast, "
+            "with no float16 setting in this project",
+        ),
         Invalid(
             """
             import torch
@@ -264,6 +310,13 @@ class MaskedFillOverflowHalf(Rule):
             grade, why = graded
             text = f"{message or self.MESSAGE}; {why}"
             self.report(node, text, fix=self._fix(target, fill, value), confidence=grade)
+        elif AUTOCAST in kinds and _module_scores(ctx, operand):
+            why = (
+                "the values come from a matmul in a module's forward, which autocast computes "
+                "in float16 wherever a caller enables mixed precision"
+            )
+            text = f"{message or self.MESSAGE}; {why}"
+            self.report(node, text, fix=self._fix(target, fill, value), confidence="medium")
 
     def _fix(
         self, target: cst.BaseExpression, fill: cst.BaseExpression, value: float
@@ -274,6 +327,33 @@ class MaskedFillOverflowHalf(Rule):
         bound = "min" if value < 0 else "max"
         code = f"{finfo}({self.ctx.code(target)}.dtype).{bound}"
         return self.fix("unsafe", f"Fill with `torch.finfo(dtype).{bound}`", (fill, code))
+
+
+def _module_scores(ctx, operand: Value) -> bool:
+    """A matmul, convolution or linear layer's output (`q @ k.transpose(-2, -1)`) in a
+    method of an `nn.Module` autograd differentiates, in a project that does not train
+    itself (a model library): the code a caller's `autocast` runs in float16."""
+    func = ctx.function
+    if func is None or func.name.value == "__init__" or ctx.class_scope is None:
+        return False
+    if autocast_disabled(ctx) or dtype_branch(ctx):
+        return False
+    if not (gradient_evident(ctx) and autocast_float16(ctx, operand)):
+        return False
+    return not _project_trains(ctx)
+
+
+def _project_trains(ctx) -> bool:
+    """Some file of the project runs a backward pass: the project's own training decides
+    the dtype (float32 or bfloat16 when it names no float16), not a caller's autocast."""
+    cached = ctx.shared.get("project_trains")
+    if cached is None:
+        cached = False
+        if os.path.isfile(ctx.path):
+            files, _ = project_files(project_root(os.path.abspath(ctx.path)))
+            cached = any(".backward(" in (file_text(p) or "") for p in files)
+        ctx.shared["project_trains"] = cached
+    return cached
 
 
 def _where_operands(
