@@ -11,6 +11,7 @@ or norm is taken *of* can raise the grade.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
@@ -23,8 +24,11 @@ from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
 from numlint.analysis.summaries import (
+    file_text,
     passed_gradient,
     passed_names,
+    project_files,
+    project_root,
     tested_by_callers,
 )
 from numlint.analysis.tables import TRANSPARENT_METHODS
@@ -1713,3 +1717,17 @@ def _one_draw(ctx: Context, value: Value, sources: set[str]) -> bool:
             read |= names(ctx.deref(Value(callee.receiver, value.env)).node)
         return bool(read & sources)
     return False
+
+
+def project_mentions(ctx: Context, needle: str) -> bool:
+    """Some file of the linted file's project contains `needle` (`".backward("`,
+    `"unscale_("`): what the project does anywhere, cached per file being linted."""
+    key = f"project_mentions:{needle}"
+    cached = ctx.shared.get(key)
+    if cached is None:
+        cached = needle in (ctx.source or "")  # the file as being edited
+        if not cached and os.path.isfile(ctx.path):
+            files, _ = project_files(project_root(os.path.abspath(ctx.path)))
+            cached = any(needle in (file_text(p) or "") for p in files)
+        ctx.shared[key] = cached
+    return cached

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
 
 import libcst as cst
 
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import HALF_MAX, constant, dtype_branch, is_half, traced_dtype
+from numlint.analysis.evidence import project_mentions
 from numlint.analysis.gradients import gradient_evident
 from numlint.analysis.precision_mode import (
     AUTOCAST,
@@ -19,7 +19,6 @@ from numlint.analysis.precision_mode import (
     project_grade,
 )
 from numlint.analysis.semantics import positional
-from numlint.analysis.summaries import file_text, project_files, project_root
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 _WHERE_MESSAGE = (
@@ -340,20 +339,7 @@ def _module_scores(ctx, operand: Value) -> bool:
         return False
     if not (gradient_evident(ctx) and autocast_float16(ctx, operand)):
         return False
-    return not _project_trains(ctx)
-
-
-def _project_trains(ctx) -> bool:
-    """Some file of the project runs a backward pass: the project's own training decides
-    the dtype (float32 or bfloat16 when it names no float16), not a caller's autocast."""
-    cached = ctx.shared.get("project_trains")
-    if cached is None:
-        cached = False
-        if os.path.isfile(ctx.path):
-            files, _ = project_files(project_root(os.path.abspath(ctx.path)))
-            cached = any(".backward(" in (file_text(p) or "") for p in files)
-        ctx.shared["project_trains"] = cached
-    return cached
+    return not project_mentions(ctx, ".backward(")  # the project's own training decides
 
 
 def _where_operands(

@@ -22,7 +22,7 @@ from numlint.analysis.context import Context
 from numlint.analysis.semantics import dotted_name, keyword, positional
 from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
 from numlint.rule import Rule
-from numlint.tree import walk
+from numlint.tree import descendants, walk
 
 CLIP_FUNCTIONS = frozenset(
     f"torch.nn.utils.{mod}{name}"
@@ -236,6 +236,9 @@ class StepTracker:
     def _scaler_if_constructed(self, recv: cst.BaseExpression, text: str) -> frozenset[str]:
         """Record a receiver built by a GradScaler constructor; return flags about it."""
         ctx = self.ctx
+        if isinstance(recv, cst.Name) and _annotated_scaler(ctx, recv.value):
+            self.scalers.add(text)  # `grad_scaler: Optional[torch.cuda.amp.GradScaler]`
+            return frozenset()
         target = ctx.deref(ctx.value(recv))
         node = target.node
         if (
@@ -514,6 +517,22 @@ class _Builder:
         return None if found is function else found
 
 
+def _annotated_scaler(ctx: Context, name: str) -> bool:
+    """A parameter of the current function annotated as a GradScaler (also inside
+    `Optional[...]` or a union)."""
+    param = ctx.parameter(name)
+    if param is None or param.annotation is None:
+        return False
+    return (
+        any(
+            ctx.qualname(n) in GRAD_SCALERS
+            for n in descendants(param.annotation.annotation)
+            if isinstance(n, (cst.Name, cst.Attribute))
+        )
+        or ctx.qualname(param.annotation.annotation) in GRAD_SCALERS
+    )  # type: ignore[arg-type]
+
+
 def _condition(test: cst.BaseExpression) -> tuple[str | None, bool]:
     """A flag or object test that means the same wherever it is written (`if scaler is not
     None:`, `if not args.amp:`, `if self.use_amp:`): its text, and whether it is negated, so
@@ -709,6 +728,23 @@ def unscaled_clips(
                     )
                     yield clip, ev, nxt
                 break
+
+
+def clips_before_scaler_step(seq: Sequence[Event]) -> Iterator[tuple[Event, Event]]:
+    """Clips in a function that receives its gradients from a caller (no backward, unscale,
+    update, zero_grad or step before the clip in its sequence) and then calls
+    `scaler.step(opt)` on an enabled scaler: (clip, scaler step)."""
+    for i, clip in enumerate(seq):
+        if clip.kind != CLIP:
+            continue
+        if any(ev.kind != CLIP for ev in seq[:i]):
+            continue
+        nxt = next(
+            (e for e in seq[i + 1 :] if e.kind in (UNSCALE, SCALER_STEP) and e.compatible(clip)),
+            None,
+        )
+        if nxt is not None and nxt.kind == SCALER_STEP and "disabled" not in nxt.flags:
+            yield clip, nxt
 
 
 def steps_without_update(t: StepTracker, seq: Sequence[Event]) -> Iterator[tuple[Event, str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from numlint.analysis.evidence import project_mentions
 from numlint.rule import FixSpec, Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
@@ -31,6 +32,10 @@ class ClipWithoutUnscale(_steps.StepRule):
     update changes (it becomes the intended one). No fix when the clip is not a statement of
     its own or the following `scaler.step(...)` is in another function.
 
+    Also flags a clip in a function that receives its gradients from a caller (no
+    backward before it there) and then calls `scaler.step(opt)` on a GradScaler (one
+    annotated as such counts), when nothing in the project calls `unscale_`: medium, no fix.
+
     Known limitations:
     Only the order inside one function (plus helpers of the same class or module it calls)
     is seen. Conditions are not evaluated: an `unscale_` in any branch before the clip
@@ -55,6 +60,20 @@ class ClipWithoutUnscale(_steps.StepRule):
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
+        Valid(
+            """
+            import torch
+            class Updater:
+                def step(self, grad_scaler: torch.amp.GradScaler):
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                    grad_scaler.step(self.optimizer)
+            def train(updater, scaler, loss):
+                scaler.scale(loss).backward()
+                scaler.unscale_(updater.optimizer)
+                updater.step(scaler)
+            """,
+            "the caller unscales before handing the gradients over",
+        ),
         Valid(
             """
             import torch
@@ -164,6 +183,25 @@ class ClipWithoutUnscale(_steps.StepRule):
         Invalid(
             """
             import torch
+            from typing import Optional
+            class Updater:
+                def step(self, grad_scaler: Optional[torch.cuda.amp.GradScaler] = None):
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                    if grad_scaler is not None:
+                        grad_scaler.step(self.optimizer)
+                        grad_scaler.update()
+                    else:
+                        self.optimizer.step()
+            """,
+            line=5,
+            column=9,
+            confidence="medium",
+            note="gradients handed over by a caller, a scaler step after the clip, and no "
+            "`unscale_` anywhere in the project",
+        ),
+        Invalid(
+            """
+            import torch
             scaler = torch.amp.GradScaler("cuda")
             for x in loader:
                 optimizer.zero_grad()
@@ -270,10 +308,24 @@ class ClipWithoutUnscale(_steps.StepRule):
     )
 
     def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
-        return ((clip, step) for clip, _, step in _steps.unscaled_clips(t, seq))
+        yield from ((clip, (step, False)) for clip, _, step in _steps.unscaled_clips(t, seq))
+        if project_mentions(self.ctx, "unscale_("):
+            return  # some caller may unscale before handing the gradients over
+        for clip, step in _steps.clips_before_scaler_step(seq):
+            yield clip, (step, True)
 
-    def found(self, clip: _steps.Event, step: _steps.Event | None) -> None:
-        self.report(clip.call, fix=self._fix(clip, step))
+    def found(self, clip: _steps.Event, detail: tuple[_steps.Event | None, bool]) -> None:
+        step, handed = detail
+        message = None
+        if handed and step is not None:
+            message = (
+                f"{self.MESSAGE}: `{step.receiver}.step(...)` follows this clip, and nothing "
+                "in the project calls `unscale_`, so the gradients it receives are scaled"
+            )
+        if handed:  # the scaler comes from a caller and may be None: no automatic edit
+            self.report(clip.call, message, confidence="medium")
+            return
+        self.report(clip.call, message, fix=self._fix(clip, step))
 
     def _fix(self, clip: _steps.Event, step: _steps.Event | None) -> FixSpec | None:
         if step is None or step.function is not clip.function or step.arg is None:
