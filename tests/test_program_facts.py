@@ -314,3 +314,25 @@ def distances(x, y):
 )
 def test_expanded_distance(d2: str, root: str, expected: list[str]) -> None:
     assert _grades(DISTANCES.format(d2=d2, root=root), "NUM201") == expected
+
+
+SPREAD = """
+{head}
+    def {name}(self, estimate, target):
+        target = target / torch.std(target, dim=1, keepdim=True)
+        return (estimate - target).pow(2).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "name", "expected"),
+    [
+        # a spread is 0 for any constant input (a silent reference): medium in a loss
+        ("class SNRLoss(nn.Module):", "forward", ["medium"]),
+        # the same in code nothing trains with: low
+        ("class Report:", "describe", ["low"]),
+    ],
+)
+def test_spread_in_trained_code(head: str, name: str, expected: list[str]) -> None:
+    code = SPREAD.format(head=head, name=name)
+    assert _grades(code, "NUM202") == expected

@@ -78,6 +78,12 @@ def objective(ctx: Context) -> bool:
     return project is not None and key is not None and project.objective(key)
 
 
+def trained(ctx: Context) -> bool:
+    """The function being visited is what training minimises or a module's `forward`: code
+    that runs, with gradients, at every training step."""
+    return objective(ctx) or _module_forward(ctx)
+
+
 def _module_forward(ctx: Context) -> bool:
     project = ctx.project
     key = function_key(ctx)

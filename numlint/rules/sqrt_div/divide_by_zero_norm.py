@@ -21,6 +21,7 @@ from numlint.analysis.gradients import (
     constant_table,
     gradient_flows,
     only_thresholds,
+    trained,
 )
 from numlint.analysis.guards import (
     guarded_by_condition,
@@ -33,6 +34,10 @@ from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.semantics import keyword
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+
+#: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
+#: much weaker condition than an all-zero vector.
+_SPREADS = frozenset({"a standard deviation", "a variance"})
 
 
 class DivideByZeroNorm(Rule):
@@ -87,7 +92,10 @@ class DivideByZeroNorm(Rule):
     and the guard does not stop it); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
-    count); low for the norm or sum of some tensor (it would need an all-zero vector), a
+    count); medium for a standard deviation or variance in what training minimises or a
+    module's `forward`, where a gradient flows (0 for any constant input: a silent
+    reference, a flat patch); low for the norm or sum of some tensor (it would need an
+    all-zero vector), a
     weighted mean whose weights are the caller's values (also through methods numlint does
     not model, `image.float().normalize()`) or are picked by a mask some entry always passes
     (`w = det[overlap, 4]` with the box itself in `overlap`; `s > 0.7 * s.max()`, which the
@@ -479,6 +487,13 @@ class DivideByZeroNorm(Rule):
             confidence = "low"  # the same on every call: a 0 would show on the first run
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
+        elif (
+            confidence == "low"
+            and reason in _SPREADS
+            and trained(ctx)
+            and (gradient_flows(ctx, num) or gradient_flows(ctx, den))
+        ):
+            confidence = "medium"  # 0 for any constant input (silence, a flat patch)
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(
