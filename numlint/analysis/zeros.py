@@ -1964,3 +1964,10 @@ def _squared_norm(ctx: Context, node: cst.BaseExpression, env: Env) -> bool:
 def eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
     """A small positive guard: a constant, `finfo(...).eps`, a name spelt as an eps."""
     return _eps_like(ctx, expr, env)
+
+
+def subtraction(
+    ctx: Context, node: cst.BaseExpression, env: Env
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(a, b) of `a - b`, `a.sub(b)`, `a.subtract(b)`, `torch.sub(a, b)`."""
+    return _subtraction(ctx, node, env)

@@ -7,11 +7,13 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from numlint.analysis.ops import op
+from numlint.analysis.context import Value
+from numlint.analysis.ops import op, same_code
 from numlint.analysis.semantics import keyword, positional
-from numlint.analysis.zeros import exp_bounded
+from numlint.analysis.zeros import exp_bounded, subtraction
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
+from numlint.tree import call_name
 
 
 class HandWrittenLogsumexp(Rule):
@@ -47,6 +49,9 @@ class HandWrittenLogsumexp(Rule):
     below -104 in float32), which needs every point far from every other. Also low when the
     function writes the shifted form of the same two values too
     (`mx + torch.log1p(torch.exp(mn - mx))`): the plain sum is a deliberate edge-case path.
+    Medium for a sum along a dimension of exps shifted by the maximum of the whole tensor
+    (`x - x.data.max()`, then `sum(..., 1)`): a row far below that maximum underflows to
+    log(0) = -inf.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
@@ -62,6 +67,15 @@ class HandWrittenLogsumexp(Rule):
     TRIGGERS = ("exp(",)
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def log_sum_exp(x):
+                x_max = x.max(1, keepdim=True)[0]
+                return torch.log(torch.sum(torch.exp(x - x_max), 1, keepdim=True)) + x_max
+            """,
+            "shifted by each row's own maximum",
+        ),
         Valid(
             """
             import torch
@@ -152,6 +166,18 @@ class HandWrittenLogsumexp(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def log_sum_exp(x):
+                x_max = x.data.max()
+                return torch.log(torch.sum(torch.exp(x - x_max), 1, keepdim=True)) + x_max
+            """,
+            line=4,
+            column=12,
+            confidence="medium",
+            note="shifted by the whole tensor's maximum, summed per row",
+        ),
         Invalid(
             """
             import torch
@@ -359,6 +385,8 @@ class HandWrittenLogsumexp(Rule):
             return
         e = unbounded_exp(ctx, red.op.input, red.op.env, shifted_only=True)
         if e is None:
+            if _shifted_by_global_max(ctx, red):
+                self.report(node, _GLOBAL_MESSAGE, confidence="medium")
             return
         self.report(node, fix=self._logsumexp(node, red, e), confidence=_grade(ctx, e))
 
@@ -409,6 +437,42 @@ class HandWrittenLogsumexp(Rule):
             return None
         code = f"{func}({bare(ctx, a.op.input)}, {bare(ctx, b.op.input)})"
         return self.fix("unsafe", "Replace with `torch.logaddexp`", (node, code))
+
+
+_GLOBAL_MESSAGE = (
+    "log-sum-exp shifted by the maximum of the whole tensor, not of each row it sums: a "
+    "row far below that maximum (about 104 in float32) underflows to log(0) = -inf; "
+    "subtract `x.amax(dim, keepdim=True)` or use `torch.logsumexp(x, dim)`"
+)
+
+
+def _shifted_by_global_max(ctx, red: Found) -> bool:
+    """`log(sum(exp(x - x.max()), 1))`: a sum along a dimension of exps shifted by the
+    maximum over every entry (`x.max()`, `x.data.max()`, `torch.max(x)`, no `dim`)."""
+    if red.op.arg(0, "dim") is None:
+        return False  # a total over every entry: the global maximum is its own
+    found = find(ctx, red.op.input, ("exp",), red.op.env)  # type: ignore[arg-type]
+    if found is None or found.op.input is None:
+        return False
+    arg = ctx.deref(Value(found.op.input, found.op.env))
+    parts = subtraction(ctx, arg.node, arg.env)  # type: ignore[arg-type]
+    if parts is None:
+        return False
+    shift = ctx.deref(Value(parts[1], arg.env))
+    o = op(ctx, shift.node, shift.env) if isinstance(shift.node, cst.Call) else None
+    if o is None or o.name not in ("max", "amax") or o.input is None:
+        return False
+    return not [a for a in o.rest()] and same_code(ctx, _undetached(ctx, o.input), parts[0])
+
+
+def _undetached(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` of `x.data`, `x.detach()`."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return expr.value
+    if isinstance(expr, cst.Call) and call_name(expr) == "detach":
+        callee = ctx.callee(expr)
+        return callee.receiver if callee.receiver is not None else expr
+    return expr
 
 
 def _grade(ctx, *exps: Found) -> str:
