@@ -962,6 +962,10 @@ def _emptiness_tested(test: cst.BaseExpression) -> set[str] | None:
     return None
 
 
+#: Reductions whose truth value says the total is not 0.
+_TOTALS = frozenset({"sum", "nansum", "count_nonzero", "numel"})
+
+
 def _nonzero_test(
     ctx: Context, test: cst.BaseExpression, wanted: set[str], taken: bool, depth: int = 0
 ) -> bool:
@@ -999,6 +1003,9 @@ def _nonzero_test(
                 return True  # `ok = n > 0` ... `if ok:`
     if isinstance(test, (cst.Name, cst.Attribute)) and taken:
         return bool(wanted & names(test))  # `if n:`
+    if isinstance(test, cst.Call) and call_name(test) in _TOTALS:
+        # `if not target.sum(): return` ... `/ target.sum()`: the truth of a total is `!= 0`
+        return taken and bool(wanted & names(test))
     if isinstance(test, cst.Call):
         callee = ctx.callee(test)
         inner = positional(test, 0) if callee.qualname in ("torch.all", "torch.any") else None
