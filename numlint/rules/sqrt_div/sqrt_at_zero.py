@@ -98,6 +98,8 @@ class SqrtAtZero(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
     - [numlint hazard catalog, row 6](https://github.com/numlint/numlint/blob/main/docs/hazards.md#6)
+    - [row 32, expanded distances](https://github.com/numlint/numlint/blob/main/docs/hazards.md#32)
+    - [row 33, powers of 1 - p](https://github.com/numlint/numlint/blob/main/docs/hazards.md#33)
     """
 
     CODE = "NUM201"
