@@ -419,3 +419,19 @@ def test_an_exception_inside_a_probe_is_the_probes_own_failure():
     assert ev.verdict == "not probeable"
     assert "the probe's own failure, not a verdict on your code" in ev.summary
     assert not ev.summary.startswith(("RuntimeError", "IndexError", "TypeError"))
+
+
+def test_a_power_the_caller_sets_is_probed_below_one():
+    # the default gamma = 2 would hide it: the exponent stays an input and gets 0.5
+    found = verdicts(
+        """
+        import torch
+        def focal(logits, target, gamma=2.0):
+            p = torch.sigmoid(logits)
+            return -(torch.pow(1 - p, gamma) * target * torch.log(p)).mean()
+        """,
+        "NUM201",
+    )
+    assert [(code, row) for code, row, _ in found] == [("NUM201", 5)]
+    probe = found[0][2]
+    assert probe["verdict"] == "confirmed" and "gamma = 0.5" in probe["evidence"]

@@ -10,11 +10,12 @@ import ast
 
 from numlint.probe.whitelist import Expression
 
-TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS = (
-    "tensor", "dim", "flag", "target", "label", "mask", "size", "index", "positions"
+TENSOR, DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS, EXPONENT = (
+    "tensor", "dim", "flag", "target", "label", "mask", "size", "index", "positions",
+    "exponent",
 )  # fmt: skip
 #: Roles whose samples do not get gradients (only TENSOR inputs are differentiated).
-NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS})
+NO_GRAD = frozenset({DIM, FLAG, TARGET, LABEL, MASK, SIZE, INDEX, POSITIONS, EXPONENT})
 #: Positional index of an index tensor argument, function form (the method form is one less).
 _INDEX_POSITION = {"gather": 2, "take_along_dim": 1, "index_select": 2}
 #: Creation functions whose leading positional arguments are sizes.
@@ -66,6 +67,9 @@ def roles(expr: Expression) -> dict[str, str]:
         if isinstance(node, ast.Name) and node.id in found:
             found[node.id] = role
 
+    for name in exponent_names(expr.tree):
+        if name in found:
+            found[name] = EXPONENT  # `(1 - p) ** gamma`: a number the caller sets
     for node in ast.walk(expr.tree):
         if isinstance(node, ast.Subscript):
             index = node.slice
@@ -112,3 +116,28 @@ def roles(expr: Expression) -> dict[str, str]:
             if 0 <= i < len(args):
                 set_role(args[i], MASK)
     return found
+
+
+def exponent_names(tree: ast.AST) -> frozenset[str]:
+    """Names used as a power (`x ** gamma`, `torch.pow(x, gamma)`, `x.pow(gamma)`; also
+    `self.gamma`, spelt so)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        power: ast.expr | None = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            power = node.right
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if name == "pow" and node.args:
+                method = isinstance(node.func, ast.Attribute) and not (
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+                )
+                i = 0 if method else 1
+                power = node.args[i] if i < len(node.args) else None
+            if name == "pow":
+                power = next((k.value for k in node.keywords if k.arg == "exponent"), power)
+        if isinstance(power, ast.Name):
+            found.add(power.id)
+        elif isinstance(power, ast.Attribute) and isinstance(power.value, ast.Name):
+            found.add(f"{power.value.id}.{power.attr}")  # `self.gamma`
+    return frozenset(found)

@@ -31,6 +31,7 @@ from numlint.engine import line_offsets
 from numlint.probe import runner, templates, thresholds
 from numlint.probe.roles import (
     DIM,
+    EXPONENT,
     FLAG,
     INDEX,
     LABEL,
@@ -40,6 +41,7 @@ from numlint.probe.roles import (
     SIZE,
     TARGET,
     TENSOR,
+    exponent_names,
     roles,
 )
 from numlint.probe.whitelist import (
@@ -405,6 +407,8 @@ class _Inliner(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
+            if f"self.{node.attr}" in self.keep:
+                return node  # `(1 - p) ** self.gamma`: the caller's power stays an input
             value = self.scopes.self_attribute(node.attr, self.where, self.imports)
             if value is not None and not _function_ref(value, self.imports):
                 return copy.deepcopy(value)
@@ -481,7 +485,7 @@ def inline(
     """The tree with earlier assignments inlined (only numeric constants, if asked); names
     in `keep` stay as they are."""
     if constants_only:
-        return _Inliner(scopes, imports, where, 0, True).visit(copy.deepcopy(tree))
+        return _Inliner(scopes, imports, where, 0, True, keep).visit(copy.deepcopy(tree))
     return inline_tracking(tree, scopes, imports, where, depth, keep)[0]
 
 
@@ -574,6 +578,8 @@ def _default(r: str, first: torch.Tensor | None) -> Any:
         return True
     if r == SIZE:
         return 16
+    if r == EXPONENT:  # a power the caller sets: below 1 its slope at 0 is infinite
+        return 0.5
     if r == TARGET:
         if first is not None and first.ndim >= 2:
             return torch.zeros(first.shape[0], dtype=torch.long)
@@ -1049,11 +1055,14 @@ def _build(d: Diagnostic, info: FileInfo, scopes: _Scopes, wanted: set[str]) -> 
             return None
 
     stand_ins: dict[str, str] = {}
-    tree = inline(parse_expression(text), scopes, info.imports, where, constants_only=True)
+    parsed = parse_expression(text)
+    # a power the caller sets stays an input (its default, often 2, hides the hazard below 1)
+    keep = exponent_names(parsed)
+    tree = inline(parsed, scopes, info.imports, where, constants_only=True, keep=keep)
     # follow assignments only as deep as the rule's operations need: what is computed
     # further upstream (a normalisation, another hazard, a model call) enters as a sample
     for depth in range(1, MAX_DEPTH + 1):
-        inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where, depth)
+        inlined_tree, opaque = inline_tracking(tree, scopes, info.imports, where, depth, keep)
         inlined = _compile(inlined_tree, info.imports, stand_ins)
         if not wanted - operations(inlined):
             break
