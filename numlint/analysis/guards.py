@@ -287,18 +287,18 @@ def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]
 
 
 def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
-    """A value computed from `name` in the next statements goes through `nan_to_num`
-    (`v = normalize(x * m + mean); s, v = map(nan_to_num, (s, v))`)."""
+    """A value computed from `name` in the next statements goes through `nan_to_num` or a
+    NaN test (`v = normalize(x * m + mean); s, v = map(nan_to_num, (s, v))`,
+    `s = w * r; s = torch.where(torch.isnan(s), 0, s)`)."""
     tracked = {name}
     for stmt in after:
         code = ctx.code(stmt)
         names = set(_WORD.findall(code))
         if not names & tracked:
             continue
-        if "nan_to_num" in code:
-            for call in re.finditer(r"nan_to_num\b(.*)", code):
-                if set(_WORD.findall(call.group(1))) & tracked:
-                    return True
+        for call in _NAN_HANDLING.finditer(code):
+            if set(_WORD.findall(call.group(1))) & tracked:
+                return True
         target = assigned_name(stmt)
         if target is not None:
             tracked.add(target)
@@ -306,6 +306,8 @@ def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) ->
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+#: A call that replaces or tests NaN entries, and the rest of its line.
+_NAN_HANDLING = re.compile(r"\b(?:nan_to_num_?|isnan|isfinite)\b(.*)")
 
 
 _GUARD_METHODS = frozenset({"clamp_", "clamp_min_", "clip_", "add_", "masked_fill_"})
@@ -490,6 +492,12 @@ _THRESHOLD = re.compile(
 def threshold_name(bound: cst.BaseExpression) -> bool:
     """`eps_sq`, `self.tol`, `min_threshold`, `max_norm`: a name that says it is a threshold
     (a bound at or above 0: `n > self.max_norm` holds only where `n > 0`)."""
+    if isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, cst.Multiply):
+        # `2 * eps`, `eps * 10`: a positive multiple of a threshold
+        for factor, other in ((bound.left, bound.right), (bound.right, bound.left)):
+            if isinstance(factor, (cst.Integer, cst.Float)) and float(factor.value) > 0:
+                return threshold_name(other)
+        return False
     if not isinstance(bound, (cst.Name, cst.Attribute)):
         return False
     last = bound.value if isinstance(bound, cst.Name) else bound.attr.value
