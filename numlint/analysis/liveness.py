@@ -115,13 +115,13 @@ def _constant_of(ctx: Context, name: str) -> object:
     if func is not None:
         param = ctx.parameter(name)
         if param is not None:
-            if param.default is None or _assignments(func, name):
+            if param.default is None or _assignments(ctx, func, name):
                 return _NOT_CONSTANT
             literal = _literal(param.default)
             if literal is _NOT_CONSTANT or not never_passed(ctx, name):
                 return _NOT_CONSTANT
             return literal
-        count = _assignments(func, name)
+        count = _assignments(ctx, func, name)
         if count:
             binding = ctx.lookup(name)
             if count != 1 or binding is None or binding.value is None or binding.alternatives:
@@ -132,12 +132,17 @@ def _constant_of(ctx: Context, name: str) -> object:
     return _module_constant(ctx, name)
 
 
-def _assignments(func: cst.FunctionDef, name: str) -> int:
-    """How many statements of `func` bind `name` (a `global`/`nonlocal` counts as many)."""
-    return _binding_counts(func).get(name, 0)
+def _assignments(ctx: Context, func: cst.FunctionDef, name: str) -> int:
+    """How many statements of `func` bind `name` (a `global`/`nonlocal` counts as many);
+    counted once per function of the file (kept with the file: a cache across files would
+    keep their trees alive)."""
+    known = ctx.shared.setdefault("binding_counts", {})
+    entry = known.get(id(func))
+    if entry is None or entry[0] is not func:
+        entry = known[id(func)] = (func, _binding_counts(func))
+    return entry[1].get(name, 0)  # type: ignore[no-any-return]
 
 
-@lru_cache(maxsize=256)
 def _binding_counts(func: cst.FunctionDef) -> dict[str, int]:
     counts: dict[str, int] = {}
 
@@ -196,10 +201,12 @@ def _module_constant(ctx: Context, name: str) -> object:
     tree = ctx.syntax
     if tree is None:
         return _NOT_CONSTANT
-    return _module_constants(tree, ctx.source or "").get(name, _NOT_CONSTANT)
+    constants = ctx.shared.get("module_constants")
+    if constants is None:  # once per file (kept with it, as its tree is)
+        constants = ctx.shared["module_constants"] = _module_constants(tree, ctx.source or "")
+    return constants.get(name, _NOT_CONSTANT)
 
 
-@lru_cache(maxsize=64)
 def _module_constants(tree: ast.Module, source: str) -> dict[str, object]:
     bound: dict[str, list[ast.expr | None]] = {}
     for stmt in tree.body:
