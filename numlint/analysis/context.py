@@ -320,7 +320,7 @@ class Context:
 
     @property
     def env(self) -> Env:
-        return self.scope.env
+        return self.scopes[-1].env  # self.scope.env, without a second property call
 
     def lookup(self, name: str, env: Env | None = None) -> Binding | None:
         """The binding of `name` in `env` (default: here), falling back to module scope."""
