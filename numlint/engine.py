@@ -212,9 +212,10 @@ def _lint(
     active = active_rules(source, rules)
     if not active and reuse is None:
         return []
-    supp = suppress.parse(source)
+    supp = None  # read when a finding is to be filtered, or for an earlier lint's state
     plan = None
     if reuse is not None:
+        supp = suppress.parse(source)
         codes = [r.CODE for r, _ in active]
         plan = reuse.plan(source, tree, path, rules, codes, frozenset(supp.file))
         if plan.cached:
@@ -234,12 +235,14 @@ def _findings(
     only: frozenset[int] | None,
     tree: ast.Module,
     dependencies: set[str] | None,
-    supp: suppress.Suppressions,
+    supp: suppress.Suppressions | None,
 ) -> list[Diagnostic]:
-    """The findings of the `active` rules in `source` not covered by `supp`, sorted: over-long
-    statements left out, then what numlint.chunks keeps parsed at once or, when that is too
-    large, in parts. A file that libcst cannot parse or analyse gives only that NUM000 (and
-    the notes of the statements left out)."""
+    """The findings of the `active` rules in `source` not covered by `supp` (None: read from
+    `source` when there is a finding to filter), sorted: over-long statements left out, then
+    what numlint.chunks keeps parsed at once or, when that is too large, in parts. A file that
+    libcst cannot parse or analyse gives only that NUM000 (and the notes of the statements
+    left out)."""
+    given = source
     skipped: list[Diagnostic] = []
     if len(source) > MAX_STATEMENT_CHARS:
         original = source
@@ -254,11 +257,14 @@ def _findings(
         found, failed = _in_parts(source, path, active, chunked, tree, dependencies, offsets), []
     else:
         found, failed = _parsed(reduced, source, path, active, tree, dependencies, offsets)
-    shown = [d for d in skipped if not supp.covers(d.code, d.name, (d.row,))]
+    shown: list[Diagnostic] = []
+    if skipped or (found and not failed):
+        supp = suppress.parse(given) if supp is None else supp
+        shown = [d for d in skipped if not supp.covers(d.code, d.name, (d.row,))]
+        if not failed:
+            shown += [d for d in found if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     if failed:  # said as it is, whatever the suppressions
         shown += failed
-    else:
-        shown += [d for d in found if not supp.covers(d.code, d.name, (d.row, d.end_row))]
     return sorted(set(shown), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
 
 
