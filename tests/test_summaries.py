@@ -220,3 +220,101 @@ def test_a_count_every_caller_tests_for_emptiness_is_low(tmp_path: Path) -> None
 
 def test_a_caller_testing_something_else_leaves_the_count_reported(tmp_path: Path) -> None:
     assert _mask_loss(tmp_path, "per_anchor.sum()") == [("NUM202", "high")]
+
+
+_CHAINED_MODEL = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = self.fc(x)
+        x = torch.softmax(x, dim=-1)
+        return x
+
+
+class Logits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = torch.softmax(x, dim=-1)
+        x = self.fc(x)
+        return x
+"""
+
+
+def _trainer(model: str) -> str:
+    return (
+        "import torch\nfrom model import Net, Logits\n\n"
+        f"net = {model}()\n\n\n"
+        "def loss_fn(x, y):\n"
+        "    p = net(x)\n"
+        "    return -(y * torch.log(p)).sum()\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    loss_fn(torch.randn(2, 4), torch.ones(2, 3)).backward()\n"
+    )
+
+
+def test_a_forward_that_reassigns_one_name_returns_its_last_value(tmp_path: Path) -> None:
+    """`x = self.fc(x); x = torch.softmax(x, -1); return x`: the value returned is the
+    softmax (the last assignment before the return), not every value `x` ever held."""
+    files = {"model.py": _CHAINED_MODEL, "train.py": _trainer("Net")}
+    assert _graded(tmp_path, files, "train.py", "NUM101") == [("NUM101", "high")]
+
+
+def test_a_softmax_overwritten_before_the_return_is_not_returned(tmp_path: Path) -> None:
+    files = {"model.py": _CHAINED_MODEL, "train.py": _trainer("Logits")}
+    assert _graded(tmp_path, files, "train.py", "NUM101") == []
+
+
+_NORMS = """\
+import torch
+
+
+def l2_norm(x, dims):
+    x = x ** 2
+    x = x.sum(dim=dims, keepdim=True)
+    x = x.sqrt()
+    return x
+
+
+def safe_norm(x, dims):
+    x = x ** 2
+    x = x.sum(dim=dims, keepdim=True)
+    return x.sqrt().clamp_min(1e-12)
+
+
+def norm_or_one(x, dims):
+    x = (x ** 2).sum(dim=dims, keepdim=True)
+    if x.min() == 0:
+        x = torch.ones_like(x)
+    return x.sqrt()
+"""
+
+
+def _normalised(helper: str) -> str:
+    return (
+        f"import torch\nfrom norms import {helper}\n\n\n"
+        "def features(fx):\n"
+        f"    return fx / {helper}(fx, dims=[1])\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    features(torch.randn(2, 4, requires_grad=True)).sum().backward()\n"
+    )
+
+
+def test_division_by_a_norm_helper_of_another_file(tmp_path: Path) -> None:
+    files = {"norms.py": _NORMS, "feats.py": _normalised("l2_norm")}
+    assert _graded(tmp_path, files, "feats.py", "NUM202") == [("NUM202", "low")]
+
+
+def test_division_by_a_guarded_norm_helper_is_not_reported(tmp_path: Path) -> None:
+    for helper in ("safe_norm", "norm_or_one"):
+        files = {"norms.py": _NORMS, "feats.py": _normalised(helper)}
+        assert _graded(tmp_path, files, "feats.py", "NUM202") == [], helper

@@ -12,7 +12,8 @@ setup.cfg or .git). A parameter nobody calls is unknown, never assumed hazardous
 Recursion is bounded.
 
 Kinds: "softmax", "sigmoid" (probabilities that underflow to exactly 0 and 1),
-"sum_of_squares" (0 where the vector is 0), "cosine" (reaches ±1), "nonzero" (only the
+"sum_of_squares" (0 where the vector is 0), "norm" (a norm, or the root of a sum of
+squares: 0 there too), "cosine" (reaches ±1), "nonzero" (only the
 entries or rows with a nonzero test kept: `x[:, x.sum(0) != 0]`, whose sums are not 0).
 """
 
@@ -55,6 +56,9 @@ _TRANSPARENT = frozenset(
      "gather", "index_select", "expand", "expand_as", "cpu", "cuda", "view_as", "reshape_as"}
 )  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum"})
+_NORMS = frozenset(
+    {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.functional.norm"}
+)
 _DEPTH = 12
 #: Steps one question may take: a bound on fan-out through many reassignments.
 _STEPS = 5000
@@ -90,6 +94,8 @@ class Function:
         self.annotations = {a.arg: a.annotation for a in every if a.annotation is not None}
         self._read = False
         self._assigned: dict[str, list[ast.expr]] = {}
+        #: value (by id) -> the statement assigning it, for `reaching`.
+        self._statement: dict[int, ast.stmt] = {}
         self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
@@ -133,12 +139,50 @@ class Function:
         self._read = True
         for node in _walk_body(self.node):
             if isinstance(node, ast.Assign):
+                self._statement[id(node.value)] = node
                 for t in node.targets:
                     self._target(t, node.value)
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                self._statement[id(node.value)] = node
                 self._target(node.target, node.value)
             elif isinstance(node, ast.Return) and node.value is not None:
                 self._returns.append(node.value)
+
+    def reaching(self, name: str, ref: ast.expr) -> list[ast.expr]:
+        """The values of `name` that can reach `ref` (a use of it in this body): the
+        assignments before it, from the last one that runs whenever `ref` runs (in a block
+        that also holds `ref`: `x = self.fc(x); x = x.softmax(-1); return x` gives the
+        softmax alone). Assignments in a loop around `ref` count only before it."""
+        at = (ref.lineno, ref.col_offset)
+        before = [
+            v for v in self.assigned.get(name, [])
+            if (self._statement[id(v)].end_lineno or 0, self._statement[id(v)].end_col_offset or 0)
+            <= at
+        ]  # fmt: skip
+        before.sort(key=lambda v: (self._statement[id(v)].lineno, self._statement[id(v)].col_offset))
+        blocks = self._blocks(ref)
+        for i in range(len(before) - 1, -1, -1):
+            if self._block(self._statement[id(before[i])]) in blocks:
+                return before[i:]
+        return before
+
+    def _block(self, stmt: ast.AST) -> tuple[int, str] | None:
+        """The statement list holding `stmt`: its parent (by id) and the parent's field."""
+        parent = self.parents.get(id(stmt), self.node)
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            if any(s is stmt for s in getattr(parent, field, ()) or ()):
+                return (id(parent), field)
+        return None
+
+    def _blocks(self, node: ast.AST) -> set[tuple[int, str] | None]:
+        """Every statement list around `node`."""
+        out: set[tuple[int, str] | None] = set()
+        up: ast.AST | None = node
+        while up is not None:
+            if isinstance(up, ast.stmt):
+                out.add(self._block(up))
+            up = self.parents.get(id(up))
+        return out
 
     def _target(self, t: ast.expr, value: ast.expr) -> None:
         if isinstance(t, ast.Name):
@@ -455,7 +499,8 @@ class Project:
         self.dependencies: set[str] = set()
         self._stack: set[tuple[int, str]] = set()
         #: Per question: what each name was found to hold, and how many steps were taken.
-        self._names: dict[tuple[str, str, str, bool], Origin | None] = {}
+        self._names: dict[tuple[str, str, str, bool, tuple[int, int] | None], Origin | None] = {}
+        self._snippet: set[int] = set()
         self._steps = 0
         self._no_grad: dict[tuple[str, str], bool] = {}
         self._differentiated_memo: dict[tuple[str, str], bool] = {}
@@ -518,6 +563,7 @@ class Project:
         if mod is None:
             return None
         self._names.clear()
+        self._snippet = {id(n) for n in ast.walk(expr)}
         self._steps = 0
         found = self._kind(mod, expr, func, 0, params)
         return found if found is not None and found.kind in kinds else None
@@ -552,7 +598,8 @@ class Project:
                 return _at(here, "nonzero", f"the nonzero rows kept in {_where(mod, func)}")
             return found
         if isinstance(expr, ast.Name):
-            return self._name(mod, expr.id, f, func, depth, params)
+            ref = None if id(expr) in self._snippet else expr
+            return self._name(mod, expr.id, f, func, depth, params, ref)
         if isinstance(expr, ast.Attribute):
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" and f and f.cls:
                 values = self._attr(mod, f.cls, expr.attr)
@@ -571,8 +618,20 @@ class Project:
             return _at(here, "sigmoid", f"the sigmoid in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
+        if qual in _NORMS or (isinstance(fn, ast.Attribute) and fn.attr == "norm" and qual is None):
+            return _at(here, "norm", f"the norm in {_where(mod, func)}")
+        if qual == "torch.sqrt" or (
+            isinstance(fn, ast.Attribute) and fn.attr == "sqrt" and qual is None and not expr.args
+        ):
+            rooted = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
+            inner = sub(mod, rooted, func, depth + 1) if rooted is not None else None
+            if inner is not None and inner.kind == "sum_of_squares":
+                return _at(here, "norm", f"the norm in {_where(mod, func)}")
+            return None
         if qual in _SUMS or (isinstance(fn, ast.Attribute) and fn.attr == "sum" and qual is None):
             summed = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
+            if summed is not None and id(summed) not in self._snippet:
+                summed = _value_of(f, summed)
             if summed is not None and _square(summed):
                 found = _at(here, "sum_of_squares", f"the sum of squares in {_where(mod, func)}")
                 return replace(found, confidence=_difference_grade(summed))
@@ -603,22 +662,26 @@ class Project:
 
     def _name(
         self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,
-        params: bool,
+        params: bool, ref: ast.expr | None = None,
     ) -> Origin | None:  # fmt: skip
-        key = (mod.path, func or "", name, params)
+        at = (ref.lineno, ref.col_offset) if ref is not None else None
+        key = (mod.path, func or "", name, params, at)
         if key in self._names:  # found already, or being found (a cycle: `h = layer(h)`)
             return self._names[key]
         self._names[key] = None
-        found = self._names[key] = self._name_of(mod, name, f, func, depth, params)
+        found = self._names[key] = self._name_of(mod, name, f, func, depth, params, ref)
         return found
 
     def _name_of(
         self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,
-        params: bool,
+        params: bool, ref: ast.expr | None,
     ) -> Origin | None:  # fmt: skip
         if f is not None:
             if name in f.assigned:
-                return self._all(mod, f.assigned[name], func, depth)
+                values = f.reaching(name, ref) if ref is not None else []
+                if not values and name in f.params and params and ref is not None:
+                    return self._callers(mod, func, f, name, depth)
+                return self._all(mod, values or f.assigned[name], func, depth)
             if name in f.unpacked:
                 outs = [self._element(mod, v, i, func, depth) for v, i in f.unpacked[name]]
                 return _same(outs)
@@ -1290,6 +1353,15 @@ def _square(node: ast.expr) -> bool:
         if node.func.attr == "square":
             return True
     return False
+
+
+def _value_of(f: Function | None, expr: ast.expr) -> ast.expr:
+    """What a local name holds at `expr` when one assignment reaches it (`x = x ** 2;
+    x = x.sum()`), else `expr`."""
+    if f is None or not isinstance(expr, ast.Name) or expr.id not in f.assigned:
+        return expr
+    values = f.reaching(expr.id, expr)
+    return values[0] if len(values) == 1 else expr
 
 
 def _same(outs: list[Origin | None]) -> Origin | None:

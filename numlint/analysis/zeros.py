@@ -1360,6 +1360,11 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
     o = op(ctx, node, env)
+    if o is None and _user_call(ctx, node, env):
+        found = origin_of(ctx, node, ("norm", "sum_of_squares"))
+        if found is not None:  # `x / l2_norm(x)`, a helper in another function or file
+            return "a norm" if found.kind == "norm" else "a sum"
+        return None
     if o is None or o.input is None and o.name not in ("count",):
         return None
     if o.name in ("norm", "sum", "std", "var") and random_sample(ctx, Value(o.input, env)):
