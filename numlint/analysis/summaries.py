@@ -95,7 +95,7 @@ class Function:
         self._read = False
         self._assigned: dict[str, list[ast.expr]] = {}
         #: value (by id) -> the statement assigning it, for `reaching`.
-        self._statement: dict[int, ast.stmt] = {}
+        self._statement: dict[int, ast.Assign | ast.AnnAssign] = {}
         self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
@@ -154,17 +154,18 @@ class Function:
         that also holds `ref`: `x = self.fc(x); x = x.softmax(-1); return x` gives the
         softmax alone). Assignments in a loop around `ref` count only before it."""
         at = (ref.lineno, ref.col_offset)
-        before = [
-            v for v in self.assigned.get(name, [])
-            if (self._statement[id(v)].end_lineno or 0, self._statement[id(v)].end_col_offset or 0)
-            <= at
-        ]  # fmt: skip
-        before.sort(key=lambda v: (self._statement[id(v)].lineno, self._statement[id(v)].col_offset))
+        stmts = self._statement
+        before = sorted(
+            (stmts[id(v)] for v in self.assigned.get(name, [])
+             if (stmts[id(v)].end_lineno or 0, stmts[id(v)].end_col_offset or 0) <= at),
+            key=lambda s: (s.lineno, s.col_offset),
+        )  # fmt: skip
         blocks = self._blocks(ref)
         for i in range(len(before) - 1, -1, -1):
-            if self._block(self._statement[id(before[i])]) in blocks:
-                return before[i:]
-        return before
+            if self._block(before[i]) in blocks:
+                before = before[i:]
+                break
+        return [s.value for s in before if s.value is not None]
 
     def _block(self, stmt: ast.AST) -> tuple[int, str] | None:
         """The statement list holding `stmt`: its parent (by id) and the parent's field."""
