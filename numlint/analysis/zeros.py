@@ -26,10 +26,10 @@ from numlint.analysis.ops import (
     unpacked_from,
     unpacking_call,
 )
-from numlint.analysis.semantics import activation, keyword, positional, strip
+from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.summaries import origin_of
 from numlint.analysis.tables import TRANSPARENT_METHODS
-from numlint.tree import call_name
+from numlint.tree import call_name, descendants
 
 _SQUARE = "a square"
 
@@ -1976,3 +1976,103 @@ def subtraction(
 ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """(a, b) of `a - b`, `a.sub(b)`, `a.subtract(b)`, `torch.sub(a, b)`."""
     return _subtraction(ctx, node, env)
+
+
+#: Ops whose result is kept away from 0 or 1 by a bound: a guarded probability.
+_BOUNDING = frozenset({"clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum"})
+
+
+def complemented_probability(ctx: Context, value: Value) -> str | None:
+    """Why a log's argument is a probability that can reach exactly 0: the code pairs it with
+    its complement, as a hand-written binary cross-entropy or focal loss does. `log(p)` in a
+    function that also takes `log(1 - p)`, `log(1 - p)` beside `log(p)`, or the probability
+    of the true class picked by the label (`where(y == 1, p, 1 - p)`, `p * y + (1 - p) *
+    (1 - y)`). A probability saturates: a float32 sigmoid is exactly 1 above a logit of
+    about 17, so `1 - p` (or `p` of the other class) is 0. None when `p` is bounded (a
+    clamp, `+ eps`, an in-place floor) or is a softmax or sigmoid output (NUM101/NUM102)."""
+    found = ctx.deref(value)
+    node, env = found.node, found.env
+    picked = _picked_by_label(ctx, node, env)
+    if picked is not None:
+        return None if _bounded(ctx, picked) else "the probability of the true class"
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and is_one(ctx, node.left)
+    ):
+        p, complement = Value(node.right, env), True
+    else:
+        p, complement = found, False
+    if _bounded(ctx, p) or ctx.function is None or not _weighted(ctx):
+        return None  # `log(p) - log(1 - p)` is a logit, not a cross-entropy
+    for call in descendants(ctx.function.body):
+        if not isinstance(call, cst.Call) or call is node:
+            continue
+        o = op(ctx, call, env)
+        if o is None or o.name != "log" or o.input is None:
+            continue
+        other = ctx.deref(Value(o.input, env)).node
+        if complement and same_value(ctx, Value(other, env), p):
+            return "`1 - p` of a probability p (the code takes `log(p)` too)"
+        if (
+            not complement
+            and isinstance(other, cst.BinaryOperation)
+            and isinstance(other.operator, cst.Subtract)
+            and is_one(ctx, other.left)
+            and same_value(ctx, Value(other.right, env), p)
+        ):
+            return "a probability (the code takes `log(1 - p)` too)"
+    return None
+
+
+def _weighted(ctx: Context) -> bool:
+    """The log being visited is a factor of a product (`y * log(p)`, `-(1 - y) * log(1 - p)`):
+    a cross-entropy term weighted by its label."""
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.UnaryOperation):
+            continue
+        return isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)
+    return False
+
+
+def _picked_by_label(ctx: Context, node: cst.CSTNode, env: Env) -> Value | None:
+    """p in `where(y == 1, p, 1 - p)` (either order) or `p * y + (1 - p) * (1 - y)`."""
+    if isinstance(node, cst.Call):
+        o = op(ctx, node, env)
+        if o is None or o.name != "where":
+            return None
+        a, b = _where_arms(o)
+        pairs = [(a, b), (b, a)]
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        pairs = [(x, y) for x in factors(node.left) for y in factors(node.right)] + [
+            (y, x) for x in factors(node.left) for y in factors(node.right)
+        ]
+    else:
+        return None
+    for p, q in pairs:
+        if p is None or q is None:
+            continue
+        q = ctx.deref(Value(q, env)).node
+        if (
+            isinstance(q, cst.BinaryOperation)
+            and isinstance(q.operator, cst.Subtract)
+            and is_one(ctx, q.left)
+            and same_value(ctx, Value(q.right, env), Value(p, env))
+        ):
+            return Value(p, env)
+    return None
+
+
+def _bounded(ctx: Context, p: Value) -> bool:
+    """A probability kept off 0 and 1 (`p.clamp(eps, 1 - eps)`, `p + eps`, an in-place
+    floor), a softmax or sigmoid output (NUM101/NUM102 report those), or a constant."""
+    found = ctx.deref(p)
+    node, env = found.node, found.env
+    if guarded_by_mutation(ctx, found) or const(ctx, node, env) is not None:
+        return True
+    if activation(ctx, found, ("softmax", "sigmoid")) is not None:
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env)
+    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
+    return o is not None and o.name in _BOUNDING

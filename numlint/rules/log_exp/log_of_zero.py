@@ -12,6 +12,7 @@ from numlint.analysis.gradients import (
     gradient_flows,
     only_ranked,
     only_thresholds,
+    trained,
 )
 from numlint.analysis.guards import (
     beside_minus_inf,
@@ -21,7 +22,7 @@ from numlint.analysis.guards import (
 )
 from numlint.analysis.ops import is_zero, op, same_value
 from numlint.analysis.semantics import activation, is_one
-from numlint.analysis.zeros import zero_reason
+from numlint.analysis.zeros import complemented_probability, zero_reason
 from numlint.rule import Invalid, Probe, Rule, Valid
 
 _LOGS = ("log", "log2", "log10")
@@ -71,6 +72,13 @@ class LogOfZero(Rule):
     (`u = torch.log(torch.rand(n))`, `keep = w > u.cpu().numpy() * m`: -inf only passes or
     fails a test).
 
+    A hand-written binary cross-entropy or focal loss on a probability the code is given
+    (`y * log(p) + (1 - y) * log(1 - p)`, `log(where(y == 1, p, 1 - p))`, `p * y + (1 - p) *
+    (1 - y)`): the code itself treats p as a probability, which saturates to exactly 0 or 1;
+    medium where a gradient flows or training minimises it, low elsewhere. A probability
+    clamped into [eps, 1 - eps] or with an eps inside each log is guarded; a logit
+    `log(p) - log(1 - p)` (no label weighting it) is not reported.
+
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
     - [numlint hazard catalog, row 3, 27](https://github.com/numlint/numlint/blob/main/docs/hazards.md#3)
@@ -85,6 +93,31 @@ class LogOfZero(Rule):
     TRIGGERS = ("log(", "log2(", "log10(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def bce(p, y, eps=1e-7):
+                p = p.clamp(eps, 1 - eps)
+                return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+            """,
+            "a probability clamped into [eps, 1 - eps]",
+        ),
+        Valid(
+            """
+            import torch
+            def bce(p, y):
+                return -(y * torch.log(p + 1e-6) + (1 - y) * torch.log(1 - p + 1e-6)).mean()
+            """,
+            "an eps inside each log",
+        ),
+        Valid(
+            """
+            import torch
+            def logit(p):
+                return torch.log(p) - torch.log(1 - p)
+            """,
+            "a logit of a probability, not a cross-entropy (callers choose p)",
+        ),
         Valid(
             """
             import torch
@@ -265,6 +298,30 @@ class LogOfZero(Rule):
             column=12,
             note="masked probabilities",
         ),
+        Invalid(
+            """
+            import torch
+            def bce(p, y):
+                return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+            """,
+            line=3,
+            column=18,
+            confidence="medium",
+            also=((3, 43),),
+            note="a hand-written binary cross-entropy on a probability the caller passes",
+        ),
+        Invalid(
+            """
+            import torch
+            def focal(x, target, gamma=2.0):
+                p_t = torch.where(target == 1, x, 1 - x)
+                return (-((1 - p_t) ** gamma) * torch.log(p_t)).mean()
+            """,
+            line=4,
+            column=37,
+            confidence="medium",
+            note="a focal loss on the probability of the true class",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.relu(x))",
@@ -285,6 +342,11 @@ class LogOfZero(Rule):
         if o.name in ("log", "log2") and _entropy_factor(ctx, node, value):
             return  # `p * log(p)`: NUM109, whose fix (`xlogy`) covers the log too
         reason = zero_reason(ctx, value, "log")
+        if reason is None and o.name == "log":
+            paired = complemented_probability(ctx, value)
+            if paired is not None and not not_a_tensor(ctx, value):
+                self._probability(node, o.input, paired)
+            return
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
         flows = gradient_flows(ctx, o.input)
@@ -304,6 +366,21 @@ class LogOfZero(Rule):
             node,
             f"log of {reason}, which can be exactly 0: {tail}",
             confidence="low" if harmless else grade(ctx, reason, value, log=True),
+        )
+
+    def _probability(self, node: cst.Call, arg: cst.BaseExpression, what: str) -> None:
+        """A hand-written binary cross-entropy or focal loss on a probability."""
+        ctx = self.ctx
+        if sanitised_later(ctx) or only_thresholds(ctx) or compared_here(ctx):
+            return
+        flows = gradient_flows(ctx, arg)
+        self.report(
+            node,
+            f"log of {what}: probabilities saturate to exactly 0 and 1 (a float32 sigmoid is "
+            "1.0 above a logit of about 17), where the log is -inf"
+            f"{' with an infinite gradient' if flows else ''}; clamp p into [eps, 1 - eps], "
+            "or pass logits to `F.binary_cross_entropy_with_logits` / `F.logsigmoid`",
+            confidence="medium" if flows or trained(ctx) else "low",
         )
 
 
