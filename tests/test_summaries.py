@@ -318,3 +318,39 @@ def test_division_by_a_guarded_norm_helper_is_not_reported(tmp_path: Path) -> No
     for helper in ("safe_norm", "norm_or_one"):
         files = {"norms.py": _NORMS, "feats.py": _normalised(helper)}
         assert _graded(tmp_path, files, "feats.py", "NUM202") == [], helper
+
+
+def test_a_hand_written_bce_of_a_model_in_another_file_is_reported_once(tmp_path: Path) -> None:
+    """`p = model(x)` with a model whose forward ends in an `nn.Sigmoid` module, then
+    `y * log(p) + (1 - y) * log(1 - p)`: NUM102 names the sigmoid for both logs, and NUM103
+    (a probability paired with its complement) stays silent beside it."""
+    model = (
+        "from torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 1)\n"
+        "        self.act = nn.Sigmoid()\n\n"
+        "    def forward(self, x):\n"
+        "        x = self.fc(x)\n"
+        "        x = self.act(x)\n"
+        "        return x\n"
+    )
+    train = (
+        "import torch\nfrom model import Net\n\n\n"
+        "def train(model, opt, loader):\n"
+        "    for x, y in loader:\n"
+        "        p = model(x)\n"
+        "        loss = -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    net = Net()\n"
+        "    train(net, torch.optim.SGD(net.parameters(), 0.1), [])\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "model.py").write_text(model)
+    (tmp_path / "train.py").write_text(train)
+    found = [(d.code, d.row) for d in _found([tmp_path / "train.py"])]
+    assert found == [("NUM102", 8), ("NUM102", 8)]
