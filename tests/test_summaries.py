@@ -354,3 +354,36 @@ def test_a_hand_written_bce_of_a_model_in_another_file_is_reported_once(tmp_path
     (tmp_path / "train.py").write_text(train)
     found = [(d.code, d.row) for d in _found([tmp_path / "train.py"])]
     assert found == [("NUM102", 8), ("NUM102", 8)]
+
+
+_FOCAL = """\
+import torch
+from torch import nn
+
+
+def _sigmoid(x):
+    return torch.clamp(x.sigmoid_(), min=1e-4, max=1 - 1e-4)
+
+
+def focal(pred, gt):
+    pos = gt.eq(1).float()
+    pos_loss = torch.log(pred) * torch.pow(1 - pred, 2) * pos
+    neg_loss = torch.log(1 - pred) * torch.pow(pred, 2) * (1 - pos)
+    return -(pos_loss.sum() + neg_loss.sum())
+
+
+class Loss(nn.Module):
+    def forward(self, output, batch):
+        output["hm"] = {made}
+        return focal(output["hm"], batch["hm"])
+"""
+
+
+def test_a_probability_every_caller_clamps_is_not_reported(tmp_path: Path) -> None:
+    """A hand-written focal loss on `pred` (NUM103) whose caller clamps `pred` where it is
+    made, through a helper and a dict entry: the project bounds it; without the clamp the
+    two logs are reported."""
+    clamped = {"losses.py": _FOCAL.format(made='_sigmoid(output["hm"])')}
+    assert _graded(tmp_path, clamped, "losses.py", "NUM103") == []
+    raw = {"losses.py": _FOCAL.format(made='output["hm"].sigmoid() * 0.5')}
+    assert _graded(tmp_path, raw, "losses.py", "NUM103") == [("NUM103", "medium")] * 2

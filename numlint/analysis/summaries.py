@@ -56,6 +56,7 @@ _TRANSPARENT = frozenset(
      "gather", "index_select", "expand", "expand_as", "cpu", "cuda", "view_as", "reshape_as"}
 )  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum"})
+_CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
 _NORMS = frozenset(
     {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.functional.norm"}
 )
@@ -1091,6 +1092,54 @@ class Project:
                 return False
         return True
 
+    def bounded_by_callers(self, func: str, param: str) -> bool:
+        """Whether a known caller of function `func` of the file being linted passes a
+        clamped value as `param` (`f(p.clamp(eps, 1 - eps))`, `f(_sigmoid(x))` with a
+        helper returning a clamp, `hm = ...clamp(...)`, `out["hm"] = _sigmoid(...)` first):
+        the project bounds that argument where it is made."""
+        return any(
+            self._bounded_arg(cmod, caller, arg, 0)
+            for cmod, caller, arg in self.passed(func, param)
+        )
+
+    def _bounded_arg(self, mod: Module, func: str | None, expr: ast.expr, depth: int) -> bool:
+        if depth > 3:
+            return False
+        f = mod.functions.get(func) if func else None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return isinstance(expr.right, ast.Constant) or isinstance(expr.left, ast.Constant)
+        if isinstance(expr, ast.Call):
+            fn = expr.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+            if name in _CLAMPS:
+                return True
+            target = self._lookup(mod, fn.id) if isinstance(fn, ast.Name) else None
+            if target is not None and target[1] in target[0].functions:
+                tmod, tname = target
+                returns = tmod.functions[tname].returns
+                return any(self._bounded_arg(tmod, tname, r, depth + 1) for r in returns)
+            return False
+        if f is None:
+            return False
+        if isinstance(expr, ast.Name) and expr.id in f.assigned:
+            values = f.reaching(expr.id, expr)
+            return any(self._bounded_arg(mod, func, v, depth + 1) for v in values)
+        if isinstance(expr, ast.Subscript):  # `output["hm"] = _sigmoid(output["hm"])` first
+            text = ast.dump(expr.value) + ast.dump(expr.slice)
+            for node in _walk_body(f.node):
+                if (
+                    isinstance(node, ast.Assign)
+                    and node.lineno < expr.lineno
+                    and any(
+                        isinstance(t, ast.Subscript)
+                        and ast.dump(t.value) + ast.dump(t.slice) == text
+                        for t in node.targets
+                    )
+                    and self._bounded_arg(mod, func, node.value, depth + 1)
+                ):
+                    return True
+        return False
+
     def never_passed(self, func: str, param: str) -> bool:
         """Whether every known call of function `func` of the file being linted (at least one)
         leaves out `param` (`self._initialize_biases()` for `cf=None`), without `*args` or
@@ -1436,6 +1485,13 @@ def tested_by_callers(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.tested_by_callers(func, param)
+
+
+def bounded_by_callers(ctx: object, param: str) -> bool:
+    """A known caller of the function being linted passes a clamped value as `param`."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    return project is not None and func is not None and project.bounded_by_callers(func, param)
 
 
 def never_passed(ctx: object, param: str) -> bool:

@@ -27,7 +27,7 @@ from numlint.analysis.ops import (
     unpacking_call,
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
-from numlint.analysis.summaries import origin_of
+from numlint.analysis.summaries import bounded_by_callers, origin_of
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
@@ -2063,11 +2063,26 @@ def _picked_by_label(ctx: Context, node: cst.CSTNode, env: Env) -> Value | None:
     return None
 
 
-def _bounded(ctx: Context, p: Value) -> bool:
+def _bounded(ctx: Context, p: Value, depth: int = 0) -> bool:
     """A probability kept off 0 and 1 (`p.clamp(eps, 1 - eps)`, `p + eps`, an in-place
-    floor), a softmax or sigmoid output (NUM101/NUM102 report those), or a constant."""
+    floor), a softmax or sigmoid output (NUM101/NUM102 report those), or a constant; also
+    a part or view of one (`p[:, 1].unsqueeze(1)`), on any arm of an earlier `if`."""
+    if depth > 6:
+        return False
+    return ctx.on_any_arm(p, lambda v: _bounded_here(ctx, v, depth) or None) is True
+
+
+def _bounded_here(ctx: Context, p: Value, depth: int) -> bool:
     found = ctx.deref(p)
     node, env = found.node, found.env
+    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        return bounded_by_callers(ctx, node.value)  # `loss(p.clamp(eps, 1 - eps), y)`
+    if isinstance(node, cst.Subscript):
+        return _bounded(ctx, Value(node.value, env, found.mutations), depth + 1)
+    if isinstance(node, cst.Call):
+        callee = ctx.callee(node, env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            return _bounded(ctx, Value(callee.receiver, env, found.mutations), depth + 1)
     if guarded_by_mutation(ctx, found) or const(ctx, node, env) is not None:
         return True
     if activation(ctx, found, ("softmax", "sigmoid")) is not None:
