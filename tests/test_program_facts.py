@@ -336,3 +336,27 @@ SPREAD = """
 def test_spread_in_trained_code(head: str, name: str, expected: list[str]) -> None:
     code = SPREAD.format(head=head, name=name)
     assert _grades(code, "NUM202") == expected
+
+
+HELPER_SPREAD = """
+def normalise(volume):
+    return (volume - volume.mean()) / volume.std()
+
+
+class {cls}:
+    def {name}(self, x, y):
+        return (normalise(x) - normalise(y)).abs().mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "name", "expected"),
+    [
+        # a helper every caller of which is a module's forward runs in training too
+        ("Perceptual(nn.Module)", "forward", ["medium"]),
+        ("Report", "describe", ["low"]),
+    ],
+)
+def test_spread_in_a_helper_of_trained_code(cls: str, name: str, expected: list[str]) -> None:
+    code = HELPER_SPREAD.format(cls=cls, name=name)
+    assert _grades(code, "NUM202") == expected

@@ -78,16 +78,18 @@ def objective(ctx: Context) -> bool:
     return project is not None and key is not None and project.objective(key)
 
 
-def trained(ctx: Context) -> bool:
-    """The function being visited is what training minimises or a module's `forward`: code
-    that runs, with gradients, at every training step."""
-    return objective(ctx) or _module_forward(ctx)
-
-
 def _module_forward(ctx: Context) -> bool:
     project = ctx.project
     key = function_key(ctx)
     return project is not None and key is not None and project.module_forward(key)
+
+
+def trained(ctx: Context) -> bool:
+    """The function being visited is what training minimises, a module's `forward`, or a
+    helper only those call: code that runs, with gradients, at every training step."""
+    project = ctx.project
+    key = function_key(ctx)
+    return project is not None and key is not None and project.trained(key)
 
 
 def gradient_evident(ctx: Context) -> bool:

@@ -1014,8 +1014,32 @@ class Project:
         """Whether `func` (a summaries key) is the `forward` of an nn.Module class of the file
         being linted: what autograd differentiates whenever the module trains."""
         mod = self.main
+        return mod is not None and self._module_forward(mod, func)
+
+    def _module_forward(self, mod: Module, func: str) -> bool:
         cls, _, name = func.rpartition(".")
-        return mod is not None and name == "forward" and bool(cls) and self._module_class(mod, cls)
+        return name == "forward" and bool(cls) and self._module_class(mod, cls)
+
+    def trained(self, func: str) -> bool:
+        """Whether `func` of the file being linted runs with gradients at every training
+        step: it is what training minimises, a module's `forward`, or a helper every known
+        caller of which (two calls up) is one of those."""
+        mod = self.main
+        return mod is not None and (self.objective(func) or self._trained(mod, func, 0))
+
+    def _trained(self, mod: Module, func: str, depth: int) -> bool:
+        if self._module_forward(mod, func):
+            return True
+        f = mod.functions.get(func)
+        if f is None or depth >= 2:
+            return False
+        calls = self._known_calls(mod, f)
+        return bool(calls) and all(
+            caller is not None
+            and caller != func
+            and (self._objective(cmod, caller, 1) or self._trained(cmod, caller, depth + 1))
+            for cmod, caller, _ in calls
+        )
 
     def _module_class(self, mod: Module, cls: str) -> bool:
         """A class with a `forward` method, or based (through the project) on `torch.nn` or

@@ -92,9 +92,10 @@ class DivideByZeroNorm(Rule):
     and the guard does not stop it); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
-    count); medium for a standard deviation or variance in what training minimises or a
-    module's `forward`, where a gradient flows (0 for any constant input: a silent
-    reference, a flat patch); low for the norm or sum of some tensor (it would need an
+    count); medium for a standard deviation or variance in what training minimises, a
+    module's `forward` or a helper only those call, where a gradient flows (0 for any
+    constant input: a silent reference, a flat patch); low for the norm or sum of some
+    tensor (it would need an
     all-zero vector), a
     weighted mean whose weights are the caller's values (also through methods numlint does
     not model, `image.float().normalize()`) or are picked by a mask some entry always passes
