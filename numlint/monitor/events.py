@@ -301,6 +301,21 @@ class EventLog:
                     self._write()
         return event
 
+    def emit_many(self, events: list[Event]) -> None:
+        """Record several events in order (as `emit` each, under one lock)."""
+        with self._lock:
+            self.events.extend(events)
+            counts = self.counts
+            error = False
+            for event in events:
+                name = event["event"]
+                counts[name] = counts.get(name, 0) + 1
+                error = error or name in ERROR_EVENTS
+            if self._file is not None:
+                self._unwritten += events
+                if error or time.monotonic() - self._flushed > self.FLUSH_EVERY_S:
+                    self._write()
+
     def flush(self) -> None:
         """Write the events not yet in the file."""
         with self._lock:

@@ -21,6 +21,8 @@ from numlint.monitor.events import (
     step_event,
 )
 
+_LOW = (torch.float16, torch.bfloat16)
+
 
 @dataclass
 class ParamGroup:
@@ -34,10 +36,9 @@ def norms(tensors: list[Tensor], ord: float = 2.0) -> list[Tensor]:
     """Per-tensor norms on the device with one multi-tensor kernel (`torch._foreach_norm`)."""
     if not tensors:
         return []
-    low = tensors[0].dtype in (torch.float16, torch.bfloat16)
     try:
-        if low:  # accumulate and return in float32: a half norm overflows at 65504
-            return list(torch._foreach_norm(tensors, ord, dtype=torch.float32))
+        if tensors[0].dtype in _LOW:  # accumulate and return in float32: a half norm
+            return list(torch._foreach_norm(tensors, ord, dtype=torch.float32))  # overflows
         return list(torch._foreach_norm(tensors, ord))
     except (RuntimeError, TypeError):  # mixed devices or dtypes the fused kernel refuses
         return [
@@ -159,8 +160,10 @@ def step_events(
     if clip is not None:
         step_ev.update(grad_norm_clipped=clip[0], max_norm=clip[1])
     out = [step_ev]
-    common = {"step": step, "iteration": iteration, "rank": rank}
     median = explosion.update(total)
+    if median is None and rows is None and 0.0 not in values:
+        return out  # (every step but a few)
+    common = {"step": step, "iteration": iteration, "rank": rank}
     if median is not None:
         out.append(
             make_event(

@@ -168,6 +168,7 @@ def propagates(module: nn.Module) -> bool:
 
 
 GradHook = Callable[[Tensor], None]
+_F32 = torch.float32
 
 
 def hook_gradient(t: Tensor, hook: GradHook) -> bool:
@@ -233,9 +234,9 @@ class FlagRecorder:
 
     def take_backward(self) -> tuple[list[Tensor], list[int]]:
         """The backward flags collected so far, and clear them."""
-        out = (list(self.bflags), list(self.bidx))
-        self.bflags.clear()
-        self.bidx.clear()
+        out = (self.bflags, self.bidx)
+        self.bflags = []
+        self.bidx = []
         return out
 
     def _current(self, t: Tensor, waiting: list[int], f: Tensor | None, checked: bool) -> None:
@@ -340,7 +341,7 @@ class FlagRecorder:
         """Compute the current tensor's owed flag (one reduction), give it to the entries
         waiting for it, and return it."""
         t: Tensor = self.cur  # type: ignore[assignment]
-        f = self.cur_flag = t.detach().sum() if t.dtype is torch.float32 else flag(t)
+        f = self.cur_flag = t.detach().sum() if t.dtype is _F32 else flag(t)
         fflags, fidx = self.fflags, self.fidx
         for j in self.cur_waiting:
             fflags.append(f)
@@ -352,6 +353,8 @@ class FlagRecorder:
         """Flag the top-level module's outputs; hook their gradients, keeping them (the
         gradient of the loss w.r.t. the model output) until the step. The gradient of an output
         whose gradient is checked already (made by a Linear head, say) needs no flag here."""
+        if type(output) is Tensor and output is self.cur and output._version == self.cur_version:
+            return self._root_is_current(output)
         plain = type(output) is Tensor and output.is_floating_point()
         outs = [output] if plain else flat_tensors(output)
         cur = self.cur
@@ -383,6 +386,25 @@ class FlagRecorder:
                 hook_gradient(t, hook)
         return outs
 
+    def _root_is_current(self, t: Tensor) -> list[Tensor]:
+        """`root_outputs` for the common case: the model returns the tensor its last module
+        made (a Linear head's logits), whose flag is computed here, once."""
+        f = self.cur_flag
+        if f is None:
+            self.cur_waiting.append(0)
+            self._resolve()
+        else:
+            self.fflags.append(f)
+            self.fidx.append(0)
+        if self.check_backward:
+            self.out_grads = [None]
+            key = (0, not self.cur_checked)
+            hook = self._root_hooks.get(key)
+            if hook is None:
+                hook = self._root_hooks[key] = self._make_root_hook(*key)
+            hook_gradient(t, hook)
+        return [t]
+
     # -------------------------------------------------------------- backward
     def _queue(self) -> None:
         if not self._queued:
@@ -402,17 +424,15 @@ class FlagRecorder:
         return hook
 
     def _make_grad_hook(self, i: int) -> GradHook:
-        flags, idx = self.bflags, self.bidx
-
         def hook(grad: Tensor) -> None:
             if self.paused or grad is None:
                 return
-            if grad.dtype is torch.float32:
-                flags.append(grad.sum())
-                idx.append(i)
+            if grad.dtype is _F32:
+                self.bflags.append(grad.sum())
+                self.bidx.append(i)
             elif is_checked(grad):
-                flags.append(flag(grad))
-                idx.append(i)
+                self.bflags.append(flag(grad))
+                self.bidx.append(i)
             if self.end_callback and not self._queued:
                 self._queue()
 
@@ -425,8 +445,8 @@ class FlagRecorder:
             store = self.out_grads
             if store is not None and k < len(store):
                 store[k] = grad  # the gradient of the loss w.r.t. model output k
-            if flagged and (grad.dtype is torch.float32 or is_checked(grad)):
-                self.bflags.append(grad.sum() if grad.dtype is torch.float32 else flag(grad))
+            if flagged and (grad.dtype is _F32 or is_checked(grad)):
+                self.bflags.append(grad.sum() if grad.dtype is _F32 else flag(grad))
                 self.bidx.append(0)
             if self.end_callback and not self._queued:
                 self._queue()

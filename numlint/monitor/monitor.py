@@ -359,17 +359,15 @@ class Monitor:
         first failing check of the rank where the value began. True when one failed on some
         rank."""
         checks = self._at[point]
-        given = []
+        ends = []
         flat: list[Tensor] = []
         for c in checks:
-            values = c.values(point)
-            given.append(values)
-            flat += values
+            flat += c.values(point)
+            ends.append(len(flat))
         read = read_floats(flat) if flat else []
         finite = all(map(math.isfinite, read))
         worst, culprit, k = OK, None, 0
-        for c, values in zip(checks, given, strict=True):
-            n = k + len(values)
+        for c, n in zip(checks, ends, strict=True):
             if not (finite and c.FLAGS_ONLY):
                 verdict = c.judge(read[k:n], point)
                 if verdict > worst:
@@ -390,6 +388,19 @@ class Monitor:
         rec = self.rec
         if rec.paused:
             return
+        if rec.fflags or rec.bflags or rec.out_grads is not None:
+            self._read_earlier_passes()
+        else:
+            self._incidents.open = False  # the last step is over (taken or dropped)
+        self.rng = ForwardState.capture()
+        self.grad_enabled = torch.is_grad_enabled()
+        rec.out_grads = None
+        rec._queued = False  # in case a backward pass died before its end callback
+
+    def _read_earlier_passes(self) -> None:
+        """Before a forward: read the flags of an earlier forward or backward pass that no
+        step has read (no optimizer step since: gradient accumulation, evaluation)."""
+        rec = self.rec
         if rec.fflags:  # a forward whose flags wait for the step: read them while its
             self.check("forward")  # batch is still the one to re-run
         out_grads = rec.out_grads
@@ -400,10 +411,6 @@ class Monitor:
             self.check("backward")
         elif not backward_seen:
             self._incidents.open = False  # the last step is over (taken or dropped)
-        self.rng = ForwardState.capture()
-        self.grad_enabled = torch.is_grad_enabled()
-        rec.out_grads = None
-        rec._queued = False  # in case a backward pass died before its end callback
 
     def _root_post(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         rec = self.rec

@@ -93,7 +93,7 @@ def read_floats(values: list[Tensor]) -> list[float]:
     accelerator; on the CPU, where there is nothing to wait for, each value directly (cheaper
     than building the stacked tensor)."""
     if values[0].is_cpu:
-        return [v.item() for v in values]
+        return list(map(Tensor.item, values))
     try:
         stacked = torch.stack(values)
     except RuntimeError:  # values on several devices

@@ -7,6 +7,7 @@ second's worth at a time: a step only appends one tuple."""
 from __future__ import annotations
 
 import math
+import operator
 import time
 from typing import Any
 
@@ -18,6 +19,8 @@ from numlint.monitor.checks._failures import backward_failure, grad_failure, gra
 from numlint.monitor.events import EventLog
 from numlint.monitor.grads import ExplosionDetector, norms, param_stats, stack_on, step_events
 from numlint.monitor.stats import local
+
+_GRAD = operator.attrgetter("grad")
 
 
 class GradientCheck(Check):
@@ -53,17 +56,20 @@ class GradientCheck(Check):
             return norms([local(p.grad) for p in params if p.grad is not None])
         if point != "step":
             return []
-        grads = [p.grad for p in params]
+        grads = list(map(_GRAD, params))
         present = self._all_present
         for g in grads:
             if g is None:  # some parameters got no gradient this step
                 present = [i for i, g in enumerate(grads) if g is not None]
                 grads = [grads[i] for i in present]
                 break
-        clip, self._clip = self._clip, None
+        clip = self._clip
         self._step = (present, clip)
         found = _global_norms(grads) if self._sharded else norms(grads)  # type: ignore[arg-type]
-        return found if clip is None else [clip[0].reshape(()), *found]
+        if clip is None:
+            return found
+        self._clip = None
+        return [clip[0].reshape(()), *found]
 
     def judge(self, values: list[float], point: Point) -> int:
         if point == "backward":
@@ -76,7 +82,9 @@ class GradientCheck(Check):
         self._step = None
         pre_clip = values[0] if clip is not None else None
         norms_ = values[1:] if clip is not None else values
-        total = math.sqrt(math.fsum([v * v for v in norms_]))
+        total = math.hypot(*norms_)
+        if total == math.inf:  # (an Inf or a NaN: the one a sum of the squares gives)
+            total = math.sqrt(math.fsum([v * v for v in norms_]))
         # (a sum of squares can overflow: a non-finite total is checked exactly)
         ok = math.isfinite(total) or grads_finite_exact(mon)
         self._pending = None
@@ -104,13 +112,13 @@ class GradientCheck(Check):
         mon = self.mon
         mon.last_grad_norm = pending[0]
         steps = self._unbuilt
+        now = time.time()
         # (one numbering for every event: the step just completed, counted from 0, as an
         # incident during it would have said)
-        steps.append((mon.step - 1, mon.iteration - 1, scale, time.time(), pending))
-        now = time.monotonic()
+        steps.append((mon.step - 1, mon.iteration - 1, scale, now, pending))
         if len(steps) == 1:
             self._unbuilt_since = now
-        elif now - self._unbuilt_since > EventLog.FLUSH_EVERY_S:
+        elif not 0 <= now - self._unbuilt_since <= EventLog.FLUSH_EVERY_S:
             self.flush()
 
     def step_skipped(self, before: float, after: float) -> None:
@@ -124,9 +132,9 @@ class GradientCheck(Check):
             return
         self._unbuilt = []
         mon = self.mon
-        emit = mon.log.emit
+        events = []
         for step, iteration, scale, when, (total, present, values, loss, rows, clip) in steps:
-            for event in step_events(
+            events += step_events(
                 step=step,
                 iteration=iteration,
                 rank=mon.rank,
@@ -141,8 +149,8 @@ class GradientCheck(Check):
                 explosion=self._explosion,
                 when=when,
                 clip=clip,
-            ):
-                emit(event)
+            )
+        mon.log.emit_many(events)
 
 
 def _global_norms(grads: list[Tensor]) -> list[Tensor]:

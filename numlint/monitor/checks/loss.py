@@ -74,16 +74,16 @@ class LossCheck(Check):
             self._now, self._inputs = [], None
 
     def values(self, point: Point) -> list[Tensor]:
-        if point == "loss":
-            return [flag(t) for t in self._now]
-        t = None
-        if point == "backward":
-            t = self._unread
-        elif point == "step":
+        if point == "step":
             t = self.mon.loss
             self.mon.loss_value = None
-        if point in ("backward", "step"):
-            self._unread = None
+        elif point == "backward":
+            t = self._unread
+        elif point == "loss":
+            return [flag(t) for t in self._now]
+        else:
+            return []
+        self._unread = None
         if t is None or t.numel() != 1:
             self._read = None
             return []
@@ -91,11 +91,12 @@ class LossCheck(Check):
         return [t if t.dim() == 0 else t.reshape(())]
 
     def judge(self, values: list[float], point: Point) -> int:
-        ok = all(math.isfinite(v) for v in values)
-        if point == "loss":
+        ok = all(map(math.isfinite, values))
+        if point == "step":
+            if values:
+                self.mon.loss_value = values[0]
+        elif point == "loss":
             self.mon.loss_finite = ok
-        elif point == "step" and values:
-            self.mon.loss_value = values[0]
         return OK if ok else LOCAL
 
     def report(self, point: Point) -> None:
