@@ -277,6 +277,9 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
             return f"`1 - p` of {sub(negated, 'one')}" if sub(negated, "one") else None
         if _blend_with_constant(ctx, node, env):
             return None  # `u * (1 - c) + c`: at least c
+        picked = _complementary_masks(ctx, node, env)
+        if picked is not None:  # `a * (x <= y).float() + b * (x > y).float()`: a or b
+            return next((r for r in map(sub, picked) if r), None)
         parts = _mixed_parts(ctx, node, env)
         if parts is not None:  # `q * pdf_1 + (1 - q) * pdf_0`: 0 only where a pdf is
             return next((r for r in map(sub, parts) if r), None)  # (not where q is)
@@ -1176,6 +1179,48 @@ def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
             if low is not None and 0 < low <= 1e-3:
                 return True
     return last is not None and _EPS_NAME.search(last.lower()) is not None
+
+
+#: Comparison operators and the one that holds exactly where they do not.
+_OPPOSITE = {
+    cst.LessThanEqual: cst.GreaterThan,
+    cst.GreaterThan: cst.LessThanEqual,
+    cst.LessThan: cst.GreaterThanEqual,
+    cst.GreaterThanEqual: cst.LessThan,
+    cst.Equal: cst.NotEqual,
+    cst.NotEqual: cst.Equal,
+}
+
+
+def _complementary_masks(
+    ctx: Context, node: cst.BinaryOperation, env: Env
+) -> list[cst.BaseExpression] | None:
+    """`a * m + b * (not m)`, with `m` a comparison and the other its complement (`x <= y`
+    and `x > y`): a selection by hand, 0 only where the term it selects is. The factors of
+    both terms besides the masks, else None."""
+    left, right = factors(node.left), factors(node.right)
+    for i, m in enumerate(left):
+        for j, n in enumerate(right):
+            if _opposite_tests(ctx, m, n, env):
+                return [*left[:i], *left[i + 1 :], *right[:j], *right[j + 1 :]]
+    return None
+
+
+def _opposite_tests(ctx: Context, a: cst.BaseExpression, b: cst.BaseExpression, env: Env) -> bool:
+    tests = []
+    for expr in (a, b):
+        found, _ = strip(ctx, Value(expr, env))
+        node = found.node
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            return False
+        tests.append(node)
+    first, second = tests
+    op_a, op_b = type(first.comparisons[0].operator), type(second.comparisons[0].operator)
+    return (
+        _OPPOSITE.get(op_a) is op_b
+        and same_code(ctx, first.left, second.left)
+        and same_code(ctx, first.comparisons[0].comparator, second.comparisons[0].comparator)
+    )
 
 
 def factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:

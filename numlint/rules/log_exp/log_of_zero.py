@@ -21,7 +21,7 @@ from numlint.analysis.guards import (
     writes_minus_inf,
 )
 from numlint.analysis.ops import is_zero, op, same_value
-from numlint.analysis.semantics import activation, is_one
+from numlint.analysis.semantics import activation, is_one, strip
 from numlint.analysis.zeros import complemented_probability, zero_reason
 from numlint.rule import Invalid, Probe, Rule, Valid
 
@@ -46,6 +46,9 @@ class LogOfZero(Rule):
     per million draws in float16), a ReLU output is 0 for half its inputs, and probabilities
     underflow to 0.
 
+    A sum of two terms picked by complementary tests (`a * (x <= y).float() + b * (x > y)
+    .float()`, a selection by hand) is 0 only where the term it picks is.
+
     Known limitations:
     Values are followed within one function. A real guard stops the rule: an eps inside the
     log (`torch.log(p + eps)`), `clamp(min=eps)` / `clamp_min(eps)`, `torch.maximum(p, eps)`,
@@ -61,7 +64,9 @@ class LogOfZero(Rule):
     (`counts / counts.sum()`: a histogram, frequencies, probabilities, or what callers pass
     under such a name), whose empty bins are everyday zeros; low for the share of any other
     quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a
-    0/1 indicator (usually a deliberate log-density), a ratio of norms in dB (SI-SNR, SQNR),
+    0/1 indicator the function is given (usually a deliberate log-density; the log of a
+    comparison it computes, `(x == v).float().log()`, is one by design and not reported),
+    a ratio of norms in dB (SI-SNR, SQNR),
     and a `torch.rand` draw in a constructor or parameter initialiser (a few numbers drawn
     once), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
     `p / p.sum(-1)`: its -inf logits are the masking), a module's own setting clamped into
@@ -93,6 +98,23 @@ class LogOfZero(Rule):
     TRIGGERS = ("log(", "log2(", "log10(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def spline(a, b, x, y, w):
+                d = (a.exp() * (x <= y).float() + b.exp() * (x > y).float()) * w.exp()
+                return torch.log(d)
+            """,
+            "complementary tests pick one positive term per entry",
+        ),
+        Valid(
+            """
+            import torch
+            def delta_log_prob(x, v):
+                return (x == v).type(x.dtype).log()
+            """,
+            "the log of a comparison: a log-density of 0 or -inf by design",
+        ),
         Valid(
             """
             import torch
@@ -301,6 +323,17 @@ class LogOfZero(Rule):
         Invalid(
             """
             import torch
+            def pick(a, b, x, y):
+                d = torch.relu(a) * (x <= y).float() + b.exp() * (x > y).float()
+                return torch.log(d)
+            """,
+            line=4,
+            column=12,
+            note="a selection by complementary tests that can pick a ReLU output",
+        ),
+        Invalid(
+            """
+            import torch
             def bce(p, y):
                 return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
             """,
@@ -349,6 +382,8 @@ class LogOfZero(Rule):
             return
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
+        if reason == "a 0/1 mask" and isinstance(strip(ctx, value)[0].node, cst.Comparison):
+            return  # `(x == v).float().log()`: a log-density of 0 or -inf, by design
         flows = gradient_flows(ctx, o.input)
         tail = _TAIL if flows else _TAIL_FORWARD
         harmless = sanitised_later(ctx) or (not flows and only_ranked(ctx))
