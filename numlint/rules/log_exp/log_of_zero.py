@@ -87,6 +87,7 @@ class LogOfZero(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
     - [numlint hazard catalog, row 3, 27](https://github.com/numlint/numlint/blob/main/docs/hazards.md#3)
+    - [numlint hazard catalog, row 2](https://github.com/numlint/numlint/blob/main/docs/hazards.md#2)
     """
 
     CODE = "NUM103"
