@@ -18,6 +18,7 @@ shared machine), its ratio to `none`, and numlint's added time per step. One int
 same reason. Usage:
 
     python benchmarks/monitor_overhead.py [--quick] [--rounds N] [--models tiny,mlp,cnn,transformer]
+    python benchmarks/monitor_overhead.py --breakdown --models tiny   # each optional part's cost
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ BLOCK_FACTOR = {"tiny": 50}
 #: The model whose added time is the monitor's fixed cost per step, and the target for it.
 FIXED_COST_MODEL, FIXED_COST_TARGET_MS = "tiny", 0.05
 VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
+#: --breakdown: numlint with one optional part off (the options of `numlint.watch`), each
+#: against the default; "lean" has all three off.
+BREAKDOWN: dict[str, dict[str, Any]] = {
+    "log=None": {"log": None},
+    "check_backward=False": {"check_backward": False},
+    "module_hooks=False": {"module_hooks": False},
+    "lean": {"log": None, "check_backward": False, "module_hooks": False},
+}
 
 
 def _isnan_hook(name: str) -> Callable[..., None]:
@@ -139,6 +148,8 @@ class Bench:
         self.loss_fn = loss_fn
         self.opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         self.monitor = numlint.watch(model, self.opt, log=log / "events.jsonl")
+        self.log = log
+        self.options: dict[str, Any] = {}  # the --breakdown monitors, made when first used
 
     @contextlib.contextmanager
     def variant(self, name: str) -> Iterator[None]:
@@ -146,6 +157,12 @@ class Bench:
         with contextlib.ExitStack() as stack:
             if name == "numlint":
                 stack.enter_context(self.monitor)
+            elif name in BREAKDOWN:
+                if name not in self.options:
+                    opts = {"log": self.log / f"events.{len(self.options)}.jsonl"}
+                    opts.update(BREAKDOWN[name])
+                    self.options[name] = numlint.watch(self.model, self.opt, **opts)
+                stack.enter_context(self.options[name])
             elif name == "isnan-hook":
                 for mname, module in self.model.named_modules():
                     stack.callback(module.register_forward_hook(_isnan_hook(mname)).remove)
@@ -165,7 +182,12 @@ class Bench:
 
 
 def measure(
-    name: str, rounds: int, block: int, warmup: int, log: Path
+    name: str,
+    rounds: int,
+    block: int,
+    warmup: int,
+    log: Path,
+    variants: tuple[str, ...] = VARIANTS,
 ) -> dict[str, dict[str, float]]:
     """Median per-step seconds per variant (wall clock and process CPU time), the variants
     interleaved round-robin so that drifts in machine load hit every variant alike."""
@@ -175,10 +197,10 @@ def measure(
     bench = Bench(model, loss_fn, log / name)
     batches = [make_batch() for _ in range(8)]
     block *= BLOCK_FACTOR.get(name, 1)
-    wall: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    wall: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(warmup + rounds):
-        order = VARIANTS if r % 2 == 0 else VARIANTS[::-1]  # no variant always runs first
+        order = variants if r % 2 == 0 else variants[::-1]  # no variant always runs first
         for variant in order:
             with bench.variant(variant):
                 w0, c0 = time.perf_counter(), time.process_time()
@@ -202,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch intra-op threads (default 1: steadier)"
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="instead: numlint's added CPU time with each optional part off (see BREAKDOWN)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     rounds = args.rounds or (6 if args.quick else 30)
@@ -214,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {rounds} rounds x "
         f"{block} steps per variant, interleaved; median step time and ratio to 'none'"
     )
+    if args.breakdown:
+        return breakdown(names, rounds, block, warmup)
     header = f"{'model':<12}{'clock':<6}" + "".join(f"{v:>20}" for v in VARIANTS)
     print(header)
     print("-" * len(header))
@@ -242,6 +271,21 @@ def main(argv: list[str] | None = None) -> int:
             f"numlint fixed cost per step ({FIXED_COST_MODEL} model, cpu): +{fixed_cost:.3f} ms "
             f"(target: at most {FIXED_COST_TARGET_MS:.3f} ms)"
         )
+    return 0
+
+
+def breakdown(names: list[str], rounds: int, block: int, warmup: int) -> int:
+    """Print numlint's added CPU time per step, by default and with each optional part off."""
+    variants = ("none", "numlint", *BREAKDOWN)
+    print(f"{'model':<12}{'numlint, options':<26}{'cpu/step':>12}{'added':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            cpu = measure(name, rounds, block, warmup, Path(tmp), variants)["cpu"]
+            for v in variants[1:]:
+                label = "default" if v == "numlint" else v
+                added = (cpu[v] - cpu["none"]) * 1e3
+                print(f"{name:<12}{label:<26}{cpu[v] * 1e3:9.3f} ms{added:+9.3f} ms")
+            sys.stdout.flush()
     return 0
 
 

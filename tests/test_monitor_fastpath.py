@@ -365,3 +365,45 @@ def test_a_flags_only_check_is_judged_only_when_a_value_is_not_finite(
     assert len(judged) == 1 and not all(map(math.isfinite, judged[0]))
     ev = info.value.event
     assert (ev["step"], ev["module"], ev["phase"]) == (3, "<input>", "forward")
+
+
+class Sqrt(nn.Module):
+    """sqrt of its input: NaN for a negative input value (one that a re-run reproduces)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(x)
+
+
+def test_without_module_hooks_a_nan_that_reaches_the_output_is_still_named_at_its_layer() -> None:
+    # module_hooks=False: no hook on any submodule. The NaN shows in the model output at the
+    # step it happens, and re-running that step names the module where it began.
+    torch.manual_seed(0)
+    model = nn.Sequential(Sqrt(), nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    monitor = numlint.watch(model, opt, log=None, static=False, module_hooks=False)
+    with pytest.raises(NonFiniteError) as info:
+        with monitor:
+            assert not any(m._forward_hooks for m in model)  # (the model's own only)
+            for i in range(6):
+                opt.zero_grad()
+                x = torch.rand(5, 4)
+                if i == 3:
+                    x[1, 2] = -1.0
+                model(x).square().mean().backward()
+                opt.step()
+    ev = info.value.event
+    assert (ev["step"], ev["module"], ev["phase"], ev["origin"]) == (3, "0", "forward", True)
+
+
+def test_without_module_hooks_a_value_a_later_op_hides_is_missed() -> None:
+    # What the per-module flags are for: an -inf masked away before the output.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Masked(Poison(at=3, value=-math.inf)))
+    model.append(nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with numlint.watch(model, opt, log=None, static=False, module_hooks=False) as monitor:
+        for _ in range(6):
+            opt.zero_grad()
+            model(torch.randn(5, 4)).square().mean().backward()
+            opt.step()
+    assert monitor.incidents == 0 and monitor.step == 6

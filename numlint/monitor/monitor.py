@@ -73,6 +73,7 @@ class Monitor:
         min_scale: float = 1.0,
         check_backward: bool = True,
         check_params: Literal["forward", "step"] | bool = "forward",
+        module_hooks: bool = True,
         static: bool = True,
         ignore: Iterable[str] = (),
         max_events: int = 10_000,
@@ -98,6 +99,7 @@ class Monitor:
         self.min_scale = min_scale
         self.check_backward = check_backward
         self.check_params = "forward" if check_params is True else check_params
+        self.module_hooks = module_hooks
         self.static = static
         self.ignore = tuple(ignore)
         self.max_findings = max_findings
@@ -192,7 +194,7 @@ class Monitor:
         self.rec.end_callback = self.optimizer is None
         try:
             for i, (name, module) in enumerate(named):
-                if module is self.model or self.ignored(name):
+                if not self.module_hooks or module is self.model or self.ignored(name):
                     continue
                 hook = self.rec.forward_hook(i, module)
                 self.handles.append(module.register_forward_hook(hook))
@@ -631,8 +633,11 @@ def watch(
     a path; None), grad_stats (per-parameter statistics every N steps), explosion_factor,
     explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params
     ("forward": a parameter made non-finite by a step is caught by the next forward at no
-    per-step cost; "step": checked after every step; False), static (list static findings for
-    the origin's source file), ignore (glob patterns of module names whose outputs may hold
+    per-step cost; "step": checked after every step; False), module_hooks (False: no hooks on
+    submodules, a cheaper step; a non-finite value is then caught where it reaches the model
+    output, the loss or the gradients, and the failure path still names the module where it
+    began, but one that a later op hides, masked or clamped away, is missed), static (list
+    static findings for the origin's source file), ignore (glob patterns of module names whose outputs may hold
     Inf by design, e.g. mask builders), max_events, max_findings, max_snapshots (one snapshot
     per incident, up to this many), max_log_bytes (the JSONL file is rotated to `.1` past this
     size; None: unbounded)."""
