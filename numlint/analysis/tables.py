@@ -39,6 +39,7 @@ TRANSPARENT_METHODS = frozenset(
         "float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
         "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
         "gather", "index_select", "masked_select", "expand", "expand_as", "cpu", "cuda",
+        "type_as", "view_as", "reshape_as",
     }
 )  # fmt: skip
 TRANSPARENT_FUNCTIONS = frozenset(

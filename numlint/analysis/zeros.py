@@ -653,11 +653,34 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if o.name in ("sum", "mean") and o.input is not None:
         if sub(o.input) or nonzero_selected(ctx, Value(o.input, env)):
             return True
+        if _nonnegative_with_a_positive_entry(ctx, Value(o.input, env)):
+            return True  # `torch.hann_window(n).sum()`, `torch.eye(k).sum()`
         return _counts_itself(ctx, Value(o.input, env))
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         return low is not None and positive_bound(ctx, low, env)
     return False
+
+
+#: Tensors with no negative entry and at least one positive one, whatever the arguments:
+#: an identity matrix and the window functions (a window of length 1 is `[1.]`).
+_NONZERO_MAKERS = frozenset(
+    {"torch.eye", "torch.hann_window", "torch.hamming_window", "torch.blackman_window",
+     "torch.bartlett_window", "torch.kaiser_window"}
+)  # fmt: skip
+
+
+def _nonnegative_with_a_positive_entry(ctx: Context, value: Value) -> bool:
+    """An identity matrix or a window function (through casts and views): its sum and
+    norm are positive."""
+    found, _ = strip(ctx, value)
+    node = found.node
+    return isinstance(node, cst.Call) and ctx.qualname(node.func, found.env) in _NONZERO_MAKERS
+
+
+def _never_all_zero(ctx: Context, value: Value) -> bool:
+    """A tensor with an entry that is never 0: its norm is positive."""
+    return positive_value(ctx, value) or _nonnegative_with_a_positive_entry(ctx, value)
 
 
 def _histogram(ctx: Context, value: Value) -> bool:
@@ -1415,6 +1438,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name in ("norm", "sum", "std", "var") and random_sample(ctx, Value(o.input, env)):
         return None  # a norm of Gaussian noise is 0 with probability 0
     if o.name == "norm":
+        if _never_all_zero(ctx, Value(o.input, env)):
+            return None  # `torch.norm(torch.eye(k))`, the norm of a positive tensor
         return "a norm"
     if o.name == "mean" and square_of(ctx, ctx.deref(Value(o.input, env)).node, env) is not None:
         return "a norm"  # a root mean square: `x.pow(2).mean(-1) ** 0.5`
@@ -1427,8 +1452,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return None  # `torch.count_nonzero(torch.bincount(y))`: the classes present
         return "a count"
     if o.name == "sum" and o.input is not None:
-        if positive_value(ctx, Value(o.input, env)):
-            return None
+        if _never_all_zero(ctx, Value(o.input, env)):
+            return None  # a sum of positive values, of a window function
         if nonzero_selected(ctx, Value(o.input, env)):
             return None  # `m = m[m.sum(1) > 0]; ... / m.sum(1)`: the empty rows are gone
         if _hits_of_own_extreme(ctx, Value(o.input, env), o.arg(0, "dim")):

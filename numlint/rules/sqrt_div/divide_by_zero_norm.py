@@ -152,6 +152,24 @@ class DivideByZeroNorm(Rule):
     VALID = [
         Valid(
             """
+            import torch
+            def target(ss, k):
+                i_s = torch.eye(k).type_as(ss)
+                return i_s / torch.norm(i_s)
+            """,
+            "the norm of an identity matrix is positive",
+        ),
+        Valid(
+            """
+            import torch
+            def taper(n):
+                win = torch.hann_window(n)
+                return win / win.sum()
+            """,
+            "a window function has a positive sum",
+        ),
+        Valid(
+            """
             import torch.nn.functional as F
             y = F.normalize(x, dim=-1)
             """,
