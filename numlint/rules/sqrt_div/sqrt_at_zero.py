@@ -9,6 +9,7 @@ import libcst.matchers as m
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
+from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import grade, unit_bounded, unit_unknown, zero_tested
 from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
@@ -59,7 +60,10 @@ class SqrtAtZero(Rule):
     (or a function decorated with them), or of a tensor built only from constructors and
     constants (`torch.arange(n) ** 2`), is not reported; `rsqrt(0) = inf` always is.
     An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
-    are not guards, and are reported. Values are followed within one function.
+    are not guards, and are reported. The root of a sigmoid output is not reported unless
+    the value is float16 (a float32 sigmoid is exactly 0 only below a logit of -103, float16
+    below -17); the root of `1 - sigmoid(x)` (0 from x = 16.6) is. Values are followed within
+    one function.
 
     Confidence:
     high for the root of an expanded squared distance (reported also where no gradient
@@ -111,6 +115,15 @@ class SqrtAtZero(Rule):
     TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def schedule(log_snr, x):
+                alpha = torch.sqrt(log_snr.sigmoid())
+                return x * alpha
+            """,
+            "a float32 sigmoid reaches 0 only below a logit of -103",
+        ),
         Valid(
             """
             import torch
@@ -596,6 +609,8 @@ class SqrtAtZero(Rule):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
             return  # sqrt(0) = 0 is fine forward; only its gradient is NaN
+        if reason == "a sigmoid output" and traced_dtype(ctx, ctx.value(arg)) != "float16":
+            return  # a float32 sigmoid is 0 only below a logit of -103 (float16: -17)
         if name == "sqrt" and (reason == "a ReLU output" or _selected_zero(ctx, arg, reason)):
             return  # ReLU, masked_fill and where select in backward: no inf * 0 at their 0
         if not_a_tensor(ctx, ctx.value(arg)):
