@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import io
 import os
@@ -225,6 +226,17 @@ def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selecti
     return spec
 
 
+#: The cyclic collector's thresholds while linting many files: syntax trees are freed by
+#: reference counting, and collecting every 700 allocations (Python's default) among
+#: millions of tree nodes costs about a tenth of a corpus run.
+GC_THRESHOLD = (50_000, 20, 100)
+
+
+def _worker_start() -> None:
+    """A worker process: collect cycles less often (GC_THRESHOLD)."""
+    gc.set_threshold(*GC_THRESHOLD)
+
+
 def _check_bytes(job: tuple[str, bytes, Selection]) -> tuple[list[Diagnostic], list[str]]:
     """Worker: lint one file's bytes with the rules a selection enables; also the other
     files its findings depend on."""
@@ -289,11 +301,20 @@ def lint_paths(
         if method == "fork":  # the engine and rules loaded once here, not in every worker
             importlib.import_module("numlint.engine")
             rules_of(todo[0][2][2])
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+            gc.freeze()  # what is loaded now is never garbage: the workers' collector skips it
+        context = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start) as pool:
             chunk = max(1, min(32, len(todo) // (workers * 8)))
             found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
+        if method == "fork":
+            gc.unfreeze()
     else:
-        found = [_check_bytes(job) for _, _, job in todo]
+        threshold = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLD)
+        try:
+            found = [_check_bytes(job) for _, _, job in todo]
+        finally:
+            gc.set_threshold(*threshold)
     for (i, k, _), (diags, deps) in zip(todo, found, strict=True):
         done[i] = diags
         if results is not None:
