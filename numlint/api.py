@@ -302,12 +302,16 @@ def lint_paths(
             importlib.import_module("numlint.engine")
             rules_of(todo[0][2][2])
             gc.freeze()  # what is loaded now is never garbage: the workers' collector skips it
-        context = multiprocessing.get_context(method)
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start) as pool:
-            chunk = max(1, min(32, len(todo) // (workers * 8)))
-            found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
-        if method == "fork":
-            gc.unfreeze()
+        pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context(method), initializer=_worker_start
+        )
+        try:
+            with pool:
+                chunk = max(1, min(32, len(todo) // (workers * 8)))
+                found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
+        finally:
+            if method == "fork":
+                gc.unfreeze()
     else:
         threshold = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLD)
