@@ -2065,14 +2065,9 @@ def complemented_probability(ctx: Context, value: Value) -> str | None:
     picked = _picked_by_label(ctx, node, env)
     if picked is not None:
         return None if _bounded(ctx, picked) else "the probability of the true class"
-    if (
-        isinstance(node, cst.BinaryOperation)
-        and isinstance(node.operator, cst.Subtract)
-        and is_one(ctx, node.left)
-    ):
-        p, complement = Value(node.right, env), True
-    else:
-        p, complement = found, False
+    base = _one_minus(ctx, node)
+    complement = base is not None
+    p = Value(base, env) if base is not None else found
     if _bounded(ctx, p) or ctx.function is None or not _weighted(ctx):
         return None  # `log(p) - log(1 - p)` is a logit, not a cross-entropy
     for call in descendants(ctx.function.body):
@@ -2084,14 +2079,20 @@ def complemented_probability(ctx: Context, value: Value) -> str | None:
         other = ctx.deref(Value(o.input, env)).node
         if complement and same_value(ctx, Value(other, env), p):
             return "`1 - p` of a probability p (the code takes `log(p)` too)"
-        if (
-            not complement
-            and isinstance(other, cst.BinaryOperation)
-            and isinstance(other.operator, cst.Subtract)
-            and is_one(ctx, other.left)
-            and same_value(ctx, Value(other.right, env), p)
-        ):
+        other_base = None if complement else _one_minus(ctx, other)
+        if other_base is not None and same_value(ctx, Value(other_base, env), p):
             return "a probability (the code takes `log(1 - p)` too)"
+    return None
+
+
+def _one_minus(ctx: Context, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The `p` of `1 - p`, else None."""
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and is_one(ctx, node.left)
+    ):
+        return node.right
     return None
 
 
@@ -2122,13 +2123,8 @@ def _picked_by_label(ctx: Context, node: cst.CSTNode, env: Env) -> Value | None:
     for p, q in pairs:
         if p is None or q is None:
             continue
-        q = ctx.deref(Value(q, env)).node
-        if (
-            isinstance(q, cst.BinaryOperation)
-            and isinstance(q.operator, cst.Subtract)
-            and is_one(ctx, q.left)
-            and same_value(ctx, Value(q.right, env), Value(p, env))
-        ):
+        base = _one_minus(ctx, ctx.deref(Value(q, env)).node)
+        if base is not None and same_value(ctx, Value(base, env), Value(p, env)):
             return Value(p, env)
     return None
 
@@ -2159,7 +2155,10 @@ def _bounded_here(ctx: Context, p: Value, depth: int) -> bool:
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         return _eps_like(ctx, node.left, env) or _eps_like(ctx, node.right, env)
-    if isinstance(node, cst.Call) and origin_of(ctx, node, ("softmax", "sigmoid")):
-        return True  # made by a model or helper elsewhere: NUM101/NUM102 name it
-    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
-    return o is not None and o.name in _BOUNDING
+    if not isinstance(node, cst.Call):
+        return False
+    o = op(ctx, node, env)
+    if o is not None and o.name in _BOUNDING:
+        return True
+    # made by a model or helper elsewhere: NUM101/NUM102 name it
+    return origin_of(ctx, node, ("softmax", "sigmoid")) is not None

@@ -95,10 +95,9 @@ class DivideByZeroNorm(Rule):
     count); medium for a standard deviation or variance in what training minimises, a
     module's `forward` or a helper only those call, where a gradient flows (0 for any
     constant input: a silent reference, a flat patch); low for the norm or sum of some
-    tensor (it would need an
-    all-zero vector), a
-    weighted mean whose weights are the caller's values (also through methods numlint does
-    not model, `image.float().normalize()`) or are picked by a mask some entry always passes
+    tensor (it would need an all-zero vector), a weighted mean whose weights are the
+    caller's values (also through methods numlint does not model,
+    `image.float().normalize()`) or are picked by a mask some entry always passes
     (`w = det[overlap, 4]` with the box itself in `overlap`; `s > 0.7 * s.max()`, which the
     maximum passes), a standard deviation or variance (a constant input), a mask the
     function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry per row
