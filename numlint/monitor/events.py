@@ -290,19 +290,11 @@ class EventLog:
 
     def emit(self, event: Event) -> Event:
         """Record one event (ring buffer, counters, file)."""
-        with self._lock:
-            self.events.append(event)
-            name = event["event"]
-            self.counts[name] = self.counts.get(name, 0) + 1
-            if self._file is not None:
-                self._unwritten.append(event)
-                now = time.monotonic()
-                if name in ERROR_EVENTS or now - self._flushed > self.FLUSH_EVERY_S:
-                    self._write()
+        self.emit_many([event])
         return event
 
     def emit_many(self, events: list[Event]) -> None:
-        """Record several events in order (as `emit` each, under one lock)."""
+        """Record events in order (ring buffer, counters, file), under one lock."""
         with self._lock:
             self.events.extend(events)
             counts = self.counts
