@@ -17,8 +17,9 @@ class DeprecatedClipGradNorm(Rule):
     import spelling: `nn.utils.clip_grad_norm`, `from torch.nn.utils import clip_grad_norm`.
 
     Why is this bad?
-    It emits a deprecation warning on every call and only forwards to the in-place
-    `clip_grad_norm_`, whose trailing underscore says what it does: it rewrites `.grad`.
+    It emits a FutureWarning (shown once per call site by Python's default filters) and
+    only forwards to the in-place `clip_grad_norm_`, whose trailing underscore says what it
+    does: it rewrites `.grad`.
 
     Fix safety:
     Safe: the old function calls `clip_grad_norm_` with the same arguments. Attribute
@@ -36,7 +37,8 @@ class DeprecatedClipGradNorm(Rule):
     CODE = "NUM506"
     NAME = "deprecated-clip-grad-norm"
     MESSAGE = (
-        "`torch.nn.utils.clip_grad_norm` is deprecated and warns on every call; "
+        "`torch.nn.utils.clip_grad_norm` is deprecated (a FutureWarning, shown once per call "
+        "site); "
         "use `torch.nn.utils.clip_grad_norm_` (same arguments)"
     )
     CHUNK = "function"
