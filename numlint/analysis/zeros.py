@@ -2129,6 +2129,11 @@ def _picked_by_label(ctx: Context, node: cst.CSTNode, env: Env) -> Value | None:
     return None
 
 
+def bounded_probability(ctx: Context, p: Value) -> bool:
+    """A probability kept off 0 (see _bounded)."""
+    return _bounded(ctx, p)
+
+
 def _bounded(ctx: Context, p: Value, depth: int = 0) -> bool:
     """A probability kept off 0 and 1 (`p.clamp(eps, 1 - eps)`, `p + eps`, an in-place
     floor), a softmax or sigmoid output (NUM101/NUM102 report those), or a constant; also

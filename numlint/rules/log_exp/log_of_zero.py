@@ -15,6 +15,7 @@ from numlint.analysis.gradients import (
     trained,
 )
 from numlint.analysis.guards import (
+    assigned_here,
     beside_minus_inf,
     sanitised_later,
     selection,
@@ -22,8 +23,10 @@ from numlint.analysis.guards import (
 )
 from numlint.analysis.ops import is_zero, op, same_value
 from numlint.analysis.semantics import activation, is_one, strip
-from numlint.analysis.zeros import complemented_probability, zero_reason
+from numlint.analysis.zeros import bounded_probability, complemented_probability, zero_reason
 from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rules.loss._losses import NLL, loss_call
+from numlint.tree import descendants
 
 _LOGS = ("log", "log2", "log10")
 
@@ -83,6 +86,11 @@ class LogOfZero(Rule):
     medium where a gradient flows or training minimises it, low elsewhere. A probability
     clamped into [eps, 1 - eps] or with an eps inside each log is guarded; a logit
     `log(p) - log(1 - p)` (no label weighting it) is not reported.
+
+    The log of probabilities that an NLL loss reads (`F.nll_loss(torch.log(p), y)`, a name
+    holding `p.log()` passed to an `nn.NLLLoss`, or a log taken under `isinstance(criterion,
+    nn.NLLLoss)`): the loss expects log-probabilities, so p is one, and a softmax underflows
+    to exactly 0; graded as the hand-written cross-entropy above.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -221,6 +229,25 @@ class LogOfZero(Rule):
             """,
             "clamped at 0, then shifted by 1",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def nll(probs, y):
+                return F.nll_loss(torch.log(probs.clamp_min(1e-8)), y)
+            """,
+            "probabilities clamped before the log an NLL loss reads",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+            def nll(probs, y):
+                crit = nn.NLLLoss()
+                return crit(torch.log(probs + 1e-8), y)
+            """,
+            "an eps inside the log",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -356,6 +383,33 @@ class LogOfZero(Rule):
             confidence="medium",
             note="a focal loss on the probability of the true class",
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def nll(probs, y):
+                logp = probs.log()
+                return F.nll_loss(logp, y)
+            """,
+            line=4,
+            column=12,
+            confidence="medium",
+            note="probabilities whose log an NLL loss reads",
+        ),
+        Invalid(
+            """
+            import torch
+            class Classifier:
+                def get_loss(self, y_pred, y_true):
+                    if isinstance(self.criterion, torch.nn.NLLLoss):
+                        y_pred = torch.log(y_pred)
+                    return self.loss(y_pred, y_true)
+            """,
+            line=5,
+            column=22,
+            confidence="medium",
+            note="a log taken because the loss is an NLL loss",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.relu(x))",
@@ -380,6 +434,9 @@ class LogOfZero(Rule):
             paired = complemented_probability(ctx, value)
             if paired is not None and not not_a_tensor(ctx, value):
                 self._probability(node, o.input, paired)
+            elif _fed_to_nll(ctx, node) and not bounded_probability(ctx, value):
+                if not not_a_tensor(ctx, value):
+                    self._probability(node, o.input, None)
             return
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
@@ -404,20 +461,29 @@ class LogOfZero(Rule):
             confidence="low" if harmless else grade(ctx, reason, value, log=True),
         )
 
-    def _probability(self, node: cst.Call, arg: cst.BaseExpression, what: str) -> None:
-        """A hand-written binary cross-entropy or focal loss on a probability."""
+    def _probability(self, node: cst.Call, arg: cst.BaseExpression, what: str | None) -> None:
+        """A hand-written binary cross-entropy or focal loss on a probability (`what`), or
+        (None) the log of probabilities that an NLL loss reads."""
         ctx = self.ctx
         if sanitised_later(ctx) or only_thresholds(ctx) or compared_here(ctx):
             return
         flows = gradient_flows(ctx, arg)
-        self.report(
-            node,
-            f"log of {what}: probabilities saturate to exactly 0 and 1 (a float32 sigmoid is "
-            "1.0 above a logit of about 17), where the log is -inf"
-            f"{' with an infinite gradient' if flows else ''}; clamp p into [eps, 1 - eps], "
-            "or pass logits to `F.binary_cross_entropy_with_logits` / `F.logsigmoid`",
-            confidence="medium" if flows or trained(ctx) else "low",
-        )
+        grad = " with an infinite gradient" if flows else ""
+        if what is None:
+            message = (
+                "log of probabilities that an NLL loss reads: a probability underflows to "
+                "exactly 0 (a float32 softmax does for a logit about 104 below the largest), "
+                f"where the log is -inf{grad}; return log-probabilities (`F.log_softmax`) "
+                "instead, or clamp p (`p.clamp_min(torch.finfo(p.dtype).tiny)`)"
+            )
+        else:
+            message = (
+                f"log of {what}: probabilities saturate to exactly 0 and 1 (a float32 "
+                f"sigmoid is 1.0 above a logit of about 17), where the log is -inf{grad}; "
+                "clamp p into [eps, 1 - eps], or pass logits to "
+                "`F.binary_cross_entropy_with_logits` / `F.logsigmoid`"
+            )
+        self.report(node, message, confidence="medium" if flows or trained(ctx) else "low")
 
 
 _TAIL = (
@@ -434,6 +500,57 @@ _TAIL_FORWARD = (
 _RAND = "a `torch.rand` draw"
 _CLAMPED = "a value clamped at 0"
 _RATIO = "a normalised ratio"
+
+
+_NLL_CLASSES = NLL[1]
+
+
+def _fed_to_nll(ctx, node: cst.Call) -> bool:
+    """The log's result is the input of an NLL loss, which expects log-probabilities: so its
+    argument is a probability. `F.nll_loss(torch.log(p), y)`, `criterion(logp, y)` with
+    `logp = p.log()` and `criterion = nn.NLLLoss()`, or a log taken under a test that the
+    loss is one (`if isinstance(self.criterion, nn.NLLLoss): y_pred = torch.log(y_pred)`)."""
+    child: cst.CSTNode = node
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.Arg):
+            child = parent
+            continue
+        if isinstance(parent, cst.Call) and child is not node:
+            loss = loss_call(ctx, parent, NLL)
+            if loss is not None and loss.input is node:
+                return True
+        if isinstance(parent, cst.If) and _tests_nll(ctx, parent.test):
+            return True
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            break
+        child = parent
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, later = here
+    for stmt in later:
+        for call in descendants(stmt):
+            if not isinstance(call, cst.Call):
+                continue
+            loss = loss_call(ctx, call, NLL)
+            if loss is not None and isinstance(loss.input, cst.Name) and loss.input.value == name:
+                return True
+    return False
+
+
+def _tests_nll(ctx, test: cst.BaseExpression) -> bool:
+    """`isinstance(c, nn.NLLLoss)` (or a tuple holding it), alone or in an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_nll(ctx, test.left) or _tests_nll(ctx, test.right)
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name)):
+        return False
+    if test.func.value != "isinstance" or ctx.lookup("isinstance") is not None:
+        return False
+    if len(test.args) != 2:
+        return False
+    kinds = test.args[1].value
+    items = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return any(ctx.qualname(k) in _NLL_CLASSES for k in items)
 
 
 def _clamped_setting(ctx, value: Value) -> bool:
