@@ -496,6 +496,22 @@ _PY_NUMBERS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "r
 
 
 #: Constructors whose elements are whole numbers (given whole-number arguments).
+#: Functions and methods returning counts (whole numbers, in whatever dtype they are asked for).
+_COUNTS = frozenset(
+    {"torch.bincount", "torch.count_nonzero", "torch.histc", "torch_geometric.utils.degree",
+     "torch_geometric.utils.degree.degree"}
+)  # fmt: skip
+_COUNT_METHODS = frozenset({"bincount", "count_nonzero", "histc", "numel"})
+
+
+def _integral(node: cst.Float) -> bool:
+    """`2.0`, `1.`: a float literal holding a whole number."""
+    try:
+        return float(node.value).is_integer()
+    except ValueError:
+        return False
+
+
 _INTEGER_CONSTRUCTORS = frozenset(
     {
         "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.eye", "torch.meshgrid",
@@ -526,7 +542,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     if isinstance(node, cst.Integer):
         return True
     if isinstance(node, cst.Float):
-        return not integers
+        return not integers or _integral(node)
     if isinstance(node, cst.Comparison):
         return True  # a bool tensor: `(x > t).sum()` counts, it carries no gradient
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
@@ -578,6 +594,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     if callee.qualname in _COUNTING and args:
         return all(sub(a) for a in args)
     if integers:
+        if callee.qualname in _COUNTS or callee.method in _COUNT_METHODS:
+            return True  # a count is a whole number whatever is counted
         if callee.qualname in _INTEGER_CONSTRUCTORS:
             return all(sub(a) for a in args if not isinstance(a, (cst.Attribute, cst.Name)))
         if callee.qualname in CONSTRUCTORS or callee.method in ("mean", "sqrt", "div", "exp"):

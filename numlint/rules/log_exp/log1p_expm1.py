@@ -31,7 +31,9 @@ class Log1pExpm1Precision(Rule):
 
     Known limitations:
     `log(1 + exp(x))` is NUM104 (softplus). Sums reached through variables are reported
-    without a fix.
+    without a fix. Whole numbers are not reported (`1 + n` is exact): integer constructors
+    (`torch.arange`) and counts (`bincount`, `count_nonzero`, graph node degrees), also cast,
+    reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`).
 
     Confidence:
     low: a loss of precision, rarely a failure; shown with `--min-confidence low`.
@@ -60,6 +62,25 @@ class Log1pExpm1Precision(Rule):
             z = torch.expm1(x)
             """,
             "the precise APIs",
+        ),
+        Valid(
+            """
+            import torch
+            def log_terms(n):
+                odd = 2.0 * torch.arange(0, n) + 1.0
+                return odd.log()
+            """,
+            "whole numbers (an arange scaled by whole floats): `1 + x` is exact",
+        ),
+        Valid(
+            """
+            import torch
+            from torch_geometric.utils import degree
+            def amplify(out, index):
+                deg = degree(index, dtype=out.dtype).view(-1, 1)
+                return out * torch.log(deg.clamp(min=1) + 1)
+            """,
+            "node degrees are counts: `1 + deg` is exact",
         ),
         Valid(
             """
