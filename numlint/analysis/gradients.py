@@ -247,12 +247,24 @@ def _consumed_without_gradient(ctx: Context) -> bool:
             if ctx.qualname(func) in _PASSING:
                 i -= 2  # `torch.where(c, a / b, 0).cpu().numpy()`: where the result goes
                 continue
-            return False
+            # `w.data.copy_(w / n)`: written into a tensor's data, outside autograd
+            return isinstance(func, cst.Attribute) and _data_of(func.value)
         if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
             i -= 1
             continue
+        if isinstance(parent, cst.AugAssign):
+            return parent.value is child and _data_of(parent.target)  # `w.data *= s.sqrt()`
+        if isinstance(parent, cst.Assign):
+            return parent.value is child and all(_data_of(t.target) for t in parent.targets)
         return False
     return False
+
+
+def _data_of(node: cst.CSTNode) -> bool:
+    """`w.data` or an entry of it (`w.data[i]`): a tensor's storage, outside autograd."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "data"
 
 
 def only_used_without_gradient(ctx: Context) -> bool:

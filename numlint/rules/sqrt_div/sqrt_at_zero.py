@@ -263,6 +263,15 @@ class SqrtAtZero(Rule):
         Valid(
             """
             import torch
+            def rescale(weight, scale):
+                scale = scale / (weight * weight).sum()
+                weight.data *= scale.sqrt()
+            """,
+            "written into a tensor's `.data`: outside autograd",
+        ),
+        Valid(
+            """
+            import torch
             class Model:
                 def validation_step(self, x, y):
                     return torch.sqrt(((x - y) ** 2).sum(-1))
