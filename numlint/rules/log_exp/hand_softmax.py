@@ -34,8 +34,9 @@ class HandWrittenSoftmax(Rule):
 
     Confidence:
     high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
-    only above 88.7, which even logits rarely reach) and when the exponent is bounded above
-    (a Gaussian kernel's `-d**2 / (2 s**2)`: only every term underflowing at once gives 0/0).
+    only above 88.7, which even logits rarely reach). Not reported when the exponent is
+    bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`): nothing overflows, and 0/0 needs
+    every term to underflow at once, which a window holding its centre (exp(0) = 1) never does.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -52,6 +53,16 @@ class HandWrittenSoftmax(Rule):
     TRIGGERS = ("exp(",)
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def gaussian(size, sigma):
+                x = torch.arange(size) - size // 2
+                gauss = torch.exp(-(x ** 2) / (2 * sigma ** 2))
+                return gauss / gauss.sum()
+            """,
+            "a Gaussian kernel: its exponent is at most 0, so nothing overflows",
+        ),
         Valid(
             """
             import torch
@@ -200,10 +211,10 @@ class HandWrittenSoftmax(Rule):
         same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
         if not same:
             return
-        # An exponent bounded above (a Gaussian kernel's -d**2 / (2 s**2)) cannot overflow;
-        # only every term underflowing at once gives 0/0.
-        bounded = exp_bounded(ctx, num.op.input, num.op.env)
-        confidence = "low" if bounded else overflow_confidence(ctx, num)
+        if exp_bounded(ctx, num.op.input, num.op.env):
+            return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
+            # underflow at once (a window without its centre and a tiny sigma)
+        confidence = overflow_confidence(ctx, num)
         self.report(node, fix=self._fix(node, num, red), confidence=confidence)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
