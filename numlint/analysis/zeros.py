@@ -319,6 +319,8 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
             if not positive_value(ctx, Value(node.left, env)):
                 return "a normalised ratio"
         return None
+    if isinstance(operator, cst.MatrixMultiply) and mode == "sqrt":
+        return _weighted_squares(sub(node.left), sub(node.right))  # `bands @ power**2`
     if isinstance(operator, cst.Power):
         exponent = const(ctx, node.right, env)
         if exponent is None or exponent <= 0:
@@ -326,6 +328,14 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         if mode == "sqrt" and exponent == 2.0:
             return None if _eps_like(ctx, node.left, env) else _SQUARE  # `+ self.eps ** 2`
         return sub(node.left)
+    return None
+
+
+def _weighted_squares(left: str | None, right: str | None) -> str | None:
+    """A matrix product with squares on one side (`bands @ mag**2`, `matmul(W, x**2)`): each
+    entry is a weighted sum of squares, 0 wherever the squares it weights are."""
+    if left in (_SQUARE, _SUM_SQUARES) or right in (_SQUARE, _SUM_SQUARES):
+        return _SUM_SQUARES
     return None
 
 
@@ -374,6 +384,9 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return sub(inp) if inp is not None else None
     if o.name in ("abs", "cumprod") and inp is not None:
         return sub(inp)
+    if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
+        other = o.arg(0, "other") or o.arg(0, "mat2")
+        return _weighted_squares(sub(inp), sub(other) if other is not None else None)
     if o.name in ("mul",) and inp is not None:
         other = o.arg(0, "other")
         return sub(inp) or (sub(other) if other is not None else None)

@@ -402,6 +402,17 @@ class SqrtAtZero(Rule):
         Invalid(
             """
             import torch
+            def band_levels(bands, spec):
+                return torch.matmul(bands, spec.abs() ** 2).pow(0.5)
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            note="a matrix product with squares: a weighted sum of squares, 0 for a silent band",
+        ),
+        Invalid(
+            """
+            import torch
             d = torch.sqrt(((a - b) ** 2).sum(-1))
             """,
             confidence="low",
