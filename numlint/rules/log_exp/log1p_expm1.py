@@ -33,7 +33,9 @@ class Log1pExpm1Precision(Rule):
     `log(1 + exp(x))` is NUM104 (softplus). Sums reached through variables are reported
     without a fix. Whole numbers are not reported (`1 + n` is exact): integer constructors
     (`torch.arange`) and counts (`bincount`, `count_nonzero`, graph node degrees), also cast,
-    reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`).
+    reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`). Nor is a log
+    added to a constant of magnitude 0.5 or more (`-math.log(math.pi) - torch.log(1 + x**2)`):
+    that sum rounds away what `log1p` would keep.
 
     Confidence:
     low: a loss of precision, rarely a failure; shown with `--min-confidence low`.
@@ -81,6 +83,15 @@ class Log1pExpm1Precision(Rule):
                 return out * torch.log(deg.clamp(min=1) + 1)
             """,
             "node degrees are counts: `1 + deg` is exact",
+        ),
+        Valid(
+            """
+            import math
+            import torch
+            def cauchy_log_density(x):
+                return -math.log(math.pi) - torch.log(1 + x ** 2)
+            """,
+            "added to a constant of magnitude 1: its rounding is as large as what log1p keeps",
         ),
         Valid(
             """
@@ -224,6 +235,8 @@ class Log1pExpm1Precision(Rule):
         x = plus_one(ctx, inner.node, inner.env)  # type: ignore[arg-type]
         if x is None or const(ctx, x, inner.env) is not None:  # type: ignore[arg-type]
             return
+        if _absorbed(ctx, node):
+            return
         if find(ctx, x, ("exp",), inner.env) is not None:
             return
         if no_gradient(ctx, Value(x, inner.env), integers=True):
@@ -268,6 +281,25 @@ class Log1pExpm1Precision(Rule):
             code = f"-{code}"
         fix = self.fix("unsafe", "Replace with `expm1`", (node, wrap(node, code)))
         self.report(node, fix=fix)
+
+
+def _absorbed(ctx, node: cst.Call) -> bool:
+    """`-np.log(np.pi) - torch.log(1 + x**2)`: the log is added to a constant of magnitude 0.5
+    or more, whose rounding (at least 3e-8 in float32) is as large as anything `log1p`
+    would keep."""
+    child: cst.CSTNode = node
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.UnaryOperation):
+            child = parent
+            continue
+        if not isinstance(parent, cst.BinaryOperation):
+            return False
+        if not isinstance(parent.operator, (cst.Add, cst.Subtract)):
+            return False
+        other = parent.right if parent.left is child else parent.left
+        value = const(ctx, other)
+        return value is not None and abs(value) >= 0.5
+    return False
 
 
 _ROUNDING = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
