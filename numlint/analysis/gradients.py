@@ -64,6 +64,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
             # run without autograd
         if _optimizer_class(ctx, cls.node):
             return False  # an optimizer: `step` and its helpers update parameters in place
+        if func.name.value == "sample" and _distribution_class(ctx, cls.node):
+            return False  # `Distribution.sample` draws without gradient (`rsample` has one)
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
@@ -203,6 +205,15 @@ def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of an optimizer (`torch.optim.Optimizer`, a library's `BaseOptimizer`)."""
     return any(
         (qual or written).rsplit(".", 1)[-1].endswith("Optimizer")
+        for qual, written in _bases(ctx, node)
+    )
+
+
+def _distribution_class(ctx: Context, node: cst.CSTNode) -> bool:
+    """A subclass of a probability distribution (`torch.distributions.Distribution`, a
+    library's `TorchDistribution`), whose `sample` is not differentiable by contract."""
+    return any(
+        (qual or written).rsplit(".", 1)[-1].endswith("Distribution")
         for qual, written in _bases(ctx, node)
     )
 

@@ -272,6 +272,16 @@ class SqrtAtZero(Rule):
         Valid(
             """
             import torch
+            from torch.distributions import Distribution
+            class Rejection(Distribution):
+                def sample(self, sample_shape=torch.Size()):
+                    return torch.sqrt(self.a ** 2 + self.b ** 2)
+            """,
+            "a distribution's `sample` draws without gradient (`rsample` is differentiable)",
+        ),
+        Valid(
+            """
+            import torch
             class Model:
                 def validation_step(self, x, y):
                     return torch.sqrt(((x - y) ** 2).sum(-1))
