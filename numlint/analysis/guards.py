@@ -1217,3 +1217,41 @@ _FLIP = {
     cst.GreaterThanEqual: cst.LessThanEqual(),
     cst.LessThanEqual: cst.GreaterThanEqual(),
 }
+
+
+_NONZERO_TESTS = (cst.NotEqual, cst.GreaterThan)
+_ROW_REDUCTIONS = frozenset({"sum", "norm", "vector_norm", "any", "count_nonzero", "amax"})
+
+
+def rows_kept_nonzero(ctx: Context, denominator: Value) -> bool:
+    """A norm or sum of rows that a test kept because they are not 0:
+    `f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`. A row with a nonzero
+    sum (or norm, or any nonzero entry) has a nonzero norm; its sum is nonzero where the
+    test was on the sum itself."""
+    found = ctx.deref(denominator)
+    reduced = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    if (
+        reduced is None
+        or reduced.input is None
+        or reduced.name not in ("norm", "vector_norm", "sum")
+    ):
+        return False
+    rows = ctx.deref(Value(reduced.input, found.env))
+    node = rows.node
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index):
+        return False
+    test = ctx.deref(Value(index.value, rows.env)).node
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, _NONZERO_TESTS) or const(ctx, target.comparator) != 0:
+        return False
+    tested = op(ctx, test.left, rows.env) if isinstance(test.left, cst.Call) else None
+    if tested is None or tested.input is None or tested.name not in _ROW_REDUCTIONS:
+        return False
+    if not same_code(ctx, tested.input, node.value):
+        return False  # the test is on the rows being kept
+    return reduced.name != "sum" or tested.name == "sum"

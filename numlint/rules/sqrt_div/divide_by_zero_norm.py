@@ -27,6 +27,7 @@ from numlint.analysis.guards import (
     guarded_by_condition,
     replaced_by_where,
     returned_with_test,
+    rows_kept_nonzero,
     sanitised_later,
     selection,
 )
@@ -76,8 +77,9 @@ class DivideByZeroNorm(Rule):
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
     a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
-    Python integers and not reported. Whether `x / (x.norm() + 1e-8)` survives half
-    precision is NUM4xx's concern.
+    Python integers and not reported. Nor are rows a test kept because they are not 0
+    (`f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`). Whether
+    `x / (x.norm() + 1e-8)` survives half precision is NUM4xx's concern.
 
     Confidence:
     high for a count or sum of a mask this code computes by a test that can fail everywhere
@@ -149,6 +151,15 @@ class DivideByZeroNorm(Rule):
     ALSO_REQUIRES = ("/", "div")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def cosine_rows(features):
+                kept = features[torch.sum(features, dim=1) != 0]
+                return kept / torch.norm(kept, dim=1, keepdim=True)
+            """,
+            "rows kept because their sum is not 0: their norm is not 0 either",
+        ),
         Valid(
             """
             import torch
@@ -476,6 +487,8 @@ class DivideByZeroNorm(Rule):
             return
         if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
             return
+        if rows_kept_nonzero(ctx, ctx.value(den)):
+            return  # `f = x[x.sum(1) != 0]; f / f.norm(dim=1)`
         if replaced_by_where(ctx, den):
             return  # `s = a / n`, then `s = torch.where(n > 0, s, 0)`
         fix = self._fix(node, num, den) if fixable else None
