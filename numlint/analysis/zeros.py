@@ -309,7 +309,7 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     if isinstance(operator, cst.Multiply):
         base = square_of(ctx, node, env) if mode == "sqrt" else None
         if base is not None:
-            return None if _eps_like(ctx, base, env) else _SQUARE
+            return _square(ctx, base, env)
         return sub(node.left) or sub(node.right)
     if isinstance(operator, cst.Divide):
         left = sub(node.left)
@@ -326,7 +326,7 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         if exponent is None or exponent <= 0:
             return None
         if mode == "sqrt" and exponent == 2.0:
-            return None if _eps_like(ctx, node.left, env) else _SQUARE  # `+ self.eps ** 2`
+            return _square(ctx, node.left, env)  # not `+ self.eps ** 2`
         return sub(node.left)
     return None
 
@@ -395,14 +395,14 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
     if o.name == "square" and inp is not None:
         if mode != "sqrt":
             return sub(inp)
-        return None if _eps_like(ctx, inp, env) else _SQUARE
+        return _square(ctx, inp, env)
     if o.name == "pow" and inp is not None:
         e = o.arg(0, "exponent")
         exponent = const(ctx, e, env) if e is not None else None
         if exponent is None or exponent <= 0:
             return None
         if mode == "sqrt" and exponent == 2.0:
-            return None if _eps_like(ctx, inp, env) else _SQUARE
+            return _square(ctx, inp, env)
         return sub(inp)
     if o.name == "sqrt" and inp is not None:
         return sub(inp)
@@ -414,8 +414,10 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         ):
             return None  # a sum of squares of Gaussian noise is 0 with probability 0
         if o.name in ("sum", "mean") and inp is not None:
-            if square_of(ctx, ctx.deref(Value(inp, env)).node, env) is not None:
-                return _SUM_SQUARES
+            summed = ctx.deref(Value(inp, env))
+            base = square_of(ctx, summed.node, summed.env)
+            if base is not None:
+                return _SUM_SQUARES if _square(ctx, base, summed.env) else None
             inner = sub(inp)
             if inner in (_SQUARE, _SUM_SQUARES):
                 return _SUM_SQUARES
@@ -1191,6 +1193,20 @@ _SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "t
 _EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter|smooth)($|_|\d)")
 #: A lower bound kept as a setting (`self.sigma_min`): a positive scalar, not a tensor.
 _FLOOR_SETTING = re.compile(r"^(min_\w+|\w+_min)$")
+
+
+def _square(ctx: Context, base: cst.BaseExpression, env: Env) -> str | None:
+    """The reason a square `base ** 2` under a root can be 0: None for an eps (`self.eps **
+    2`) or a base shifted by one (`(x - y + eps) ** 2`: identical inputs give eps**2 > 0, and
+    0 needs x - y to equal -eps exactly)."""
+    if _eps_like(ctx, base, env):
+        return None
+    found = ctx.deref(Value(base, env))
+    node = found.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if _eps_like(ctx, node.right, found.env) or _eps_like(ctx, node.left, found.env):
+            return None
+    return _SQUARE
 
 
 def _eps_like(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:

@@ -272,6 +272,14 @@ class SqrtAtZero(Rule):
         Valid(
             """
             import torch
+            def distance(x, y, eps: float = 1e-6):
+                return (x - y + eps).pow(2).sum(-1).sqrt()
+            """,
+            "an eps inside each square: identical points give eps**2 > 0",
+        ),
+        Valid(
+            """
+            import torch
             from torch.distributions import Distribution
             class Rejection(Distribution):
                 def sample(self, sample_shape=torch.Size()):
