@@ -1429,6 +1429,47 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
 
 
+_TRANSPOSES = frozenset({"t", "transpose", "swapaxes", "swapdims", "permute", "adjoint"})
+
+
+def _with_own_transpose(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """`v.T @ v`, `v_t @ v` with `v_t = v.transpose(-1, -2)` or an einops `rearrange` of
+    `v` that only reorders its axes: a product of a tensor with its own transpose."""
+    return _transpose_of(ctx, node.left, node.right, env) or _transpose_of(
+        ctx, node.right, node.left, env
+    )
+
+
+def _transpose_of(ctx: Context, a: cst.BaseExpression, b: cst.BaseExpression, env: Env) -> bool:
+    """`a` is a transpose of `b`."""
+    found = ctx.deref(Value(a, env))
+    node = found.node
+    source: cst.BaseExpression | None = None
+    if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT", "H", "mH"):
+        source = node.value
+    elif isinstance(node, cst.Call):
+        callee = ctx.callee(node, found.env)
+        if callee.method in _TRANSPOSES and callee.receiver is not None:
+            source = callee.receiver
+        elif callee.qualname in ("torch.transpose", "torch.t", "torch.swapaxes") and node.args:
+            source = node.args[0].value
+        elif callee.qualname == "einops.rearrange" and len(node.args) >= 2:
+            pattern = node.args[1].value
+            if isinstance(pattern, cst.SimpleString) and _reorders_only(pattern.evaluated_value):
+                source = node.args[0].value
+    if source is None:
+        return False
+    return same_value(ctx, Value(source, found.env), ctx.deref(Value(b, env)))
+
+
+def _reorders_only(pattern: object) -> bool:
+    """An einops pattern whose output holds the input's axes in another order."""
+    if not isinstance(pattern, str) or "->" not in pattern:
+        return False
+    left, right = (side.split() for side in pattern.split("->", 1))
+    return sorted(left) == sorted(right) and left != right
+
+
 def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     value = ctx.deref(value)
     if guarded_by_mutation(ctx, value):
@@ -1450,6 +1491,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
                 return denominator_reason(ctx, Value(node.left, env), depth + 1)
         if isinstance(operator, cst.Subtract) and _own_range(ctx, node, env):
             return OWN_RANGE
+        if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
+            return "a sum of squares"  # `v_t @ v`: a vector's squared length
         return None
     if not isinstance(node, cst.Call):
         return None

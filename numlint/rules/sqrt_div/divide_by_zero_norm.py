@@ -74,6 +74,9 @@ class DivideByZeroNorm(Rule):
     `wrong * (n != 0)`) or through a factor (`w = mask * p` after
     `if mask.sum() == 0: break`) is guarded.
 
+    A vector's product with its own transpose (`v.T @ v`, `v_t @ v` with `v_t` a transpose or
+    an einops reordering of `v`) is a sum of squares.
+
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
     a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
@@ -147,10 +150,19 @@ class DivideByZeroNorm(Rule):
         "abs",
         "max(",
         "min(",
+        " @ ",
     )
     ALSO_REQUIRES = ("/", "div")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def ratio(v, w):
+                return (v.T @ w) / (w.T @ v + 1e-8)
+            """,
+            "a product of two different vectors, with an eps",
+        ),
         Valid(
             """
             import torch
@@ -314,6 +326,17 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def reflect(v, w):
+                return (v.T @ w) / (v.T @ v)
+            """,
+            line=3,
+            column=12,
+            confidence="low",
+            note="a vector times its own transpose: its squared length",
+        ),
         Invalid(
             """
             import torch
