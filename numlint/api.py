@@ -251,6 +251,30 @@ def _check_bytes(job: tuple[str, bytes, Selection]) -> tuple[list[Diagnostic], l
     return lint(text, name, rules_of(spec), dependencies=deps), sorted(deps)
 
 
+def _check_many(
+    jobs: list[tuple[str, bytes, Selection]],
+) -> list[tuple[list[Diagnostic], list[str]]]:
+    """Worker: lint several files (one project's, see _by_project)."""
+    return [_check_bytes(job) for job in jobs]
+
+
+def _by_project(names: list[str], workers: int) -> list[list[int]]:
+    """The indices of `names` in tasks for `workers` processes, largest first: the files of
+    one project (summaries.project_root) together, so that one process reads and parses
+    what the cross-file searches read of a project, not every process; a project of more
+    than a quarter of a process's share is split, so that the processes finish together."""
+    from numlint.analysis.summaries import project_root
+
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        root = project_root(os.path.abspath(name)) if not name.startswith("<") else name
+        groups.setdefault(root, []).append(i)
+    most = max(1, -(-len(names) // (workers * 4)))
+    tasks = [g[s : s + most] for g in groups.values() for s in range(0, len(g), most)]
+    tasks.sort(key=len, reverse=True)
+    return tasks
+
+
 def lint_paths(
     paths: Iterable[str | Path],
     config: ConfigLike = None,
@@ -298,6 +322,7 @@ def lint_paths(
         from concurrent.futures import ProcessPoolExecutor
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        tasks = _by_project([job[0] for _, _, job in todo], workers)
         if method == "fork":  # the engine and rules loaded once here, not in every worker
             importlib.import_module("numlint.engine")
             rules_of(todo[0][2][2])
@@ -305,10 +330,13 @@ def lint_paths(
         pool = ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context(method), initializer=_worker_start
         )
+        found: list[tuple[list[Diagnostic], list[str]]] = [([], [])] * len(todo)
         try:
             with pool:
-                chunk = max(1, min(32, len(todo) // (workers * 8)))
-                found = list(pool.map(_check_bytes, [job for _, _, job in todo], chunksize=chunk))
+                outs = pool.map(_check_many, [[todo[i][2] for i in t] for t in tasks])
+                for task, out in zip(tasks, outs, strict=True):
+                    for i, one in zip(task, out, strict=True):
+                        found[i] = one  # back in the order of the files
         finally:
             if method == "fork":
                 gc.unfreeze()
