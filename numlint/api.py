@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
-import io
 import os
-import tempfile
-import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +98,9 @@ def read_source(path: Path) -> tuple[str, str, str]:
 
 def decode(data: bytes) -> tuple[str, str, str]:
     """Decode Python source bytes honouring a BOM or coding cookie (PEP 263)."""
+    import io
+    import tokenize
+
     if b"\x00" in data:
         raise SourceError("not a text file (contains NUL bytes)")
     try:
@@ -122,30 +122,36 @@ def iter_files(
     config: ConfigLike = None,
     overrides: dict[str, Any] | None = None,
     force_exclude: bool = False,
+    *,
+    resolver: ConfigResolver | None = None,
 ) -> Iterator[Path]:
     """Python files under `paths`: directories are walked with exclusions applied; files named
     explicitly are always included unless `force_exclude` (for pre-commit, which names files).
+    `resolver`: the run's ConfigResolver (of `config` and `overrides`), to share what it found.
 
     Raises FileNotFoundError for a path that does not exist.
     """
-    seen: set[Path] = set()
+    configs = resolver if resolver is not None else ConfigResolver(config, overrides)
+    seen: set[str] = set()
     for given in paths:
         p = Path(given)
         if not p.exists() and not p.is_symlink():
             raise FileNotFoundError(str(given))
-        if force_exclude and excluded(p, resolve_config(config, str(p), overrides)):
+        if force_exclude and excluded(p, configs.of_path(p)):
             continue
         if not p.is_dir():
-            if p not in seen:
-                seen.add(p)
+            if str(p) not in seen:
+                seen.add(str(p))
                 yield p
             continue
-        cfg_root = resolve_config(config, str(p), overrides)
+        top = os.fspath(p)
         visited: set[tuple[int, int]] = set()
-        for root, dirs, files in os.walk(p, followlinks=False):
+        #: The configuration of each directory walked.
+        found: dict[str, Config] = {}
+        for root, dirs, files in _walk(top):
             here = Path(root)
             try:
-                st = here.stat()
+                st = os.stat(root)
                 key = (st.st_dev, st.st_ino)
             except OSError:
                 continue
@@ -153,13 +159,57 @@ def iter_files(
                 dirs[:] = []
                 continue
             visited.add(key)
-            cfg = cfg_root if config is not None else resolve_config(None, str(here), overrides)
+            above = found.get(os.path.dirname(root)) if root != top else None
+            if above is not None and not any(name == "pyproject.toml" for name, _ in files):
+                # a directory below one walked, without a configuration file: the same
+                # configuration (found from the same pyproject.toml files upward)
+                cfg = configs.known_directory(here, above)
+            else:
+                cfg = configs.of_directory(here)
+            found[root] = cfg
             dirs[:] = sorted(d for d in dirs if not cfg.is_excluded(here / d))
-            for name in sorted(files):
+            for name, link in sorted(files):
                 f = here / name
-                if name.endswith((".py", ".pyi")) and not cfg.is_excluded(f) and f not in seen:
-                    seen.add(f)
+                if not name.endswith((".py", ".pyi")) or cfg.is_excluded(f):
+                    continue
+                text = str(f)
+                if text not in seen:
+                    seen.add(text)
+                    if not link:
+                        configs.known_file(text, cfg)
                     yield f
+
+
+def _walk(top: str) -> Iterator[tuple[str, list[str], list[tuple[str, bool]]]]:
+    """`os.walk(top)` (top-down, not into links to directories; the caller may prune
+    `dirs`), the files with whether each is a symbolic link."""
+    try:
+        with os.scandir(top) as it:
+            entries = list(it)
+    except OSError:
+        return
+    dirs: list[str] = []
+    links: set[str] = set()
+    files: list[tuple[str, bool]] = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        try:
+            link = entry.is_symlink()
+        except OSError:
+            link = False
+        if is_dir:
+            dirs.append(entry.name)
+            if link:
+                links.add(entry.name)
+        else:
+            files.append((entry.name, link))
+    yield top, dirs, files
+    for name in dirs:
+        if name not in links:
+            yield from _walk(os.path.join(top, name))
 
 
 def excluded(path: Path, cfg: Config) -> bool:
@@ -190,23 +240,73 @@ def check_file(
     return check_source(text, name, resolve_config(config, name, overrides), verdicts=verdicts)
 
 
+class ConfigResolver:
+    """The configurations of one run: each directory's found once (discovery from it upward,
+    then the overrides), shared by the file walk, the linting and the command line's
+    warnings. A file's configuration is its directory's; a file that is a link: its
+    target's. Configuration files changed during the run are not seen again."""
+
+    def __init__(self, config: ConfigLike = None, overrides: dict[str, Any] | None = None):
+        self.config = config
+        self.overrides = overrides
+        #: The configuration of every path when one is given (not discovered).
+        self.fixed: Config | None = None
+        if config is not None:
+            self.fixed = resolve_config(config, "", overrides)
+        self._directories: dict[str, Config] = {}
+        self._files: dict[str, Config] = {}
+
+    def known_directory(self, directory: Path | str, cfg: Config) -> Config:
+        """Record the configuration of `directory` (found while walking); return it."""
+        if self.fixed is not None:
+            return self.fixed
+        self._directories[os.fspath(directory) or "."] = cfg
+        return cfg
+
+    def known_file(self, f: str, cfg: Config) -> None:
+        """Record the configuration of the file `f`, not a link (found while walking)."""
+        if self.fixed is None:
+            self._files[f] = cfg
+
+    def of_directory(self, directory: Path | str) -> Config:
+        """The configuration of the files in `directory`."""
+        if self.fixed is not None:
+            return self.fixed
+        name = os.fspath(directory) or "."
+        cfg = self._directories.get(name)
+        if cfg is None:
+            cfg = self._directories[name] = resolve_config(None, name, self.overrides)
+        return cfg
+
+    def of_path(self, path: Path | str) -> Config:
+        """The configuration of a file or directory (as resolve_config finds it)."""
+        if self.fixed is not None:
+            return self.fixed
+        name = os.fspath(path)
+        if os.path.isdir(name) and not os.path.islink(name):
+            return self.of_directory(name)
+        return self(name)
+
+    def __call__(self, f: Path | str) -> Config:
+        """The configuration of the file `f`."""
+        if self.fixed is not None:
+            return self.fixed
+        name = os.fspath(f)
+        cfg = self._files.get(name)
+        if cfg is None:
+            if name.startswith("<") or name == "-" or os.path.islink(name):
+                cfg = resolve_config(None, name, self.overrides)
+            else:
+                cfg = self.of_directory(os.path.dirname(name))
+            self._files[name] = cfg
+        return cfg
+
+
 def config_per_directory(
     config: ConfigLike = None, overrides: dict[str, Any] | None = None
 ) -> Callable[[Path], Config]:
-    """The configuration of a file, found once per directory: a file's configuration is its
-    directory's (a file that is a link: its target's)."""
-    found: dict[Path, Config] = {}
-
-    def of(f: Path) -> Config:
-        link = f.is_symlink()
-        cfg = None if link else found.get(f.parent)
-        if cfg is None:
-            cfg = resolve_config(config, str(f), overrides)
-            if not link:
-                found[f.parent] = cfg
-        return cfg
-
-    return of
+    """The configuration of a file, found once per directory (a ConfigResolver)."""
+    return ConfigResolver(config, overrides)
 
 
 def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selection:
@@ -284,23 +384,49 @@ def lint_paths(
     jobs: int | None = None,
     force_exclude: bool = False,
     verdicts: Verdicts | None = None,
+    resolver: ConfigResolver | None = None,
 ) -> Iterator[tuple[Path, list[Diagnostic]]]:
     """(file, findings) for every Python file under `paths`, in order.
 
-    With `cache=True` unchanged files reuse their results from `.numlint_cache/`; files still
-    to lint are spread over `jobs` processes (default: one per core) when there are many.
+    With `cache=True` unchanged files reuse their results from `.numlint_cache/` (a file
+    whose status is unchanged is not even read: numlint.cache); files still to lint are
+    spread over `jobs` processes (default: one per core) when there are many.
     `verdicts`: applies each file's configured stress report (see check_source).
+    `resolver`: the run's ConfigResolver (of `config` and `overrides`), for a caller that
+    wants the files' configurations too without finding them again.
     """
-    from numlint.cache import ResultCache, key
+    from numlint.cache import ResultCache, key, rules_digest
 
     results = ResultCache() if cache else None
-    files = list(iter_files(paths, config, overrides, force_exclude))
+    config_of = resolver if resolver is not None else ConfigResolver(config, overrides)
+    files = list(iter_files(paths, config, overrides, force_exclude, resolver=config_of))
     done: dict[int, list[Diagnostic]] = {}
     todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
     specs: dict[Config, Selection] = {}
-    config_of = config_per_directory(config, overrides)
+    #: Per selection (by identity; kept alive in the value): its repr and rules_digest.
+    spec_keys: dict[int, tuple[Selection, str, str]] = {}
+    stats: dict[int, tuple[os.stat_result, str]] = {}
     for i, f in enumerate(files):
         name = str(f)
+        spec = _rules_key(config_of(name), name, specs)
+        rules = digest = ""
+        st = None
+        if results is not None:
+            known = spec_keys.get(id(spec))
+            if known is None:
+                text = repr(spec)
+                known = spec_keys[id(spec)] = (spec, text, rules_digest(text))
+            _, rules, digest = known
+            try:
+                st = os.stat(name)
+            except OSError:
+                st = None  # reading it says why
+            if st is not None:
+                by_stat = results.get_by_stat(name, st, digest)
+                if by_stat is not None:
+                    done[i] = by_stat[1]
+                    continue
+                stats[i] = (st, digest)
         try:
             data = f.read_bytes()
         except IsADirectoryError:
@@ -309,11 +435,12 @@ def lint_paths(
         except OSError as exc:
             done[i] = [parse_error(name, f"could not read: {exc.strerror or exc}")]
             continue
-        spec = _rules_key(config_of(f), name, specs)
-        k = key(data, repr(spec)) if results is not None else ""
+        k = key(data, rules) if results is not None else ""
         hit = results.get(k, name) if results is not None else None
         if hit is not None:
             done[i] = hit
+            if st is not None:
+                results.remember(name, st, digest, k)
         else:
             todo.append((i, k, (name, data, spec)))
     workers = jobs or os.cpu_count() or 1
@@ -351,6 +478,9 @@ def lint_paths(
         done[i] = diags
         if results is not None:
             results.put(k, diags, deps)
+            if i in stats:
+                st, digest = stats[i]
+                results.remember(str(files[i]), st, digest, k)
     if results is not None:
         results.save()
     for i, f in enumerate(files):
@@ -403,6 +533,8 @@ def fix_source(
 def write_atomic(path: Path, text: str, encoding: str) -> None:
     """Write via a temporary file in the same directory and rename; keep the file mode.
     A symbolic link is written through: its target changes, the link stays."""
+    import tempfile
+
     path = Path(os.path.realpath(path))
     mode = path.stat().st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".numlint", dir=path.parent)

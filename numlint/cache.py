@@ -1,12 +1,25 @@
 """On-disk results cache: `.numlint_cache/`, keyed by numlint's own code, the rules and
-options in force for a file, and the file's content."""
+options in force for a file, and the file's content.
+
+A file whose status is unchanged since its findings were kept is not read again: besides
+its content key, each file has a status key (path, device, inode, size, modification and
+status-change times in nanoseconds, the rules) leading to its content key, as ruff's cache
+keys files by their modification time. Any status change (a write, `touch`, a copy, a
+checkout) falls back to hashing the content, so only a changed content is linted again.
+The trade-off: a write that leaves size, inode and both times as they were goes unseen
+through the status key. A file's times change on every write, at the file system's clock
+granularity (nanoseconds on ext4, btrfs, APFS; a few milliseconds of clock tick in
+practice), and the status-change time cannot be set back (`touch -d`, `tar`, `rsync -t`
+restore the modification time only), so such a write must come within one clock tick of
+the previous one. For that race, a file changed less than RACY_NS before the run began
+gets no status key (as git treats "racily clean" files): it is hashed again next time.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
+import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -14,13 +27,22 @@ from typing import Any
 
 from numlint.diagnostic import Diagnostic, Edit, Fix
 
+try:  # hashlib's blake2b, without loading OpenSSL (hashlib's other hashes) at start-up
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
+
 DEFAULT_DIR = ".numlint_cache"
+#: A file whose modification or status-change time is this close to the start of a run (or
+#: later) gets no status key: a second write within the same clock tick would leave its
+#: status unchanged (see the module's documentation).
+RACY_NS = 2_000_000_000
 
 
 @cache
 def code_fingerprint() -> str:
     """Changes whenever numlint's own source changes (a version bump is not enough in development)."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     root = Path(__file__).resolve().parent
     for path in sorted(root.rglob("*.py")):
         st = path.stat()
@@ -29,7 +51,25 @@ def code_fingerprint() -> str:
 
 
 def key(data: bytes, rules_key: str) -> str:
-    return hashlib.blake2b(data + b"\0" + rules_key.encode(), digest_size=16).hexdigest()
+    return blake2b(data + b"\0" + rules_key.encode(), digest_size=16).hexdigest()
+
+
+def rules_digest(rules_key: str) -> str:
+    """A short stand-in for `rules_key` in status keys."""
+    return blake2b(rules_key.encode(), digest_size=8).hexdigest()
+
+
+def stat_key(name: str, st: os.stat_result, rules: str) -> str:
+    """The status key of the file `name` with status `st` under the rules `rules`
+    (rules_digest)."""
+    return (
+        f"stat|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{rules}|"
+        f"{name}"
+    )
+
+
+def _now_ns() -> int:
+    return time.time_ns()
 
 
 def _to_json(d: Diagnostic) -> list[Any]:
@@ -71,25 +111,63 @@ def _signature(path: str) -> list[Any]:
 
 
 class ResultCache:
-    """One JSON file per numlint build: {file key: findings}. Load once, save once."""
+    """One JSON file per numlint build: {file key: findings, file key|deps: signatures of
+    the other files they were read from, status key: file key}. Load once, save once."""
 
     def __init__(self, directory: Path | str | None = None) -> None:
+        self.started_ns = _now_ns()
         base = Path(directory or os.environ.get("NUMLINT_CACHE_DIR") or DEFAULT_DIR)
         self.path = base / f"results-{code_fingerprint()}.json"
-        self.entries: dict[str, list[list[Any]]] = {}
+        self.entries: dict[str, Any] = {}
         self.dirty = False
         try:
-            self.entries = json.loads(self.path.read_text(encoding="utf-8"))
+            self.entries = json.loads(self.path.read_bytes())
         except (OSError, ValueError):
             self.entries = {}
+        if not isinstance(self.entries, dict):
+            self.entries = {}
         self.used: set[str] = set()
+        #: The signatures of the files findings depend on, taken once per run.
+        self._signatures: dict[str, list[Any]] = {}
+
+    def _signature(self, path: str) -> list[Any]:
+        sig = self._signatures.get(path)
+        if sig is None:
+            sig = self._signatures[path] = _signature(path)
+        return sig
+
+    def get_by_stat(
+        self, name: str, st: os.stat_result, rules: str
+    ) -> tuple[str, list[Diagnostic]] | None:
+        """The file key and findings of the file `name` by its status `st` (stat_key), when
+        its status is the one its findings were kept with: the file is not read."""
+        s = stat_key(name, st, rules)
+        k = self.entries.get(s)
+        if not isinstance(k, str):
+            return None
+        found = self.get(k, name)
+        if found is None:
+            return None
+        self.used.add(s)
+        return k, found
+
+    def remember(self, name: str, st: os.stat_result, rules: str, k: str) -> None:
+        """Lead the status `st` of the file `name` (read after `st` was taken) to its file
+        key `k`, unless the file changed too shortly before the run (RACY_NS)."""
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= self.started_ns - RACY_NS:
+            return
+        s = stat_key(name, st, rules)
+        self.used.add(s)
+        if self.entries.get(s) != k:
+            self.entries[s] = k
+            self.dirty = True
 
     def get(self, k: str, filename: str) -> list[Diagnostic] | None:
         rows = self.entries.get(k)
-        if rows is None:
+        if not isinstance(rows, list):
             return None
         deps = self.entries.get(k + _DEPS)
-        if deps is not None and any(_signature(p) != [p, *sig] for p, *sig in deps):
+        if deps is not None and any(self._signature(p) != [p, *sig] for p, *sig in deps):
             return None  # another file the findings were read from has changed
         self.used.add(k)
         if deps is not None:
@@ -119,6 +197,8 @@ class ResultCache:
             for old in self.path.parent.glob("results-*.json"):
                 if old != self.path:
                     old.unlink(missing_ok=True)
+            import tempfile
+
             keep = {k: v for k, v in self.entries.items() if k in self.used}
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

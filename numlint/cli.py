@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib.util
 import json
 import os
@@ -274,6 +273,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if stdin or args.fix or args.diff:
             raise UsageError("--add-noqa works on files, without --fix or --diff")
         return _add_noqa(args, config, overrides)
+    configs = api.ConfigResolver(config, overrides)
     paths = [p for p in args.paths if p == "-" or os.path.lexists(p)]
     missing = [p for p in args.paths if p not in paths]
     diagnostics.extend(parse_error(p, "could not read: no such file or directory") for p in missing)
@@ -294,9 +294,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     elif not paths:
         pass
     elif args.fix or args.diff:
-        for f in _files(paths, args, config, overrides):
+        for f in _files(paths, args, config, overrides, configs):
             name = str(f)
-            cfg = api.resolve_config(config, name, overrides)
+            cfg = configs(name)
             warnings.update(cfg.warnings)
             try:
                 source, encoding, _ = api.read_source(f)
@@ -318,14 +318,14 @@ def cmd_check(args: argparse.Namespace) -> int:
                     cache=not args.no_cache,
                     force_exclude=args.force_exclude,
                     verdicts=judged,
+                    resolver=configs,
                 )
             )
         except FileNotFoundError as exc:  # removed while numlint ran
             raise UsageError(f"{exc}: no such file or directory") from None
-        config_of = api.config_per_directory(config, overrides)
         for f, found in results:
             name = str(f)
-            warnings.update(config_of(f).warnings)
+            warnings.update(configs(name).warnings)
             env.files.append(name)
             if found and any(d.code != "NUM000" for d in found):
                 try:
@@ -339,7 +339,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     if args.probe:
         diagnostics = _probe(diagnostics, env, args.probe_device)
-    _stress(diagnostics, args, config, overrides)
+    _stress(diagnostics, args, configs)
     out = sys.stderr if stdin and args.fix else sys.stdout
     if args.diff:
         text = "".join(diffs)
@@ -372,9 +372,10 @@ def _add_noqa(args: argparse.Namespace, config: Config | None, overrides: dict[s
         if p not in paths:
             print(f"warning: {p}: no such file or directory", file=sys.stderr)
     added = 0
-    for f in _files(paths, args, config, overrides) if paths else []:
+    configs = api.ConfigResolver(config, overrides)
+    for f in _files(paths, args, config, overrides, configs) if paths else []:
         name = str(f)
-        cfg = api.resolve_config(config, name, overrides)
+        cfg = configs(name)
         try:
             source, encoding, _ = api.read_source(f)
         except api.SourceError as exc:
@@ -407,10 +408,14 @@ def _has_torch() -> bool:
 
 
 def _files(
-    paths: list[str], args: argparse.Namespace, config: Config | None, overrides: dict[str, Any]
+    paths: list[str],
+    args: argparse.Namespace,
+    config: Config | None,
+    overrides: dict[str, Any],
+    configs: api.ConfigResolver,
 ) -> list[Path]:
     try:
-        return list(api.iter_files(paths, config, overrides, args.force_exclude))
+        return list(api.iter_files(paths, config, overrides, args.force_exclude, resolver=configs))
     except FileNotFoundError as exc:
         raise UsageError(f"{exc}: no such file or directory") from None
 
@@ -437,6 +442,8 @@ def _check_text(
             print(f"warning: {name}: fixes not applied: {result.error}", file=sys.stderr)
         if args.diff:
             if result.source != source:
+                import difflib
+
                 diffs.append(
                     "".join(
                         difflib.unified_diff(
@@ -474,26 +481,25 @@ def _print_statistics(diagnostics: list[Diagnostic], args: argparse.Namespace, o
 
 
 def _stress(
-    diagnostics: list[Diagnostic],
-    args: argparse.Namespace,
-    config: Config | None,
-    overrides: dict[str, Any],
+    diagnostics: list[Diagnostic], args: argparse.Namespace, configs: api.ConfigResolver
 ) -> None:
     """Exit 2 for a stress report (`--stress-report`, else the `stress-report` of a linted
     file's configuration) that cannot be read; its verdicts are already on the findings
     (`judged`, passed to numlint.api)."""
-    from numlint.stress.report import StressReportError
-    from numlint.stress.verdict import cached_report
-
     reports = {args.stress_report} if args.stress_report else set()
     if not reports:
         seen: set[str] = set()
         for d in diagnostics:
             if d.filename not in seen:
                 seen.add(d.filename)
-                report = api.resolve_config(config, d.filename, overrides).stress_report
+                report = configs(d.filename).stress_report
                 if report:
                     reports.add(report)
+    if not reports:
+        return
+    from numlint.stress.report import StressReportError
+    from numlint.stress.verdict import cached_report
+
     for path in sorted(reports):
         try:
             cached_report(path)

@@ -27,10 +27,21 @@ Layer = tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]
 #: see Config.selection.
 Selection = tuple[Any, ...]
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+
+def _tomllib() -> Any:
+    """tomllib (tomli before Python 3.11), loaded once a pyproject.toml is read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tomllib":  # `from numlint.config import tomllib` goes on working
+        return _tomllib()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "build", "dist",
@@ -339,6 +350,7 @@ def _select(layers: tuple[Layer, ...], per_file: tuple[str, ...]) -> tuple[type[
 
 def load(pyproject: Path) -> Config | None:
     """The `[tool.numlint]` table of one pyproject.toml, or None when it has none."""
+    tomllib = _tomllib()
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -378,6 +390,7 @@ def _load_cached(path: Path, mtime_ns: int, size: int, beside: tuple = ()) -> Co
 def _declared_cached(path: Path, mtime_ns: int, size: int, beside: tuple = ()) -> Config:
     """No [tool.numlint] anywhere: the defaults, with the torch version the nearest
     pyproject.toml (and the requirement files beside it) declares."""
+    tomllib = _tomllib()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
