@@ -7,8 +7,10 @@ the order alternating each round; each variant's hooks are installed and removed
 timed block, and the same model object serves all four so weight placement cannot differ):
 
   none        no monitoring
-  numlint     numlint.watch(model, optimizer): forward outputs and backward gradients of every
-              module, global gradient norm, parameter check, JSONL log
+  numlint     numlint.watch(model, optimizer), its defaults: the batch and RNG state kept for
+              re-running a failing step, the loss and every parameter's gradient norm read
+              once per step (the global norm logged), the gradient at the model output kept,
+              JSONL log; per-module flags (module_hooks=True) are one of the --breakdown rows
   isnan-hook  a forward hook per module doing `if out.isnan().any(): raise` (a host read per
               layer, forward only)
   anomaly     torch.autograd.set_detect_anomaly(True) around the step (backward only)
@@ -119,13 +121,15 @@ BLOCK_FACTOR = {"tiny": 50}
 #: The model whose added time is the monitor's fixed cost per step, and the target for it.
 FIXED_COST_MODEL, FIXED_COST_TARGET_MS = "tiny", 0.05
 VARIANTS = ("none", "numlint", "isnan-hook", "anomaly")
-#: --breakdown: numlint with one optional part off (the options of `numlint.watch`), each
-#: against the default; "lean" has all three off.
+#: --breakdown: numlint with one optional part switched from its default (the options of
+#: `numlint.watch`), each against no monitor: no JSONL file; the gradient at the model output
+#: kept by a hook (by default worked out on the failure path); per-module flags (every module
+#: output and the gradients flowing into modules, the output gradient kept: every check on).
 BREAKDOWN: dict[str, dict[str, Any]] = {
     "log=None": {"log": None},
-    "check_backward=False": {"check_backward": False},
-    "module_hooks=False": {"module_hooks": False},
-    "lean": {"log": None, "check_backward": False, "module_hooks": False},
+    "check_backward=True": {"check_backward": True},
+    "module_hooks=True": {"module_hooks": True},
+    "module_hooks=True, log=None": {"module_hooks": True, "log": None},
 }
 
 

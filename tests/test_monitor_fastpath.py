@@ -90,7 +90,8 @@ def test_embedding_gradient_is_covered_by_its_weight_gradient_unless_padding_dro
 
 def backward_flags(model: nn.Module, x: torch.Tensor) -> list[int]:
     """The modules whose output gradient got a flag in one backward pass (no step after)."""
-    monitor = numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.0), log=None)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    monitor = numlint.watch(model, opt, log=None, module_hooks=True)
     with monitor:
         model(x).sum().backward()
         idx = list(monitor._rec.bidx)
@@ -146,8 +147,8 @@ def test_gradient_accumulation_names_the_micro_batch_that_broke() -> None:
     good = torch.ones(4, 4)
     bad = good.clone()
     bad[2] = -1.0  # that row's ReLU outputs are all zero: NaN gradient in backward
-    with pytest.raises(NonFiniteError) as info:
-        with numlint.watch(model, opt, log=None, static=False):
+    with pytest.raises(NonFiniteError) as info:  # (which the ReLU drops: only its flag shows it)
+        with numlint.watch(model, opt, log=None, static=False, module_hooks=True):
             model(bad).sum().backward()  # read with the next check point: the next forward
             model(good).sum().backward()
             opt.step()
@@ -161,7 +162,8 @@ def test_a_backward_pass_not_followed_by_a_step_is_checked_on_exit() -> None:
     bad = torch.ones(4, 4)
     bad[0] = -1.0
     with pytest.raises(NonFiniteError) as info:
-        with numlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), log=None):
+        sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+        with numlint.watch(model, sgd, log=None, module_hooks=True):
             model(bad).sum().backward()
     assert info.value.event["phase"] == "backward" and info.value.event["module"] == "2"
     # an exception already on its way out is not replaced by a finding
@@ -176,7 +178,7 @@ def test_the_output_gradient_is_let_go_after_the_step() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    monitor = numlint.watch(model, opt, log=None)
+    monitor = numlint.watch(model, opt, log=None, check_backward=True)  # (a hook keeps it)
     with monitor:
         model(torch.randn(5, 4)).sum().backward()
         assert monitor._rec.out_grads and monitor._rec.out_grads[0] is not None
@@ -295,7 +297,7 @@ def test_the_per_step_check_finds_the_first_nonfinite_output_at_its_layer_and_st
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     log = tmp_path / "ev.jsonl"
     with pytest.raises(NonFiniteError) as info:
-        with numlint.watch(model, opt, log=log, static=False):
+        with numlint.watch(model, opt, log=log, static=False, module_hooks=True):
             for _ in range(12):
                 opt.zero_grad()
                 model(torch.randn(5, 4)).square().mean().backward()
@@ -315,8 +317,8 @@ def test_the_per_step_check_finds_the_first_nonfinite_gradient_at_its_layer_and_
     good = torch.ones(4, 4)
     bad = good.clone()
     bad[1] = -1.0  # that row's ReLU outputs are all zero: NaN gradient out of RowNorm
-    with pytest.raises(NonFiniteError) as info:
-        with numlint.watch(model, opt, log=None, static=False):
+    with pytest.raises(NonFiniteError) as info:  # (dropped by the ReLU: its flag shows it)
+        with numlint.watch(model, opt, log=None, static=False, module_hooks=True):
             for i in range(10):
                 opt.zero_grad()
                 model(bad if i == 5 else good).sum().backward()
@@ -354,7 +356,7 @@ def test_a_flags_only_check_is_judged_only_when_a_value_is_not_finite(
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(NonFiniteError) as info:
-        with numlint.watch(model, opt, log=None, static=False):
+        with numlint.watch(model, opt, log=None, static=False, module_hooks=True):
             for i in range(4):
                 opt.zero_grad()
                 x = torch.randn(2, 3)
@@ -407,3 +409,92 @@ def test_without_module_hooks_a_value_a_later_op_hides_is_missed() -> None:
             model(torch.randn(5, 4)).square().mean().backward()
             opt.step()
     assert monitor.incidents == 0 and monitor.step == 6
+
+
+def test_a_training_step_is_lean_by_default_and_the_call_slot_is_given_back() -> None:
+    # Given its optimizer, the monitor hooks no submodule and reads the loss and the gradient
+    # norms once per step; it watches the model's forward through the model's call slot, which
+    # a copy or a pickle of the model does not take along, and which it gives back on exit.
+    import copy
+    import pickle
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    monitor = numlint.watch(model, opt, log=None)
+    assert not monitor.module_hooks and not monitor.check_backward
+    with monitor:
+        assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+        assert model.__dict__.get("_compiled_call_impl") is not None
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(5, 4)).square().mean().backward()
+            opt.step()
+        twin = copy.deepcopy(model)
+        assert "_compiled_call_impl" not in twin.__dict__
+        assert "_compiled_call_impl" not in pickle.loads(pickle.dumps(model)).__dict__
+        twin(torch.randn(5, 4))  # (its own forward, not watched)
+        assert monitor.step == 3 and monitor.micro == 0
+    assert "_compiled_call_impl" not in model.__dict__
+    assert [e["step"] for e in monitor.events if e["event"] == "step"] == [0, 1, 2]
+    assert monitor.rng is not None and monitor.rng.cpu is None  # (it draws no random number)
+    assert numlint.watch(model, log=None).module_hooks  # (no optimizer: one pass, flagged)
+    dropped = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+    with numlint.watch(dropped, torch.optim.SGD(dropped.parameters(), lr=0.1), log=None) as mon:
+        dropped(torch.randn(5, 4))
+        assert mon.rng is not None and mon.rng.cpu is not None  # (kept to re-run the mask)
+
+
+def test_a_taken_call_slot_falls_back_to_forward_hooks() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(Sqrt(), nn.Linear(4, 2))
+    model._compiled_call_impl = model._call_impl  # (as Module.compile() takes it)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            assert model._forward_pre_hooks and model._forward_hooks
+            x = torch.rand(3, 4)
+            x[0, 0] = -1.0
+            model(x).sum().backward()
+            opt.step()
+    assert (info.value.event["module"], info.value.event["phase"]) == ("0", "forward")
+    assert not model._forward_pre_hooks and not model._forward_hooks
+    assert model.__dict__["_compiled_call_impl"] == model._call_impl
+
+
+def test_a_lean_step_names_a_nan_that_does_not_happen_again_at_the_model_output() -> None:
+    # Re-running the step finds nothing (the NaN came from a stateful module): without module
+    # flags the step is still stopped, and the NaN is reported where the loss read it.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Poison(at=2, value=math.nan))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pytest.raises(NonFiniteError) as info:
+        with numlint.watch(model, opt, log=None, static=False):
+            for _ in range(4):
+                opt.zero_grad()
+                model(torch.randn(5, 4)).square().mean().backward()
+                before = [p.detach().clone() for p in model.parameters()]
+                opt.step()
+    ev = info.value.event
+    assert (ev["step"], ev["module"], ev["phase"], ev["kind"]) == (2, "", "forward", "nan")
+    assert ev["reproduced"] is False
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_a_lean_step_works_out_the_gradient_at_the_model_output_from_the_loss() -> None:
+    # No hook kept the gradient the loss sent back to the model: the failure path computes it
+    # again from the loss expression, and tells a loss that made it from the model.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    monitor = numlint.watch(model, opt, log=None, static=False)
+    with pytest.raises(NonFiniteError) as info:
+        with monitor:
+            out = model(torch.randn(3, 4))
+            loss = torch.sqrt(out - out.detach()).sum()  # sqrt(0): gradient inf
+            loss.backward()
+            assert monitor._rec.out_grads is None  # (nothing kept)
+            opt.step()
+    ev = info.value.event
+    assert ev["phase"] == "loss" and ev["module"] == "<loss>" and ev["origin"]
+    assert ev["gradient_of"] == "model output" and ev["loss_finite"] is True

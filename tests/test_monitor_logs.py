@@ -73,7 +73,7 @@ def test_a_nan_left_in_the_weights_is_logged_once_with_a_count(tmp_path: Path) -
 def test_step_events_are_written_as_json_writes_them(values: dict[str, object]) -> None:
     # Every completed step logs one event: its line comes from a template (the slow path is
     # json.dumps), byte for byte the same, non-finite values as strings included.
-    from numlint.monitor.events import _json_safe, step_event, to_json_line
+    from numlint.monitor.events import StepRecord, _json_safe, step_event, to_json_line
 
     def reference(event: dict[str, object]) -> str:
         return json.dumps(_json_safe(event), allow_nan=False, separators=(",", ":"))
@@ -82,6 +82,8 @@ def test_step_events_are_written_as_json_writes_them(values: dict[str, object]) 
     assert to_json_line(event) == reference(event)
     made = step_event(10**12, 3, 1, *values.values())  # (the one made every step)
     assert made == event and list(made) == list(event)
+    record = StepRecord((10**12, 3, 1, *values.values()))  # (what the log keeps of it)
+    assert record.line() == reference(event) and record.event() == event
     clipped = make_event("step", **values, step=1, iteration=1, rank=0, grad_norm_clipped=0.5)
     other = dict(event, phase="grad")  # a key the template writes as null
     strange = dict(event, step=True)  # a bool is no number of the template

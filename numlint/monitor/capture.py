@@ -26,7 +26,7 @@ _saved: dict[str, Any] = {}
 
 
 def _backward(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-    for fn in tuple(_loss_listeners):
+    for fn in _loss_listeners:  # (never changed in place: see listen)
         fn(self)
     return _saved["backward"](self, *args, **kwargs)
 
@@ -34,7 +34,7 @@ def _backward(self: Tensor, *args: Any, **kwargs: Any) -> Any:
 def _clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Tensor:
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     total = _saved["clip"](params, max_norm, *args, **kwargs)
-    for fn in tuple(_clip_listeners):
+    for fn in _clip_listeners:
         fn(total, float(max_norm), params)
     return total
 
@@ -67,17 +67,24 @@ def _uninstall() -> None:
 def listen(kind: str, fn: Callable[..., None]) -> None:
     """Start passing `kind` ("loss": the tensor backward() is called on; "clip": the result
     of clip_grad_norm_, its max_norm and parameters) to `fn`."""
+    global _loss_listeners, _clip_listeners
     with _lock:
         if not _loss_listeners and not _clip_listeners:
             _install()
-        (_loss_listeners if kind == "loss" else _clip_listeners).append(fn)
+        # (a new list each time: a call going through the old one is not disturbed)
+        if kind == "loss":
+            _loss_listeners = [*_loss_listeners, fn]
+        else:
+            _clip_listeners = [*_clip_listeners, fn]
 
 
 def unlisten(kind: str, fn: Callable[..., None]) -> None:
     """Stop passing it (the originals come back with the last listener)."""
+    global _loss_listeners, _clip_listeners
     with _lock:
-        listeners = _loss_listeners if kind == "loss" else _clip_listeners
-        if fn in listeners:
-            listeners.remove(fn)
+        if kind == "loss":
+            _loss_listeners = [f for f in _loss_listeners if f != fn]
+        else:
+            _clip_listeners = [f for f in _clip_listeners if f != fn]
         if not _loss_listeners and not _clip_listeners and _saved.get("installed"):
             _uninstall()

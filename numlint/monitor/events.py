@@ -75,6 +75,41 @@ def step_event(
     return ev
 
 
+class StepRecord(tuple):  # type: ignore[type-arg]
+    """A plain step event kept compact until it is read: the values of `step_event`, in its
+    order (step, iteration, rank, grad_norm, loss, scale, time). A completed step only makes
+    one of these; the log holds it as it is and writes its line straight from it."""
+
+    __slots__ = ()
+
+    def event(self) -> Event:
+        """The event, as `step_event` makes it."""
+        return step_event(*self)
+
+    def line(self) -> str:
+        """Its JSONL line: `to_json_line(self.event())`, without the event."""
+        step, iteration, rank, grad_norm, loss, scale, when = self
+        if (
+            type(grad_norm) is float
+            and type(loss) is float
+            and scale is None
+            and type(when) is float
+            and grad_norm - grad_norm == 0.0  # (finite: repr is what JSON writes)
+            and loss - loss == 0.0
+            and type(step) is int
+            and type(iteration) is int
+            and type(rank) is int
+        ):
+            return _STEP_LINE_PLAIN % (step, iteration, rank, grad_norm, loss, when)
+        line = _step_line(self.event())
+        return line if line is not None else to_json_line(self.event())
+
+
+def as_event(entry: Event | StepRecord) -> Event:
+    """An entry of the log as an event (a StepRecord made into its dict)."""
+    return entry.event() if type(entry) is StepRecord else entry  # type: ignore[union-attr,return-value]
+
+
 def _json_safe(value: Any) -> Any:
     """Floats JSON cannot hold (nan, inf) become strings, so every line is valid JSON."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -104,6 +139,12 @@ _STEP_LINE = (
     '{"event":"step","step":%s,"iteration":%s,'
     + "".join(f'"{k}":null,' for k in BASE_KEYS[3:14])
     + '"rank":%s,"origin":null,"grad_norm":%s,"loss":%s,"scale":%s,"time":%s}'
+)
+
+
+# (a step whose values are all plain finite numbers and that has no loss scale: most of them)
+_STEP_LINE_PLAIN = (
+    _STEP_LINE.replace("%s", "%d", 3).replace('"scale":%s', '"scale":null').replace("%s", "%r")
 )
 
 
@@ -260,7 +301,7 @@ class EventLog:
     def _write(self) -> None:
         """Write the pending lines (lock held), starting a new file whenever the next line would
         take this one past `max_bytes`."""
-        lines = [to_json_line(e) + "\n" for e in self._unwritten]
+        lines = [_line(e) + "\n" for e in self._unwritten]
         self._unwritten.clear()
         limit = self.max_bytes
         chunk: list[str] = []
@@ -293,20 +334,26 @@ class EventLog:
         self.emit_many([event])
         return event
 
-    def emit_many(self, events: list[Event]) -> None:
-        """Record events in order (ring buffer, counters, file), under one lock."""
+    def emit_many(self, events: list[Event | StepRecord]) -> None:
+        """Record events in order (ring buffer, counters, file), under one lock. A StepRecord
+        stays one until the events are read (`event_list`)."""
         with self._lock:
             self.events.extend(events)
             counts = self.counts
             error = False
             for event in events:
-                name = event["event"]
+                name = STEP if type(event) is StepRecord else event["event"]  # type: ignore[index]
                 counts[name] = counts.get(name, 0) + 1
                 error = error or name in ERROR_EVENTS
             if self._file is not None:
                 self._unwritten += events
                 if error or time.monotonic() - self._flushed > self.FLUSH_EVERY_S:
                     self._write()
+
+    def event_list(self) -> list[Event]:
+        """The events in the ring buffer, in order, as dicts."""
+        with self._lock:
+            return [as_event(e) for e in self.events]
 
     def flush(self) -> None:
         """Write the events not yet in the file."""
@@ -333,9 +380,14 @@ def _write_lines(file: Any, events: list[Event], lock: Any = None, close: bool =
         if file.closed:
             return
         if events:
-            file.write("".join([to_json_line(e) + "\n" for e in events]))
+            file.write("".join([_line(e) + "\n" for e in events]))
             events.clear()
         if close:
             file.close()
         else:
             file.flush()
+
+
+def _line(entry: Event | StepRecord) -> str:
+    """The JSONL line of a log entry."""
+    return entry.line() if type(entry) is StepRecord else to_json_line(entry)  # type: ignore[union-attr,arg-type]

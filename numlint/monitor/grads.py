@@ -117,13 +117,17 @@ class ExplosionDetector:
 
     def update(self, norm: float) -> float | None:
         """Add one norm; return the running median when `norm` is an explosion, else None."""
-        if not math.isfinite(norm):
+        if norm - norm != 0.0:  # (not finite)
             return None
-        median = self.median()
         history, s = self.history, self._sorted
+        n = len(s)
+        median = None
+        if n >= self.warmup and n:  # (as `median()` says it, inline: once every step)
+            h = n // 2
+            median = s[h] if n % 2 else (s[h - 1] + s[h]) / 2
         if history.maxlen == 0:
             return None
-        if len(history) == history.maxlen:
+        if n == history.maxlen:
             del s[bisect.bisect_left(s, history[0])]
         history.append(norm)
         bisect.insort(s, norm)
@@ -148,19 +152,22 @@ def step_events(
     explosion: ExplosionDetector,
     when: float | None = None,
     clip: tuple[float, float] | None = None,
+    median: float | None | bool = False,
 ) -> list[Event]:
     """The events of one completed step: the global norm (always), an explosion, vanishing
     gradients (per group, the parameters whose gradient is all zeros), and the
     per-parameter statistics when they were computed. `values[k]` is the gradient norm of
     parameter `present[k]`; `when` the step's wall-clock time (default: now). When the loop
     clipped the gradients, `total` is the pre-clip norm and `clip` is (post-clip norm,
-    max_norm)."""
+    max_norm). `median`: what `explosion.update(total)` returned, when the caller asked it
+    already (else it is asked here)."""
     now = time.time() if when is None else when
     step_ev = step_event(step, iteration, rank, total, loss, scale, now)
     if clip is not None:
         step_ev.update(grad_norm_clipped=clip[0], max_norm=clip[1])
     out = [step_ev]
-    median = explosion.update(total)
+    if median is False:
+        median = explosion.update(total)
     if median is None and rows is None and 0.0 not in values:
         return out  # (every step but a few)
     common = {"step": step, "iteration": iteration, "rank": rank}

@@ -169,6 +169,7 @@ def propagates(module: nn.Module) -> bool:
 
 GradHook = Callable[[Tensor], None]
 _F32 = torch.float32
+_NONE: tuple[list[Tensor], list[int]] = ([], [])  # (no flags: never appended to)
 
 
 def hook_gradient(t: Tensor, hook: GradHook) -> bool:
@@ -224,16 +225,21 @@ class FlagRecorder:
 
     def take_forward(self) -> tuple[list[Tensor], list[int]]:
         """The forward flags collected so far, and clear them."""
-        if self.cur_flag is None and self.cur is not None:
-            self._resolve()
+        if self.cur is not None:
+            if self.cur_flag is None:
+                self._resolve()
+            self.cur = self.cur_flag = None
+        if not self.fflags:
+            return _NONE
         out = (self.fflags, self.fidx)
         self.fflags = []
         self.fidx = []
-        self.cur = self.cur_flag = None
         return out
 
     def take_backward(self) -> tuple[list[Tensor], list[int]]:
         """The backward flags collected so far, and clear them."""
+        if not self.bflags:
+            return _NONE
         out = (self.bflags, self.bidx)
         self.bflags = []
         self.bidx = []
@@ -349,14 +355,19 @@ class FlagRecorder:
         self.cur_waiting = []
         return f
 
-    def root_outputs(self, output: Any) -> list[Tensor]:
-        """Flag the top-level module's outputs; hook their gradients, keeping them (the
-        gradient of the loss w.r.t. the model output) until the step. The gradient of an output
-        whose gradient is checked already (made by a Linear head, say) needs no flag here."""
+    def root_outputs(self, output: Any, flag_outputs: bool = True) -> list[Tensor]:
+        """Flag the top-level module's outputs (unless `flag_outputs` is False); hook their
+        gradients, keeping them (the gradient of the loss w.r.t. the model output) until the
+        step. The gradient of an output whose gradient is checked already (made by a Linear
+        head, say) needs no flag here."""
         if type(output) is Tensor and output is self.cur and output._version == self.cur_version:
             return self._root_is_current(output)
         plain = type(output) is Tensor and output.is_floating_point()
         outs = [output] if plain else flat_tensors(output)
+        if not flag_outputs:  # (nor their gradients: what reaches the weights is checked)
+            if self.check_backward:
+                self._hook_root_grads(outs, [False] * len(outs))
+            return outs
         cur = self.cur
         checked_out = None
         for t in outs:
@@ -377,14 +388,34 @@ class FlagRecorder:
         if cur is not None and self.cur_flag is None:
             self._resolve()
         if self.check_backward:
-            self.out_grads = [None] * len(outs)
-            for k, t in enumerate(outs):
-                key = (k, t is not checked_out)
-                hook = self._root_hooks.get(key)
-                if hook is None:
-                    hook = self._root_hooks[key] = self._make_root_hook(*key)
-                hook_gradient(t, hook)
+            self._hook_root_grads(outs, [t is not checked_out for t in outs])
         return outs
+
+    def keep_root_grad(self, t: Tensor) -> None:
+        """`root_outputs(t, flag_outputs=False)` for a model returning one tensor."""
+        self.out_grads = [None]
+        hook = self._root_hooks.get((0, False))
+        if hook is None:
+            hook = self._root_hooks[0, False] = self._make_root_hook(0, False)
+        hook_gradient(t, hook)
+
+    def flag_outputs(self, output: Any) -> None:
+        """Flag the top-level module's outputs now (a training forward no backward followed)."""
+        for t in flat_tensors(output):
+            self.fflags.append(flag(t))
+            self.fidx.append(0)
+
+    def _hook_root_grads(self, outs: list[Tensor], flagged: list[bool]) -> None:
+        """Keep the gradients flowing into the model outputs `outs` until the step, each
+        flagged where `flagged` says."""
+        self.out_grads = [None] * len(outs)
+        hooks = self._root_hooks
+        for k, t in enumerate(outs):
+            key = (k, flagged[k])
+            hook = hooks.get(key)
+            if hook is None:
+                hook = hooks[key] = self._make_root_hook(*key)
+            hook_gradient(t, hook)
 
     def _root_is_current(self, t: Tensor) -> list[Tensor]:
         """`root_outputs` for the common case: the model returns the tensor its last module

@@ -90,7 +90,7 @@ class Incidents:
 
     def _save_snapshot(self, event: Event) -> Any:
         mon = self.mon
-        grads = mon.rec.out_grads
+        grads = mon.output_grads() if event.get("phase") in ("backward", "grad", "loss") else None
         path = mon.snapshot_path
         if path is not None and self.count > 1:
             path = path.with_name(f"{path.stem}.{self.count}{path.suffix}")

@@ -50,7 +50,7 @@ class ForwardState:
     """What a forward depends on besides its inputs and weights, captured before it runs: the
     CPU and CUDA generator states and the autocast modes in force."""
 
-    cpu: Tensor
+    cpu: Tensor | None  # (None: not kept, see `draws_random`)
     cuda: list[Tensor] | None = None
     autocast: list[tuple[str, torch.dtype]] = field(default_factory=list)
 
@@ -65,7 +65,8 @@ class ForwardState:
 
     def restore(self) -> None:
         """Set the generators back to this state."""
-        torch.set_rng_state(self.cpu)
+        if self.cpu is not None:
+            torch.set_rng_state(self.cpu)
         if self.cuda is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(self.cuda)
 
@@ -75,6 +76,31 @@ class ForwardState:
         for dev, dtype in self.autocast:
             stack.enter_context(torch.autocast(dev, dtype=dtype))
         return stack
+
+
+#: Modules that draw random numbers in training (beyond these: a module whose class name says it
+#: drops, like timm's DropPath, or that has a dropout probability above 0, like attention).
+_RANDOM_MODULES: tuple[type[nn.Module], ...] = (nn.modules.dropout._DropoutNd, nn.RReLU)
+_RANDOM_NAMES = ("drop", "stochasticdepth", "noise")
+_DROPOUT_ATTRS = ("dropout", "dropout_p", "attention_dropout", "attn_dropout", "drop_prob")
+
+
+def draws_random(model: nn.Module) -> bool:
+    """True when a module of `model` draws random numbers in its forward as far as its type and
+    attributes tell (dropout of any kind, RReLU, stochastic depth, attention dropout): the RNG
+    state needs keeping to re-run a step the same way. A forward that draws them otherwise
+    (torch.randn in a forward of its own) is not seen."""
+    for m in model.modules():
+        if isinstance(m, _RANDOM_MODULES):
+            return True
+        name = type(m).__name__.lower()
+        if any(word in name for word in _RANDOM_NAMES):
+            return True
+        for attr in _DROPOUT_ATTRS:
+            value = m.__dict__.get(attr)
+            if type(value) is float and value > 0:
+                return True
+    return False
 
 
 @contextlib.contextmanager

@@ -50,28 +50,32 @@ _EFFECTS = frozenset(
 )
 
 
-def as_leaves(obj: Any, depth: int = 0) -> Any:
+def as_leaves(obj: Any, depth: int = 0, made: dict[int, Tensor] | None = None) -> Any:
     """`obj` with every tensor that has an autograd history replaced by a detached copy that
-    requires grad (a fresh leaf), inside tuples, lists, dicts and dataclasses."""
+    requires grad (a fresh leaf), inside tuples, lists, dicts and dataclasses; `made`, when
+    given, maps the id of each tensor replaced to its leaf."""
     if isinstance(obj, Tensor):
         if obj.grad_fn is not None:
-            return obj.detach().requires_grad_(obj.is_floating_point() or obj.is_complex())
+            leaf = obj.detach().requires_grad_(obj.is_floating_point() or obj.is_complex())
+            if made is not None:
+                made[id(obj)] = leaf
+            return leaf
         return obj
     if depth > 6:
         return obj
     if isinstance(obj, dict):
         try:
-            return type(obj)((k, as_leaves(v, depth + 1)) for k, v in obj.items())
+            return type(obj)((k, as_leaves(v, depth + 1, made)) for k, v in obj.items())
         except TypeError:
-            return {k: as_leaves(v, depth + 1) for k, v in obj.items()}
+            return {k: as_leaves(v, depth + 1, made) for k, v in obj.items()}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(as_leaves(v, depth + 1) for v in obj))
+        return type(obj)(*(as_leaves(v, depth + 1, made) for v in obj))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(as_leaves(v, depth + 1) for v in obj)
+        return type(obj)(as_leaves(v, depth + 1, made) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         try:
             changes = {
-                f.name: as_leaves(getattr(obj, f.name), depth + 1)
+                f.name: as_leaves(getattr(obj, f.name), depth + 1, made)
                 for f in dataclasses.fields(obj)
                 if f.init
             }
@@ -101,17 +105,26 @@ class LossRun:
     run: Callable[[], Any]
     targets: tuple[Tensor, ...] = ()
     how: str = ""
+    #: id of each tensor with an autograd history the last run read -> the leaf it read instead
+    leaves: dict[int, Tensor] = dataclasses.field(default_factory=dict)
 
 
 def from_function(loss_fn: Callable[[Any], Any], output: Any) -> LossRun:
     """The loss as `loss_fn(output)` (stress, or `watch(..., loss_fn=)`)."""
-    return LossRun(lambda: loss_fn(as_leaves(output)), _closure_targets(loss_fn), "loss_fn")
+    made: dict[int, Tensor] = {}
+    return LossRun(
+        lambda: loss_fn(as_leaves(output, 0, made)), _closure_targets(loss_fn), "loss_fn", made
+    )
 
 
 def from_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> LossRun:
     """The loss as the criterion's last call."""
+    made: dict[int, Tensor] = {}
     return LossRun(
-        lambda: fn(*as_leaves(args), **as_leaves(kwargs)), _targets(args[1:], kwargs), "criterion"
+        lambda: fn(*as_leaves(args, 0, made), **as_leaves(kwargs, 0, made)),
+        _targets(args[1:], kwargs),
+        "criterion",
+        made,
     )
 
 
@@ -124,6 +137,15 @@ def _closure_targets(fn: Any) -> tuple[Tensor, ...]:
         except ValueError:
             continue
     return _targets(values)
+
+
+def line_at(code: types.CodeType, offset: int) -> int:
+    """The source line of the instruction at bytecode `offset` in `code` (a frame's `f_lasti`,
+    kept instead of its `f_lineno`, which takes a walk of the line table to compute)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
 
 
 def find_frame(code: types.CodeType) -> types.FrameType | None:
@@ -154,14 +176,15 @@ def from_frame(code: types.CodeType, line: int) -> LossRun | None:
     local = frame.f_locals
     values = {k: local[k] for k in names if k in local}
     glob = frame.f_globals
-    patched = {k: as_leaves(v) for k, v in values.items()}
+    made: dict[int, Tensor] = {}
+    patched = {k: as_leaves(v, 0, made) for k, v in values.items()}
 
     def run() -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return eval(compiled, glob, dict(patched))  # noqa: S307 (the user's own loop)
 
-    return LossRun(run, _targets(list(values.values())), f"line {expr.lineno}")
+    return LossRun(run, _targets(list(values.values())), f"line {expr.lineno}", made)
 
 
 def loss_expression(path: str, line: int, first: int = 1) -> ast.expr | None:
@@ -296,6 +319,77 @@ def locate(loss_run: LossRun, model: Any = None) -> dict[str, Any] | None:
         "code": (linecache.getline(*where).strip() or None) if where else None,
         "loss_finite": loss_finite,
     }
+
+
+def output_grads(
+    loss_run: LossRun,
+    outputs: list[Tensor],
+    loss: Tensor | None,
+    model: Any = None,
+    call: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+    rng: Any = None,
+) -> list[Tensor | None] | None:
+    """The gradient of the step's loss with respect to each of the model's `outputs`, from the
+    loss computed again (the failure path's stand-in for the gradient a hook would have kept):
+    with respect to the leaf that replaced each output, or, when the loss calls `model`
+    itself, to the output of that call, made from the recorded inputs `call` (args, kwargs)
+    with the step's RNG state `rng` (the model's buffers put back after), if it equals the
+    recorded output. None when neither is there, or when the loss computed again is not
+    `loss`, the one backward() was called on (the expression is not all of the loss, or reads
+    values the loop has changed since)."""
+    from numlint.monitor.locate import preserved_state
+    from numlint.monitor.stats import flat_tensors
+
+    rerun: list[Any] = []
+    handles = []
+    if model is not None:
+        if call is not None:  # (the loop may have moved on to its next batch already)
+
+            def same_inputs(m: Any, args: Any, kwargs: Any) -> Any:
+                return call if not rerun else None
+
+            handles.append(model.register_forward_pre_hook(same_inputs, with_kwargs=True))
+        handles.append(model.register_forward_hook(lambda m, a, out: rerun.append(out)))
+    keep = preserved_state(model, rng) if model is not None else contextlib.nullcontext()
+    try:
+        with keep, warnings.catch_warnings(), torch.enable_grad():
+            warnings.simplefilter("ignore")
+            loss = loss_run.run()
+            tensors = [t for t in _flat(loss) if t.is_floating_point() and t.requires_grad]
+            if not tensors:
+                return None
+            total = torch.stack([t.float().sum() for t in tensors]).sum()
+            if loss is None or not _same_value(total, loss):
+                return None
+            again = flat_tensors(rerun[0]) if len(rerun) == 1 else []
+            wrt: list[Tensor | None] = []
+            for k, out in enumerate(outputs):
+                t = loss_run.leaves.get(id(out))
+                if t is None and k < len(again) and _same(again[k], out):
+                    t = again[k]
+                wrt.append(t if t is not None and t.requires_grad else None)
+            asked = [t for t in wrt if t is not None]
+            if not asked:
+                return None
+            found = iter(torch.autograd.grad(total, asked, allow_unused=True))
+            return [next(found) if t is not None else None for t in wrt]
+    except Exception:
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a.detach(), b.detach()))
+
+
+def _same_value(a: Tensor, b: Tensor) -> bool:
+    """Two one-element tensors hold the same value (NaN the same as NaN)."""
+    if b.numel() != 1:
+        return False
+    x, y = float(a.detach().float()), float(b.detach().float())
+    return x == y or (x != x and y != y)
 
 
 def _leaves(t: Tensor) -> list[Tensor]:

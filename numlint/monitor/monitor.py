@@ -1,15 +1,25 @@
 """The training-loop monitor: `watch(model, optimizer)` and the Monitor it returns.
 
-The Monitor is a small core: it installs the hooks (the fast-path flags of `hooks`, the
-top-level forward, optimizer.step, the end of backward, GradScaler), keeps what a failing step
-needs to be re-run (its batch, RNG state, the gradient at the model output), and at each read
-point ("forward", "loss", "backward", "step", "param": see `checks._base`) asks every check
-for its device values, reads them all at once (one host read: a plain load of each value on the
-CPU, one synchronisation on an accelerator) and lets each judge its own. The first check that
-failed on the rank where the value began reports it; the core turns that into an incident
-(events, snapshot, action). The checks live in `numlint.monitor.checks`, one file each:
-forward outputs, the loss, backward gradients, DDP gradient buckets, gradient norms (logged
-every step, explosions, vanishing), parameters, AMP skips.
+The Monitor is a small core: it installs the hooks (the top-level forward, optimizer.step,
+backward(), GradScaler, and with `module_hooks` the fast-path flags of `hooks`), keeps what a
+failing step needs to be re-run (its batch and RNG state; the gradient at the model output
+when `check_backward`), and at each read point ("forward", "loss", "backward", "step",
+"param": see `checks._base`) asks every check for its device values, reads them all at once
+(one host read: a plain load of each value on the CPU, one synchronisation on an accelerator)
+and lets each judge its own. The first check that failed on the rank where the value began
+reports it; the core turns that into an incident (events, snapshot, action). The checks live
+in `numlint.monitor.checks`, one file each: forward outputs, the loss, backward gradients, DDP
+gradient buckets, gradient norms (logged every step, explosions, vanishing), parameters, AMP
+skips.
+
+A training step with an optimizer is lean by default: no hook on any submodule and no flag;
+before optimizer.step the monitor reads the loss and every gradient's norm itself (one
+multi-tensor norm, one read: `_pre_step`) and, when they are finite, only records the step.
+Everything else happens on the failure path, once a value is not finite: the model outputs
+are checked (a NaN from the forward shows in the loss or the gradients), the step is re-run
+with per-module checks to name where the value began, and the gradient at the model output
+is worked out from the loss computed again (`output_grads`). `module_hooks=True` adds the
+per-module flags (a value that a later op hides, a gradient that a ReLU drops).
 
 Incidents (what happens once a check has found where a value began: events, snapshot, action,
 consequences and repeats) are handled by `incidents`.
@@ -39,7 +49,7 @@ from numlint.monitor.findings import Finding, param_findings, to_event
 from numlint.monitor.grads import ParamGroup
 from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.incidents import Incidents, NumlintWarning
-from numlint.monitor.locate import ForwardState
+from numlint.monitor.locate import ForwardState, _any_autocast, _autocast_now, draws_random
 from numlint.monitor.lossrun import LossRun
 from numlint.monitor.stats import flat_tensors, read_floats
 
@@ -71,9 +81,9 @@ class Monitor:
         explosion_warmup: int = 10,
         max_skips: int = 10,
         min_scale: float = 1.0,
-        check_backward: bool = True,
+        check_backward: bool | None = None,
         check_params: Literal["forward", "step"] | bool = "forward",
-        module_hooks: bool = True,
+        module_hooks: bool | None = None,
         static: bool = True,
         ignore: Iterable[str] = (),
         max_events: int = 10_000,
@@ -97,15 +107,21 @@ class Monitor:
         self.explosion = (explosion_factor, explosion_window, explosion_warmup)
         self.max_skips = max_skips
         self.min_scale = min_scale
-        self.check_backward = check_backward
+        # (None: per-module flags only without an optimizer: a training step stays lean)
+        self._optimizer_given = optimizer is not None
+        self.module_hooks = optimizer is None if module_hooks is None else bool(module_hooks)
+        # (None: kept whenever flags are, or under several processes; in a lean training
+        # step the gradient at the model output is worked out on the failure path instead,
+        # from the loss computed again: see `output_grads`)
+        self._check_backward = check_backward
         self.check_params = "forward" if check_params is True else check_params
-        self.module_hooks = module_hooks
         self.static = static
         self.ignore = tuple(ignore)
         self.max_findings = max_findings
         self.max_snapshots = max_snapshots
         self.rank = dist.rank()
         self.world = dist.world_size()
+        self.check_backward = self._backward_kept()
         self.log_path = self._log_path(log)
         self.snapshot_path = self._snapshot_path(snapshot, self.log_path)
         self.log = EventLog(self.log_path, max_events, max_log_bytes)
@@ -122,24 +138,37 @@ class Monitor:
         self.failed = False
         self.snapshot: Any = None
         self.last_grad_norm: float | None = None
-        self.rec = FlagRecorder(self._end_backward, check_backward)  # the fast-path flags
+        self.rec = FlagRecorder(self._end_backward, self.check_backward)  # fast-path flags
         self.args: tuple[Any, ...] | None = None  # the last forward's batch, RNG and modes
         self.kwargs: dict[str, Any] | None = None
-        self.rng: ForwardState | None = None
+        self._rng: tuple[Any, ...] | ForwardState | None = None  # (see `rng`)
         self.grad_enabled = True
         self.thread = threading.get_ident()  # the thread that ran the last forward
         self.targets: tuple[Any, ...] | None = None  # the criterion's, for the snapshot
         self.output: Any = None  # the last top-level forward's output (for re-running the loss)
         self.criterion_call: tuple[Any, ...] | None = None  # the criterion's last (args, kwargs)
-        self.backward_site: tuple[Any, int] | None = None  # (code, line) that called backward()
+        # (code, bytecode offset) that called backward(): see lossrun.line_at
+        self.backward_site: tuple[Any, int] | None = None
         self.loss: Tensor | None = None  # the step's loss (logged, checked before the step)
         self.loss_value: float | None = None  # ... as read before the step
         self.loss_finite = True  # the last loss checked at a criterion or scaler call
+        self.output_flagged = True  # the last forward's outputs were flagged (see _root_post)
+        self.backward_seen = False  # backward() was called on a loss since the last step
+        self._derived_for: Any = None  # the output whose gradient `output_grads` worked out
         self._stepped = False
+        self._count_at_pre = False  # (see _install_optimizer_hooks)
+        self._keep_rng = True  # (see start)
         self._opt_seen: dict[int, bool] = {}
         self._incidents = Incidents(self)
 
     # ------------------------------------------------------------------ set-up
+    def _backward_kept(self) -> bool:
+        """Whether a hook keeps the gradient at the model output (`check_backward`)."""
+        if self._check_backward is not None:
+            return bool(self._check_backward)
+        # (distributed: the loss expression is not run again, the other ranks would wait)
+        return self.module_hooks or not self._optimizer_given or self.world > 1
+
     def _log_path(self, log: str | Path | None) -> Path | None:
         if log is None:
             return None
@@ -162,7 +191,7 @@ class Monitor:
     def events(self) -> list[Event]:
         """The events recorded so far (the last `max_events` of them; kept after stop())."""
         self.emit_pending()
-        return list(self.log.events)
+        return self.log.event_list()
 
     def __enter__(self) -> Monitor:
         self.start()
@@ -183,6 +212,9 @@ class Monitor:
         atexit.register(self._write_at_exit)  # a monitor never stopped still logs its last steps
         self.rank = dist.rank()
         self.world = dist.world_size()
+        self.check_backward = self.rec.check_backward = self._backward_kept()
+        # (a lean step keeps the RNG state only for a model that draws random numbers)
+        self._keep_rng = self.module_hooks or draws_random(self.model)
         named = list(self.model.named_modules())
         self.names = [n for n, _ in named]
         self.name_of: dict[nn.Module, str] = {m: n for n, m in named}
@@ -198,9 +230,7 @@ class Monitor:
                     continue
                 hook = self.rec.forward_hook(i, module)
                 self.handles.append(module.register_forward_hook(hook))
-            root = self.model
-            self.handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
-            self.handles.append(root.register_forward_hook(self._root_post, with_kwargs=True))
+            self._install_root()
             self._install_optimizer_hooks()
             if self.scaler is not None:
                 self.scaler_patch = ScalerPatch(self.scaler, self._on_scale, self._on_update)
@@ -249,6 +279,19 @@ class Monitor:
     def ignored(self, name: str) -> bool:
         """The module is one the user asked to ignore (`ignore=` glob patterns)."""
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
+
+    @property
+    def rng(self) -> ForwardState | None:
+        """The RNG state and autocast modes the last forward ran with."""
+        state = self._rng
+        if type(state) is tuple:
+            cpu, cuda, autocast = state
+            state = self._rng = ForwardState(cpu, cuda, list(autocast))
+        return state  # type: ignore[return-value]
+
+    @rng.setter
+    def rng(self, value: ForwardState | None) -> None:
+        self._rng = value
 
     @property
     def paused(self) -> bool:
@@ -304,10 +347,29 @@ class Monitor:
             by_child.setdefault(name.split(".", 1)[0], []).append(i)
         return [ParamGroup(k, v) for k, v in by_child.items()]
 
+    def _install_root(self) -> None:
+        """Watch the top-level forward: by taking the model's call slot (`_compiled_call_impl`,
+        the per-instance entry `nn.Module.__call__` consults first, left out when a module is
+        copied or pickled) where it is free, which costs a plain function call; else with a
+        forward pre-hook and hook, which send every call of the model down the slower hooked
+        path of `nn.Module`."""
+        root = self.model
+        if _CALL_SLOT and type(root).__call__ is nn.Module.__call__:
+            if root.__dict__.get("_compiled_call_impl") is None:  # (not compiled by the user)
+                self.handles.append(_CallSlot(root, self._root_pre, self._root_post, self.rec))
+                return
+        self.handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
+        self.handles.append(root.register_forward_hook(self._root_post, with_kwargs=True))
+
     def _install_optimizer_hooks(self) -> None:
+        # Without a GradScaler (which may skip the step) and a parameter check after the step,
+        # nothing waits for the step to be over: it is counted as soon as it is read, one
+        # hook a step.
+        self._count_at_pre = self.scaler is None and self.check_params != "step"
         if self.optimizer is not None:
             self.handles.append(self.optimizer.register_step_pre_hook(self._pre_step))
-            self.handles.append(self.optimizer.register_step_post_hook(self._post_step))
+            if not self._count_at_pre:
+                self.handles.append(self.optimizer.register_step_post_hook(self._post_step))
             return
         from torch.optim.optimizer import (
             register_optimizer_step_post_hook,
@@ -315,7 +377,8 @@ class Monitor:
         )
 
         self.handles.append(register_optimizer_step_pre_hook(self._global_pre_step))
-        self.handles.append(register_optimizer_step_post_hook(self._global_post_step))
+        if not self._count_at_pre:
+            self.handles.append(register_optimizer_step_post_hook(self._global_post_step))
 
     def _owns(self, opt: torch.optim.Optimizer) -> bool:
         known = self._opt_seen.get(id(opt))
@@ -343,7 +406,8 @@ class Monitor:
         do."""
         checks = [c for c in self.checks if c.active]
         self._at: dict[str, list[Check]] = {
-            p: [c for c in checks if p in c.POINTS] for p in PHASE_OF
+            p: [c for c in checks if c.reads(p)]
+            for p in PHASE_OF  # type: ignore[arg-type]
         }
 
         def overriding(name: str) -> list[Check]:
@@ -353,6 +417,12 @@ class Monitor:
         self._on_skipped = overriding("step_skipped")
         self._on_scaled = overriding("scaled")
         self._on_flush = overriding("flush")
+        self._claiming = overriding("claims")
+        # A lean step (no flags, one process, no GradScaler) reads only the loss and the
+        # gradient norms: the monitor reads them itself, in one go (see _pre_step).
+        at_step = self._at["step"]
+        kinds = [type(c).__name__ for c in at_step]
+        self._fast = tuple(at_step) if kinds == ["LossCheck", "GradientCheck"] else None
 
     # ------------------------------------------------------------------ read points
     def check(self, point: Point) -> bool:
@@ -383,6 +453,10 @@ class Monitor:
         if bad_rank != self.rank:
             self.fail_remote(PHASE_OF[point], bad_rank)
         elif culprit is not None:
+            for c in self._claiming:  # (an earlier value read on the failure path only)
+                if c.PRIORITY < culprit.PRIORITY and c.claims(point):
+                    culprit = c
+                    break
             culprit.report(point)
         return True
 
@@ -390,12 +464,20 @@ class Monitor:
         rec = self.rec
         if rec.paused:
             return
-        if rec.fflags or rec.bflags or rec.out_grads is not None:
+        # (an output no step has taken: a forward or backward pass no step has read)
+        if self.output is not None or rec.fflags or rec.bflags:
             self._read_earlier_passes()
         else:
             self._incidents.open = False  # the last step is over (taken or dropped)
-        self.rng = ForwardState.capture()
-        self.grad_enabled = torch.is_grad_enabled()
+        # the RNG state, as ForwardState.capture() takes it (the object is made when needed),
+        # when the model draws random numbers (see locate.draws_random)
+        cpu = cuda = None
+        if self._keep_rng:
+            cpu = _cpu_rng_state()
+            if _cuda._initialized and _cuda.is_initialized():  # (a flag read first)
+                cuda = _cuda.get_rng_state_all()
+        self._rng = (cpu, cuda, _autocast_now() if _any_autocast() else ())
+        self.grad_enabled = _grad_enabled()
         rec.out_grads = None
         rec._queued = False  # in case a backward pass died before its end callback
 
@@ -403,10 +485,18 @@ class Monitor:
         """Before a forward: read the flags of an earlier forward or backward pass that no
         step has read (no optimizer step since: gradient accumulation, evaluation)."""
         rec = self.rec
+        out_grads = rec.out_grads
+        backward_seen = self.backward_seen or (
+            out_grads is not None and any(g is not None for g in out_grads)
+        )
+        self.backward_seen = False
+        if not (self.output_flagged or backward_seen or rec.bflags) and self.output is not None:
+            # A training forward that no backward followed (a batch the loop dropped): its
+            # outputs got no flag, since no loss or gradient will show a non-finite one.
+            rec.flag_outputs(self.output)
+            self.output_flagged = True
         if rec.fflags:  # a forward whose flags wait for the step: read them while its
             self.check("forward")  # batch is still the one to re-run
-        out_grads = rec.out_grads
-        backward_seen = out_grads is not None and any(g is not None for g in out_grads)
         if (rec.bflags or backward_seen and self.optimizer is not None) and not self.scaling:
             # A backward pass with no optimizer step since (gradient accumulation): check it
             # now, while its micro-batch is still here to re-run.
@@ -418,16 +508,25 @@ class Monitor:
         rec = self.rec
         if rec.paused:
             return
-        rec.root_outputs(output)
-        self.args, self.kwargs, self.output = args, kwargs, output
-        self.thread = threading.get_ident()
+        # A forward with no optimizer step after it (evaluation, no optimizer known, or an AMP
+        # step that may be skipped) is checked at its end; in a training step its flags are
+        # read with the step's other values (one read per step; a NaN found there is still
+        # reported as the forward's). Without module hooks a training step's outputs get no
+        # flag: a non-finite output shows in the loss or the gradients read before the step,
+        # and the failure path then checks the outputs themselves (ForwardCheck.claims).
+        at_end = self.optimizer is None or not self.grad_enabled or self.scaler_patch is not None
+        self.output_flagged = flagged = at_end or self.module_hooks
+        if flagged or type(output) is not Tensor:
+            rec.root_outputs(output, flagged)
+        elif self.check_backward:  # (one tensor, its gradient kept only)
+            rec.keep_root_grad(output)
+        self.args = args
+        self.kwargs = kwargs
+        self.output = output
+        self.thread = _get_ident()
         self.micro += 1
-        if rec.fflags and (
-            self.optimizer is None or not self.grad_enabled or self.scaler_patch is not None
-        ):
+        if at_end and rec.fflags:
             self.check("forward")
-        # (else, in a training step, the forward flags are read with the step's other values,
-        # one read per step; a NaN found there is still reported as the forward's)
 
     def drain_forward(self) -> None:
         """Read forward flags left by submodules called on their own (or recomputed by
@@ -468,11 +567,17 @@ class Monitor:
             return
         self._stepped = True
         try:
-            self.check("step")  # (the forward flags too: ForwardCheck reads them here)
+            fast = self._fast
+            if fast is None or not fast[1].read_step(fast[0].take()):
+                self.check("step")  # (the forward flags too: ForwardCheck reads them here)
         finally:
             # The gradient at the model output is needed no more: holding it on past the step
             # would keep a large block (an LM head's) from the allocator through the next step.
-            self.rec.out_grads = None
+            # (Nor are the forward and backward passes the step has read, also if it failed.)
+            self.rec.out_grads = self.output = None
+            self.backward_seen = False
+        if self._count_at_pre:
+            self._post_step(opt, args, kwargs)
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         """After optimizer.step: count the step; with check_params="step", check parameters
@@ -504,6 +609,7 @@ class Monitor:
             for c in self._on_skipped:
                 c.step_skipped(before, after)
             self.loss = None
+            self.backward_seen = False
         else:
             self._step_done(after)
         self.rec.take_backward()  # (read by the AMP check for a skipped step)
@@ -511,6 +617,7 @@ class Monitor:
     def _step_done(self, scale: float | None) -> None:
         for c in self._on_step_done:
             c.step_done(scale)
+        self.backward_seen = False
         self.loss = None  # the next step's loss is its own
         self.output = self.criterion_call = None
 
@@ -551,8 +658,30 @@ class Monitor:
         if self.backward_site is not None and self.world == 1:
             # (not distributed: the expression may call the model, whose forward the other
             # ranks would have to join)
-            return self.paused_call(lossrun.from_frame, *self.backward_site)
+            code, offset = self.backward_site
+            return self.paused_call(lossrun.from_frame, code, lossrun.line_at(code, offset))
         return None
+
+    def output_grads(self) -> list[Tensor | None]:
+        """The gradient of the loss with respect to each model output in this step: as a hook
+        kept it (check_backward), else worked out once from the loss computed again (see
+        `lossrun.output_grads`; failure path only). Empty when neither can be had."""
+        grads = self.rec.out_grads
+        if grads is not None or self.output is None or self._derived_for is self.output:
+            return grads or []
+        self._derived_for = self.output
+        run = self.loss_run()
+        if run is None or self.loss is None:
+            return []
+        outs = flat_tensors(self.output)
+        call = (self.args, self.kwargs or {}) if self.args is not None else None
+        found = self.paused_call(
+            lossrun.output_grads, run, outs, self.loss, self.rerun_model(), call, self.rng
+        )
+        if found is None:
+            return []
+        self.rec.out_grads = found
+        return found
 
     def locate_loss(self) -> dict[str, Any] | None:
         """The op and line where the step's non-finite loss (or its non-finite gradient) began,
@@ -611,6 +740,49 @@ class Monitor:
         self._incidents.report(events)
 
 
+_cpu_rng_state = torch.default_generator.get_state
+_cuda = torch.cuda
+_grad_enabled = torch.is_grad_enabled
+_get_ident = threading.get_ident
+
+
+#: `nn.Module.__call__` consults a per-instance `_compiled_call_impl` first (torch >= 2.2).
+_WRAPPED_CALL = getattr(nn.Module, "_wrapped_call_impl", None)
+_CALL_SLOT = _WRAPPED_CALL is not None and "_compiled_call_impl" in _WRAPPED_CALL.__code__.co_names
+
+
+class _CallSlot:
+    """The model's call slot taken for the monitor (see `Monitor._install_root`): `pre` and
+    `post` run around the model's own call, hooks and all, while the recorder is not paused.
+    `remove()` gives the slot back (unless someone else took it since)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        pre: Callable[..., None],
+        post: Callable[..., None],
+        rec: FlagRecorder,
+    ) -> None:
+        self.model = model
+        call_impl = model._call_impl
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if rec.paused:
+                return call_impl(*args, **kwargs)
+            pre(model, args, kwargs)
+            output = call_impl(*args, **kwargs)
+            post(model, args, kwargs, output)
+            return output
+
+        self.call = call
+        model.__dict__["_compiled_call_impl"] = call
+
+    def remove(self) -> None:
+        d = self.model.__dict__
+        if d.get("_compiled_call_impl") is self.call:
+            del d["_compiled_call_impl"]
+
+
 def watch(
     model: nn.Module,
     optimizer: torch.optim.Optimizer | None = None,
@@ -631,16 +803,23 @@ def watch(
     of a loss-origin NaN; without it the criterion's call or the expression `backward()` was
     called on is re-run), snapshot ("auto": next to the log;
     a path; None), grad_stats (per-parameter statistics every N steps), explosion_factor,
-    explosion_window, explosion_warmup, max_skips, min_scale, check_backward, check_params
-    ("forward": a parameter made non-finite by a step is caught by the next forward at no
-    per-step cost; "step": checked after every step; False), module_hooks (False: no hooks on
-    submodules, a cheaper step; a non-finite value is then caught where it reaches the model
-    output, the loss or the gradients, and the failure path still names the module where it
-    began, but one that a later op hides, masked or clamped away, is missed), static (list
-    static findings for the origin's source file), ignore (glob patterns of module names whose outputs may hold
-    Inf by design, e.g. mask builders), max_events, max_findings, max_snapshots (one snapshot
-    per incident, up to this many), max_log_bytes (the JSONL file is rotated to `.1` past this
-    size; None: unbounded)."""
+    explosion_window, explosion_warmup, max_skips, min_scale, check_backward (a hook keeps the
+    gradient at the model output until the step, and with module hooks the gradient flowing
+    into every module is flagged; default: with module hooks, without an optimizer, or under
+    several processes; else the failure path works that gradient out from the loss computed
+    again), check_params ("forward": a parameter made non-finite by a step is caught by the
+    next forward at no per-step cost; "step": checked after every step; False), module_hooks
+    (True: a flag on every submodule's output and on the gradients flowing into them, read
+    once per step; a value that a later op hides, masked or clamped away, or a NaN gradient
+    that a ReLU drops, is caught too, and a failure that does not happen again when re-run is
+    still named at its module. Default: on without an optimizer (one pass: evaluation,
+    `numlint.stress`), off in a training loop given its optimizer, whose step then reads only
+    the loss and the gradient norms: a non-finite value is caught where it reaches the loss or
+    the gradients and the failure path names the module where it began by re-running the
+    step), static (list static findings for the origin's source file), ignore (glob patterns of
+    module names whose outputs may hold Inf by design, e.g. mask builders), max_events,
+    max_findings, max_snapshots (one snapshot per incident, up to this many), max_log_bytes
+    (the JSONL file is rotated to `.1` past this size; None: unbounded)."""
     return Monitor(model, optimizer, scaler=scaler, log=log, action=action, **options)
 
 

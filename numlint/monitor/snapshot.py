@@ -55,7 +55,7 @@ def build(
         "grad_enabled": grad_enabled,
         "args": _to_cpu(args) if args is not None else None,
         "kwargs": _to_cpu(kwargs) if kwargs is not None else None,
-        "rng_cpu": rng.cpu.clone() if rng is not None else None,
+        "rng_cpu": rng.cpu.clone() if rng is not None and rng.cpu is not None else None,
         "rng_cuda": [s.clone() for s in rng.cuda] if rng is not None and rng.cuda else None,
         "autocast": list(rng.autocast) if rng is not None else [],
         "model_state": _to_cpu(model.state_dict()),

@@ -32,6 +32,7 @@ class MonitorLike(Protocol):
     max_skips: int
     min_scale: float
     check_params: Any
+    module_hooks: bool
     max_findings: int
     max_snapshots: int
     snapshot_path: Path | None
@@ -58,6 +59,9 @@ class MonitorLike(Protocol):
     grad_enabled: bool
     thread: int
     targets: tuple[Any, ...] | None
+    output: Any
+    output_flagged: bool
+    backward_seen: bool
     criterion_call: tuple[Any, ...] | None
     backward_site: tuple[Any, int] | None
     loss: Tensor | None
@@ -78,6 +82,7 @@ class MonitorLike(Protocol):
     def paused_call(self, fn: Callable[..., Any], *args: Any, default: Any = None) -> Any: ...
     def param_findings(self, phase: str) -> list[Finding]: ...
     def locate_loss(self) -> dict[str, Any] | None: ...
+    def output_grads(self) -> list[Tensor | None]: ...
     def fail(self, phase: str, findings: list[Finding]) -> None: ...
     def fail_events(self, events: list[Event]) -> None: ...
     def emit(self, event: Event) -> None: ...

@@ -59,6 +59,11 @@ class Check:
     def stop(self) -> None:
         """Remove it."""
 
+    def reads(self, point: Point) -> bool:
+        """False when `values` can give nothing at `point` in this run (so the monitor need
+        not ask); asked once, when the monitor starts."""
+        return point in self.POINTS
+
     def values(self, point: Point) -> list[Tensor]:
         """Device tensors (0-dim) to read at `point`; not read here."""
         return []
@@ -70,6 +75,12 @@ class Check:
     def report(self, point: Point) -> None:
         """Failure path: this check failed first at `point` on the rank where the value began;
         locate the origin and report it through `Monitor.fail`."""
+
+    def claims(self, point: Point) -> bool:
+        """Failure path, when a later check failed at `point`: True when this check's own
+        value, which had no flag to read (an unflagged model output), is non-finite too, so
+        that it reports instead: where the value began comes first."""
+        return False
 
     def scaled(self, outputs: Any) -> None:
         """GradScaler.scale(outputs) was called (before the scaling)."""

@@ -42,7 +42,7 @@ def grads_finite_exact(mon: MonitorLike) -> bool:
 
 def locate_backward_findings(mon: MonitorLike) -> list[Finding]:
     """Re-run the last forward and backward with exact checks (empty if it cannot)."""
-    grads = mon.rec.out_grads or []
+    grads = mon.output_grads()
     model = mon.rerun_model()
     if mon.args is None or model is None or not any(g is not None for g in grads):
         return []
@@ -62,14 +62,14 @@ def locate_backward_findings(mon: MonitorLike) -> list[Finding]:
 def loss_gradient_failure(mon: MonitorLike) -> bool:
     """When the gradient arriving at the model output is already non-finite (the loss did
     it), report that and return True."""
-    grads = mon.rec.out_grads or []
+    grads = mon.output_grads()
     g = next((t for t in grads if t is not None and not bool(torch.isfinite(t).all())), None)
     if g is None:
         return False
     f = Finding(LOSS, "grad_output", tensor_stats(g), True, mon.criterion)
     f.extra["gradient_of"] = "model output"
     if mon.loss is not None and mon.loss.numel() == 1:
-        value = float(mon.loss.float())
+        value = float(mon.loss.detach().float())
         f.extra["loss_value"] = value if math.isfinite(value) else str(value)
         f.extra["loss_finite"] = math.isfinite(value)
     add_loss_op(mon, f)

@@ -54,7 +54,7 @@ class AmpCheck(Check):
             origin=False,
             scale_before=before,
             scale=after,
-            loss=float(mon.loss.float().item()) if mon.loss is not None else None,
+            loss=float(mon.loss.detach().float().item()) if mon.loss is not None else None,
             consecutive=self._skips.consecutive,
             **where,
         )

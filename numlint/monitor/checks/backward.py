@@ -23,6 +23,14 @@ class BackwardCheck(Check):
         self._flags: list[Tensor] = []
         self._idx: list[int] = []
 
+    def reads(self, point: Point) -> bool:
+        # (without module hooks no gradient gets a flag in a training step, unless the outputs
+        # of an AMP step are flagged: see Monitor._root_post)
+        mon = self.mon
+        return point in self.POINTS and (
+            point != "step" or mon.module_hooks or mon.scaler is not None
+        )
+
     def values(self, point: Point) -> list[Tensor]:
         if point not in ("backward", "step"):
             return []

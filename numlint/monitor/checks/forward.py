@@ -27,6 +27,10 @@ class ForwardCheck(Check):
         self._flags: list[Tensor] = []
         self._idx: list[int] = []
 
+    def reads(self, point: Point) -> bool:
+        # (without module hooks a training step's outputs get no flag: nothing to read then)
+        return point in self.POINTS and (point != "step" or self.mon.module_hooks)
+
     def values(self, point: Point) -> list[Tensor]:
         # at "step": the flags of a training forward, read with the step's other values
         self._flags, self._idx = self.mon.rec.take_forward()
@@ -34,6 +38,15 @@ class ForwardCheck(Check):
 
     def judge(self, values: list[float], point: Point) -> int:
         return OK if all(math.isfinite(v) for v in values) else LOCAL
+
+    def claims(self, point: Point) -> bool:
+        # (a training step's outputs are not flagged without module hooks: the loss or the
+        # gradients show a non-finite output, and it is looked for here)
+        mon = self.mon
+        if mon.output_flagged or point not in ("step", "backward", "loss"):
+            return False
+        self._flags, self._idx = [], []
+        return mon.output is not None and first_nonfinite(mon.output, "output") is not None
 
     def report(self, point: Point) -> None:
         mon = self.mon
@@ -60,8 +73,14 @@ class ForwardCheck(Check):
                 default=[],
             )
         findings = [f for f in findings if not mon.ignored(f.module)]
-        if not findings:
+        if not findings and self._flags:
             findings = from_flags(self._flags, self._idx, mon.names, "output", mon.max_findings)
+        if not findings and not mon.output_flagged:  # (not reproduced, no flags: the output)
+            bad = first_nonfinite(mon.output, "output")
+            if bad is not None:
+                f = Finding("", bad[0], tensor_stats(bad[1]), False)
+                f.extra["reproduced"] = False
+                findings = [f]
         if not findings:
             return  # only modules the user asked to ignore held non-finite values
         phase = "forward"

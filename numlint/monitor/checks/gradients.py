@@ -11,12 +11,13 @@ import operator
 import time
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from numlint.monitor import capture
 from numlint.monitor.checks._base import LOCAL, OK, SPREAD, Check, Point
 from numlint.monitor.checks._failures import backward_failure, grad_failure, grads_finite_exact
-from numlint.monitor.events import EventLog
+from numlint.monitor.events import EventLog, StepRecord
 from numlint.monitor.grads import ExplosionDetector, norms, param_stats, stack_on, step_events
 from numlint.monitor.stats import local
 
@@ -34,6 +35,14 @@ class GradientCheck(Check):
         self._all_present = list(range(len(self.mon.params)))
         # (FSDP2's sharded parameters are DTensors: their gradient norms need a collective)
         self._sharded = any(getattr(p, "device_mesh", None) is not None for p in self.mon.params)
+        # (every parameter one single- or double-precision dtype on one device: the norms of a
+        # lean step need none of the cases `norms` looks out for)
+        params = self.mon.params
+        self._plain = (
+            bool(params)
+            and all(p.dtype == params[0].dtype and p.device == params[0].device for p in params)
+            and params[0].dtype in (torch.float32, torch.float64)
+        )
         self._clip: tuple[Tensor, float] | None = None  # clip_grad_norm_'s result this step
         self._step: tuple[list[int], tuple[Tensor, float] | None] | None = None
         self._pending: tuple[Any, ...] | None = None  # the step's record, until it completes
@@ -70,6 +79,34 @@ class GradientCheck(Check):
             return found
         self._clip = None
         return [clip[0].reshape(()), *found]
+
+    def read_step(self, loss: Tensor | None) -> bool:
+        """The monitor's own read of a lean step (see `Monitor._pre_step`): every gradient's
+        norm (one multi-tensor norm) and `loss`, in one read; when every value is finite, the
+        step is recorded as `judge` records it and True is returned. False (nothing recorded)
+        when a value is not finite, or the step is not a plain one (a parameter without a
+        gradient, clipping, statistics due, sharded gradients): the checks are asked then."""
+        mon = self.mon
+        if self._clip is not None or self._sharded or mon.grad_stats_every:
+            return False
+        grads = [p.grad for p in mon.params]
+        if not grads:
+            return False
+        for g in grads:
+            if g is None:  # (`None in grads` would compare tensors with None)
+                return False
+        try:  # (sparse gradients, say: `norms` knows what to do)
+            found = torch._foreach_norm(grads) if self._plain else norms(grads)  # type: ignore[arg-type]
+        except (RuntimeError, TypeError):
+            found = norms(grads)  # type: ignore[arg-type]
+        vals = [v.item() for v in found]
+        value = loss.item() if loss is not None else None
+        total = math.hypot(*vals)
+        if total - total != 0.0 or (value is not None and value - value != 0.0):
+            return False  # (an Inf or a NaN)
+        mon.loss_value = value
+        self._pending = (total, self._all_present, vals, value, None, None)
+        return True
 
     def judge(self, values: list[float], point: Point) -> int:
         if point == "backward":
@@ -132,9 +169,17 @@ class GradientCheck(Check):
             return
         self._unbuilt = []
         mon = self.mon
-        events = []
+        rank = mon.rank
+        update = self._explosion.update
+        events: list[Any] = []
         for step, iteration, scale, when, (total, present, values, loss, rows, clip) in steps:
+            median = update(total)
+            if median is None and rows is None and clip is None and 0.0 not in values:
+                # (every step but a few: one plain step event, kept compact)
+                events.append(StepRecord((step, iteration, rank, total, loss, scale, when)))
+                continue
             events += step_events(
+                median=median,
                 step=step,
                 iteration=iteration,
                 rank=mon.rank,

@@ -18,6 +18,8 @@ from numlint.monitor.checks._base import LOCAL, OK, Check, Point
 from numlint.monitor.checks._failures import loss_failure
 from numlint.monitor.stats import flag, flat_tensors
 
+_thread = threading.get_ident
+
 
 class LossCheck(Check):
     """Phase "loss": module "<loss>", or "<target>" for non-finite target data."""
@@ -38,20 +40,24 @@ class LossCheck(Check):
 
     def stop(self) -> None:
         capture.unlisten("loss", self._on_backward_call)
+        self._unread = self._read = self.mon.loss = None  # (with their autograd graphs)
 
     def _on_backward_call(self, t: Tensor) -> None:
         """`t.backward()` was called: keep a scalar floating `t` as the step's loss (not read;
         under an enabled GradScaler its `scale()` call gives the unscaled loss instead). Only
         in the thread that ran the model's forward: another thread trains another model."""
         mon = self.mon
-        if mon.rec.paused or t.numel() != 1 or threading.get_ident() != mon.thread:
+        if mon.rec.paused or t.numel() != 1 or _thread() != mon.thread:
             return
         if not (t.is_floating_point() or t.is_complex()):
             return
+        mon.backward_seen = True
         caller = sys._getframe(2)  # (this hook, the Tensor.backward wrapper, the loop)
-        mon.backward_site = (caller.f_code, caller.f_lineno)
+        mon.backward_site = (caller.f_code, caller.f_lasti)  # (the line: when it is needed)
         if not mon.scaling:
-            mon.loss = self._unread = t.detach()
+            # (kept as it is, not detached: a read needs no copy, and the monitor lets go of
+            # it at the step, as the loop does)
+            mon.loss = self._unread = t
 
     def _on_criterion(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         if not self.mon.paused:
@@ -73,6 +79,13 @@ class LossCheck(Check):
         finally:
             self._now, self._inputs = [], None
 
+    def take(self) -> Tensor | None:
+        """The step's loss for the monitor's own read of a lean step (see `Monitor._pre_step`),
+        as `values("step")` hands it over."""
+        self._unread = None
+        t = self.mon.loss
+        return t if t is not None and t.numel() == 1 else None
+
     def values(self, point: Point) -> list[Tensor]:
         if point == "step":
             t = self.mon.loss
@@ -88,7 +101,7 @@ class LossCheck(Check):
             self._read = None
             return []
         self._read = t
-        return [t if t.dim() == 0 else t.reshape(())]
+        return [t if t.dim() == 0 else t.detach().reshape(())]
 
     def judge(self, values: list[float], point: Point) -> int:
         ok = all(map(math.isfinite, values))
@@ -97,7 +110,10 @@ class LossCheck(Check):
                 self.mon.loss_value = values[0]
         elif point == "loss":
             self.mon.loss_finite = ok
-        return OK if ok else LOCAL
+        if not ok:
+            return LOCAL
+        self._read = None  # (needed by `report` only; it holds the loss's autograd graph)
+        return OK
 
     def report(self, point: Point) -> None:
         if point == "loss":
