@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -80,6 +81,11 @@ class Incremental:
         self._chunks: list[_Chunk] = []
         self._outside: list[list[Diagnostic]] = []
         self._words: dict[str, frozenset[str]] = {}
+        #: The findings of each statement at its lines, by (id of its kept findings, first
+        #: line), from the last _assemble (with the kept findings, which keep the id taken).
+        self._placed: dict[tuple[int, int], tuple[list[Diagnostic], list[Diagnostic]]] = {}
+        #: What the module statements bind, by their text (see _split).
+        self._binds: dict[str, tuple[frozenset[str], bool]] = {}
         #: How the last call went: "full", "partial" or "cached" (for tests and benchmarks).
         self.last = ""
         #: Other files (and directories) the findings were read from (numlint.analysis):
@@ -103,7 +109,7 @@ class Incremental:
     ) -> Plan:
         """What to lint of `source` (CPython's tree `tree`), whose `active` rules (codes)
         pass their prefilters and whose file-level suppressions are `file_ignores`."""
-        chunks = _split(source, tree)
+        chunks = _split(source, tree, self._binds)
         keys, imports = self._def_keys(chunks)
         key = (path, _rules_key(rules), tuple(active), file_ignores)
         changed = _changed(self._chunks, chunks)
@@ -182,11 +188,15 @@ class Incremental:
         for c in defs:
             if not changed.isdisjoint(self._words_of(c.text)):
                 picked[id(c)] = c
+        named: dict[str, list[int]] = {}  # a name -> where definitions of it are in `defs`
+        for i, c in enumerate(defs):
+            named.setdefault(c.name or "", []).append(i)
         todo = list(picked.values()) + [c for c in chunks if c.name is None]
         while todo:
             called = set(_CALLED.findall(todo.pop().text))
-            for c in defs:
-                if c.name in called and id(c) not in picked:
+            for i in sorted(i for name in called & named.keys() for i in named[name]):
+                c = defs[i]
+                if id(c) not in picked:
                     picked[id(c)] = c
                     todo.append(c)
         return list(picked.values())
@@ -203,19 +213,31 @@ class Incremental:
         self._by_key = {k: ds for k, ds in self._by_key.items() if k in live}
         texts = {c.text for c in chunks}
         self._words = {t: w for t, w in self._words.items() if t in texts}
-        self._outside = [_within(c, found) for c in chunks if c.name is None]
+        self._binds = {t: b for t, b in self._binds.items() if t in texts}
+        by_row = sorted(found, key=lambda d: d.row)
+        rows = [d.row for d in by_row]
+        self._outside = [_within(c, by_row, rows) for c in chunks if c.name is None]
         for c in which:
-            self._by_key[keys[id(c)]] = (_within(c, found), imports[id(c)])
+            self._by_key[keys[id(c)]] = (_within(c, by_row, rows), imports[id(c)])
         self._chunks = list(chunks)
 
     def _assemble(self, chunks: Sequence[_Chunk], keys: dict[int, _Key]) -> list[Diagnostic]:
         """The findings of every statement, at its current lines."""
         outside = iter(self._outside)
-        out = [
-            _moved(d, c.start)
-            for c in chunks
-            for d in (next(outside) if c.name is None else self._by_key[keys[id(c)]][0])
-        ]
+        out: list[Diagnostic] = []
+        placed: dict[tuple[int, int], tuple[list[Diagnostic], list[Diagnostic]]] = {}
+        for c in chunks:
+            kept = next(outside) if c.name is None else self._by_key[keys[id(c)]][0]
+            if not kept:
+                continue
+            # a statement that did not move keeps its findings from the last time
+            last = self._placed.get((id(kept), c.start))
+            moved = last[1] if last is not None and last[0] is kept else None
+            if moved is None:
+                moved = [_moved(d, c.start) for d in kept]
+            placed[(id(kept), c.start)] = (kept, moved)
+            out.extend(moved)
+        self._placed = placed
         return sorted(set(out), key=lambda d: (d.row, d.column, d.code, d.end_row, d.end_column))
 
 
@@ -238,9 +260,11 @@ def _changed(old: Sequence[_Chunk], new: Sequence[_Chunk]) -> set[str]:
     return names
 
 
-def _within(c: _Chunk, found: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """The findings on the lines of `c`, rows relative to its first line."""
-    return [_moved(d, -c.start) for d in found if c.start <= d.row <= c.end]
+def _within(c: _Chunk, found: Sequence[Diagnostic], rows: Sequence[int]) -> list[Diagnostic]:
+    """The findings on the lines of `c`, rows relative to its first line (`found` in the
+    order of their rows, `rows`)."""
+    lo, hi = bisect_left(rows, c.start), bisect_right(rows, c.end)
+    return [_moved(d, -c.start) for d in found[lo:hi]]
 
 
 def _moved(d: Diagnostic, by: int) -> Diagnostic:
@@ -256,19 +280,32 @@ def _rules_key(rules: Sequence[RuleSpec]) -> tuple[object, ...]:
     return tuple((r.CODE, repr(sorted(opts.items()))) for r, opts in rules)
 
 
-def _split(source: str, tree: ast.Module) -> list[_Chunk]:
+def _split(
+    source: str, tree: ast.Module, known: dict[str, tuple[frozenset[str], bool]] | None = None
+) -> list[_Chunk]:
+    """The top-level statements of `source`. `known`: what statements bind (_binds), by
+    their text, kept from one edit to the next (the lines of a statement that begins its
+    first line decide it)."""
     offsets = line_offsets(source)
     out: list[_Chunk] = []
     for stmt in tree.body:
         start = unit_start(stmt)
         end = stmt.end_lineno or stmt.lineno
         name = stmt.name if isinstance(stmt, DEFS) else None
-        binds, imports = _binds(stmt)
+        text = source[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
+        if known is not None and name is None and stmt.col_offset == 0:
+            # a statement at the start of its line: the one its lines' text begins with
+            bound = known.get(text)
+            if bound is None:
+                bound = known[text] = _binds(stmt)
+        else:
+            bound = _binds(stmt)
+        binds, imports = bound
         if out and out[-1].end >= start:  # statements sharing a line (`a = 1; b = 2`)
             prev = out.pop()
             start, name, binds = prev.start, None, prev.binds | binds
             imports = imports or prev.imports
-        text = source[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
+            text = source[offsets[start - 1] : offsets[end] if end < len(offsets) else len(source)]
         out.append(_Chunk(name, start, end, text, binds, imports))
     return out
 

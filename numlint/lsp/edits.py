@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Callable
 from functools import cache, lru_cache
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.protocol import default_converter
@@ -28,6 +29,14 @@ def to_diagnostic(d: Diagnostic, index: TextIndex) -> lsp.Diagnostic:
     """`numlint.output.lsp.to_lsp` as an lsprotocol Diagnostic, in the client's encoding."""
     out = _CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
     out.range = index.range(d.row, d.column, d.end_row, d.end_column)
+    return out
+
+
+def diagnostic_json(d: Diagnostic, index: TextIndex) -> dict[str, Any]:
+    """`to_diagnostic` as JSON, as lsprotocol's converter writes it, without building the
+    lsprotocol objects (for a file of many findings, they cost more than linting an edit)."""
+    out = to_lsp(d)
+    out["range"] = index.range_json(d.row, d.column, d.end_row, d.end_column)
     return out
 
 

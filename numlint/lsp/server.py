@@ -38,7 +38,15 @@ from numlint import config as config_mod
 from numlint.config import Config, ConfigError
 from numlint.diagnostic import PARSE_ERROR, Diagnostic
 from numlint.incremental import Incremental
-from numlint.lsp.edits import FIX_ALL_KIND, quick_fixes, replace_edit, rule_markdown, to_diagnostic
+from numlint.lsp.edits import (
+    _CONVERTER,
+    FIX_ALL_KIND,
+    diagnostic_json,
+    quick_fixes,
+    replace_edit,
+    rule_markdown,
+    to_diagnostic,
+)
 from numlint.lsp.options import DEBOUNCE_S, MAX_CHARS
 from numlint.lsp.text import TextIndex, uri_to_path
 
@@ -331,22 +339,31 @@ class NumlintServer(LanguageServer):
                 self.publish(snap)
 
     def publish(self, snap: Snapshot) -> None:
+        """Send the snapshot's diagnostics, written as JSON directly (lsprotocol's objects
+        and converter, for a file of many findings, cost as much as linting an edit)."""
         index = TextIndex(snap.source, self.encoding)
         diagnostics = []
         for d in snap.diagnostics:
-            out = to_diagnostic(d, index)
+            out = diagnostic_json(d, index)
             probed = self.probe_result(snap, d)
             if probed is not None:  # the verdict travels with the diagnostic
-                info = lsp.DiagnosticRelatedInformation(
-                    lsp.Location(snap.uri, out.range), _probe_text(probed)
-                )
-                out.related_information = [*(out.related_information or []), info]
+                info = {
+                    "location": {"uri": snap.uri, "range": out["range"]},
+                    "message": _probe_text(probed),
+                }
+                out["relatedInformation"] = [*out.get("relatedInformation", ()), info]
             diagnostics.append(out)
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(
-                uri=snap.uri, diagnostics=diagnostics, version=snap.version
+        params: dict[str, Any] = {"uri": snap.uri, "diagnostics": diagnostics}
+        if snap.version is not None:
+            params["version"] = snap.version
+        send = getattr(self.protocol, "_send_data", None)
+        if send is None:  # pragma: no cover (a pygls without it)
+            self.text_document_publish_diagnostics(
+                _CONVERTER.structure(params, lsp.PublishDiagnosticsParams)
             )
-        )
+            return
+        method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+        send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def probe_result(self, snap: Snapshot, d: Diagnostic) -> dict[str, Any] | None:
         """The verdict of a finding probed in this very text, if it was."""

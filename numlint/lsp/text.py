@@ -4,6 +4,7 @@ negotiated encoding (UTF-8, UTF-16 or UTF-32), with LSP's line breaks; `file:` U
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -47,15 +48,28 @@ class TextIndex:
         end = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.source)
         return self.source[self.starts[index] : end].rstrip("\r\n")
 
-    def position(self, row: int, column: int) -> lsp.Position:
+    def place(self, row: int, column: int) -> tuple[int, int]:
+        """The LSP (line, character) of numlint's 1-based (row, column)."""
         if row > len(self.starts):
             last = len(self.starts) - 1
-            return lsp.Position(last, _units(self.line(last), self.encoding))
+            return last, _units(self.line(last), self.encoding)
         line = max(row, 1) - 1
-        return lsp.Position(line, _units(self.line(line)[: max(column, 1) - 1], self.encoding))
+        return line, _units(self.line(line)[: max(column, 1) - 1], self.encoding)
+
+    def position(self, row: int, column: int) -> lsp.Position:
+        return lsp.Position(*self.place(row, column))
 
     def range(self, row: int, column: int, end_row: int, end_column: int) -> lsp.Range:
         return lsp.Range(self.position(row, column), self.position(end_row, end_column))
+
+    def range_json(self, row: int, column: int, end_row: int, end_column: int) -> dict[str, Any]:
+        """`range` as JSON (what lsprotocol's converter makes of it)."""
+        line, character = self.place(row, column)
+        end_line, end_character = self.place(end_row, end_column)
+        return {
+            "start": {"line": line, "character": character},
+            "end": {"line": end_line, "character": end_character},
+        }
 
     def point(self, position: lsp.Position) -> tuple[int, int]:
         """The 1-based (row, column) of an LSP position, clamped to the text."""
