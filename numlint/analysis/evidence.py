@@ -56,6 +56,7 @@ REASONS: dict[str, Confidence] = {
     "a range from 0": "high",
     "a value its guard does not keep from 0 (a negative lower bound)": "high",
     "the range (max - min) of one tensor": "low",
+    "the range (max - min) of each row of a tensor": "medium",
     "a softmax output": "medium",
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",

@@ -1038,6 +1038,8 @@ def _nonzero_test(
         operator = _FLIP.get(type(operator), operator)
         if not wanted & names(subject):
             return False
+    if _rank_of(subject):
+        return False  # `if p.dim() > 1:` tests how many axes p has, not its values
     low = const(ctx, bound)
     kind = type(operator)
     if _near_positive(ctx, subject, low, kind, taken):
@@ -1058,6 +1060,18 @@ def _nonzero_test(
         (kind is cst.Equal and low == 0)
         or (kind is cst.LessThanEqual and low >= 0)
         or (kind is cst.LessThan and low > 0)
+    )
+
+
+def _rank_of(expr: cst.BaseExpression) -> bool:
+    """`x.dim()`, `x.ndimension()`, `x.ndim`: a tensor's number of axes."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "ndim"
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("dim", "ndimension")
+        and not expr.args
     )
 
 

@@ -13,7 +13,8 @@ Recursion is bounded.
 
 Kinds: "softmax", "sigmoid" (probabilities that underflow to exactly 0 and 1),
 "sum_of_squares" (0 where the vector is 0), "norm" (a norm, or the root of a sum of
-squares: 0 there too), "cosine" (reaches ±1), "nonzero" (only the
+squares: 0 there too; a helper whose 1-d case returns `x.abs()` is one), "cosine"
+(reaches ±1), "nonzero" (only the
 entries or rows with a nonzero test kept: `x[:, x.sum(0) != 0]`, whose sums are not 0).
 """
 
@@ -622,6 +623,10 @@ class Project:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
         if qual in _NORMS or (isinstance(fn, ast.Attribute) and fn.attr == "norm" and qual is None):
             return _at(here, "norm", f"the norm in {_where(mod, func)}")
+        if qual == "torch.abs" or (
+            isinstance(fn, ast.Attribute) and fn.attr == "abs" and qual is None and not expr.args
+        ):
+            return _at(here, "abs", f"the absolute value in {_where(mod, func)}")
         if qual == "torch.sqrt" or (
             isinstance(fn, ast.Attribute) and fn.attr == "sqrt" and qual is None and not expr.args
         ):
@@ -1439,10 +1444,13 @@ def _value_of(f: Function | None, expr: ast.expr) -> ast.expr:
 
 
 def _same(outs: list[Origin | None]) -> Origin | None:
-    """The origin when every path gives one of the same kind."""
+    """The origin when every path gives one of the same kind; a norm where the other paths
+    give an absolute value (a helper's 1-d case: `x.abs()` is each element's norm)."""
     if not outs or any(o is None for o in outs):
         return None
     kinds = {o.kind for o in outs if o is not None}
+    if kinds == {"norm", "abs"}:
+        return next(o for o in outs if o is not None and o.kind == "norm")
     return outs[0] if len(kinds) == 1 else None
 
 

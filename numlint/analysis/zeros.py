@@ -1389,6 +1389,8 @@ def _unguarded(ctx: Context, value: Value, depth: int) -> str | None:
 
 #: The reason for `x.max() - x.min()`: 0 for a constant input.
 OWN_RANGE = "the range (max - min) of one tensor"
+#: A range per row: any constant row of many (a dead channel, a blank sample) gives 0.
+ROW_RANGE = "the range (max - min) of each row of a tensor"
 
 
 def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
@@ -1415,6 +1417,18 @@ def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
         and (high[0], low[0]) == ("max", "min")
         and high[1] == low[1]
     )
+
+
+def _per_row(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """Both extremes of an own range are taken along an axis (`x.amax(-1) - x.amin(-1)`,
+    `v.max(dim=-1)[0] - v.min(dim=-1)[0]`): one range per row, channel or sample."""
+
+    def along_axis(side: cst.BaseExpression) -> bool:
+        v, _ = strip(ctx, Value(side, env))
+        o = op(ctx, v.node, v.env) if isinstance(v.node, cst.Call) else None
+        return o is not None and o.arg(0, "dim") is not None
+
+    return along_axis(node.left) and along_axis(node.right)
 
 
 #: The reason for a denominator whose guard has a negative bound.
@@ -1490,7 +1504,7 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             if exponent is not None and exponent > 0:
                 return denominator_reason(ctx, Value(node.left, env), depth + 1)
         if isinstance(operator, cst.Subtract) and _own_range(ctx, node, env):
-            return OWN_RANGE
+            return ROW_RANGE if _per_row(ctx, node, env) else OWN_RANGE
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return "a sum of squares"  # `v_t @ v`: a vector's squared length
         return None

@@ -21,9 +21,14 @@ from numlint.analysis.guards import (
     selection,
     writes_minus_inf,
 )
-from numlint.analysis.ops import is_zero, op, same_value
+from numlint.analysis.ops import const, is_zero, op, same_value
 from numlint.analysis.semantics import activation, is_one, strip
-from numlint.analysis.zeros import bounded_probability, complemented_probability, zero_reason
+from numlint.analysis.zeros import (
+    bounded_probability,
+    complemented_probability,
+    positive_value,
+    zero_reason,
+)
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import NLL, loss_call
 from numlint.tree import descendants
@@ -90,7 +95,11 @@ class LogOfZero(Rule):
     The log of probabilities that an NLL loss reads (`F.nll_loss(torch.log(p), y)`, a name
     holding `p.log()` passed to an `nn.NLLLoss`, or a log taken under `isinstance(criterion,
     nn.NLLLoss)`): the loss expects log-probabilities, so p is one, and a softmax underflows
-    to exactly 0; graded as the hand-written cross-entropy above.
+    to exactly 0; graded as the hand-written cross-entropy above. So is a categorical
+    cross-entropy written by hand on a probability the code is given (`-(t * log(p)).sum()`,
+    `-torch.sum(torch.log(p) * t, 1).mean()`: a log in a negated, reduced product with a
+    target); a log weighted by a number or by coefficients the code builds (`-0.5 *
+    log(var).sum()`, `arange(n) * log(diag(L))`) is a log-density, not one.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -247,6 +256,40 @@ class LogOfZero(Rule):
                 return crit(torch.log(probs + 1e-8), y)
             """,
             "an eps inside the log",
+        ),
+        Valid(
+            """
+            import torch
+            def ce(p, t):
+                return -(t * torch.log(p.clamp_min(1e-12))).sum(1).mean()
+            """,
+            "a hand-written cross-entropy on probabilities clamped off 0",
+        ),
+        Valid(
+            """
+            import torch
+            def log_det(L):
+                order = torch.arange(L.shape[-1], 0, -1, dtype=L.dtype)
+                return -(order * torch.diagonal(L, dim1=-2, dim2=-1).log()).sum(-1)
+            """,
+            "a log weighted by fixed coefficients (a log-determinant), not by a target",
+        ),
+        Valid(
+            """
+            import torch
+            def gaussian_nll(var):
+                return -0.5 * torch.log(var).sum()
+            """,
+            "a log scaled by a number: a log-density, not a cross-entropy",
+        ),
+        Valid(
+            """
+            import torch
+            def count_ce(t, y, eps=1e-7):
+                y = y + eps
+                return -(t * torch.log(y / y.sum(-1, keepdim=True))).sum(-1)
+            """,
+            "a share whose numerator is kept above 0 is never 0",
         ),
     ]
     INVALID = [
@@ -410,6 +453,31 @@ class LogOfZero(Rule):
             confidence="medium",
             note="a log taken because the loss is an NLL loss",
         ),
+        Invalid(
+            """
+            import torch
+            def ce(p, onehot):
+                return -(onehot * torch.log(p)).sum(dim=1).mean()
+            """,
+            line=3,
+            column=23,
+            confidence="medium",
+            note="a cross-entropy written by hand on probabilities the function is given",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class ACE(nn.Module):
+                def forward(self, probs, label):
+                    mass = torch.sum(probs, 1) / probs.shape[1]
+                    return -torch.sum(torch.log(mass) * label) / probs.shape[0]
+            """,
+            line=6,
+            column=27,
+            confidence="medium",
+            note="the log of aggregated probability mass a class can lack entirely",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.relu(x))",
@@ -437,6 +505,14 @@ class LogOfZero(Rule):
             elif _fed_to_nll(ctx, node) and not bounded_probability(ctx, value):
                 if not not_a_tensor(ctx, value):
                     self._probability(node, o.input, None)
+            elif (
+                _hand_cross_entropy(ctx, node, value)
+                and not bounded_probability(ctx, value)
+                and not positive_value(ctx, value)
+                and not _positive_share(ctx, value)
+                and not not_a_tensor(ctx, value)
+            ):
+                self._probability(node, o.input, _CROSS_ENTROPY)
             return
         if reason is None or selection(ctx, o.input) is not None or not_a_tensor(ctx, value):
             return
@@ -469,7 +545,16 @@ class LogOfZero(Rule):
             return
         flows = gradient_flows(ctx, arg)
         grad = " with an infinite gradient" if flows else ""
-        if what is None:
+        if what is _CROSS_ENTROPY:
+            message = (
+                "log of probabilities a hand-written cross-entropy (`-sum(t * log(p))`) "
+                "reads: a probability underflows to exactly 0 (a float32 softmax does for a "
+                f"logit about 104 below the largest), where the log is -inf{grad} and "
+                "`0 * -inf` is NaN; compute log-probabilities with `F.log_softmax` (or "
+                "`F.cross_entropy` on the logits), or clamp p "
+                "(`p.clamp_min(torch.finfo(p.dtype).tiny)`)"
+            )
+        elif what is None:
             message = (
                 "log of probabilities that an NLL loss reads: a probability underflows to "
                 "exactly 0 (a float32 softmax does for a logit about 104 below the largest), "
@@ -503,6 +588,72 @@ _RATIO = "a normalised ratio"
 
 
 _NLL_CLASSES = NLL[1]
+_CROSS_ENTROPY = "cross-entropy"
+_REDUCTIONS = frozenset({"sum", "mean", "nansum", "nanmean"})
+
+
+_BUILT = frozenset(
+    f"torch.{name}"
+    for name in ("arange", "linspace", "logspace", "ones", "ones_like", "full", "full_like")
+)
+
+
+def _built_weights(ctx, value: Value) -> bool:
+    """Weights the code builds from a range or a fill: fixed coefficients, not a target."""
+    found = ctx.deref(value)
+    if not isinstance(found.node, cst.Call):
+        return False
+    return ctx.callee(found.node, found.env).qualname in _BUILT
+
+
+def _positive_share(ctx, value: Value) -> bool:
+    """`(y + eps) / total`: a numerator kept above 0 makes a quotient that is never 0."""
+    found = ctx.deref(value)
+    node = found.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)):
+        return False
+    return positive_value(ctx, Value(node.left, found.env))
+
+
+def _hand_cross_entropy(ctx, node: cst.Call, value: Value) -> bool:
+    """The log is a factor of a negated, reduced product with a tensor other than its own
+    argument: `-(t * log(p)).sum()`, `-torch.sum(torch.log(p) * t, 1).mean()`, a
+    cross-entropy written by hand, which treats p as a probability. A number or a range as
+    the other factor (`-0.5 * log(var).sum()`, a Gaussian's log-density; `-(arange(n) *
+    diag(L).log()).sum()`, a log-determinant) is not one."""
+    product = reduced = negated = False
+    child: cst.CSTNode = node
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.Arg):
+            pass
+        elif isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+            negated = True
+        elif isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
+            other = parent.right if parent.left is child else parent.left
+            if isinstance(other, cst.UnaryOperation) and isinstance(other.operator, cst.Minus):
+                negated, other = True, other.expression
+            if not product:
+                if const(ctx, other, ctx.env) is not None or same_value(
+                    ctx, ctx.value(other), value
+                ):
+                    return False
+                if _built_weights(ctx, ctx.value(other)):
+                    return False  # `-(arange(n) * diag(L).log()).sum()`: a log-determinant
+                product = True
+        elif isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide):
+            if parent.left is not child:
+                return False  # `n / log(p)`
+        elif isinstance(parent, cst.Attribute) and parent.value is child:
+            pass  # `(t * log(p)).sum`: the call comes next
+        elif isinstance(parent, cst.Call) and child is not node:
+            o = op(ctx, parent)
+            if o is None or o.name not in _REDUCTIONS or not product:
+                break
+            reduced = True
+        else:
+            break
+        child = parent
+    return product and reduced and negated
 
 
 def _fed_to_nll(ctx, node: cst.Call) -> bool:

@@ -35,6 +35,7 @@ from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.semantics import keyword
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.tree import descendants
 
 #: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
 #: much weaker condition than an all-zero vector.
@@ -97,7 +98,11 @@ class DivideByZeroNorm(Rule):
     and the guard does not stop it); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
-    count); medium for a standard deviation or variance in what training minimises, a
+    count); medium for the range of each row of a tensor (`x.amax(-1) - x.amin(-1)`,
+    `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
+    blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
+    p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
+    zeros has norm 0); medium for a standard deviation or variance in what training minimises, a
     module's `forward` or a helper only those call, where a gradient flows (0 for any
     constant input: a silent reference, a flat patch); low for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
@@ -329,6 +334,52 @@ class DivideByZeroNorm(Rule):
         Invalid(
             """
             import torch
+            def rescale(acts):
+                flat = acts.view(acts.size(0), acts.size(1), -1)
+                maxs, mins = flat.max(dim=-1)[0], flat.min(dim=-1)[0]
+                return (acts - mins[..., None, None]) / (maxs - mins)[..., None, None]
+            """,
+            line=5,
+            column=12,
+            confidence="medium",
+            note="a min-max rescaling of each channel: a dead channel is constant",
+        ),
+        Invalid(
+            """
+            import torch
+            def neuron_norm(x):
+                if x.dim() <= 1:
+                    return x.abs()
+                return x.flatten(1).norm(dim=1).view(-1, *[1] * (x.dim() - 1))
+            def project(p):
+                p.div_(neuron_norm(p))
+            """,
+            line=7,
+            column=5,
+            confidence="low",
+            note="a helper's norm whose 1-d case is the absolute value",
+        ),
+        Invalid(
+            """
+            import torch
+            class Sphere(torch.optim.Optimizer):
+                @torch.no_grad()
+                def step(self):
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            p.add_(p.grad, alpha=-group["lr"])
+                            if p.dim() > 1:
+                                p.div_(p.norm(dim=1, keepdim=True))
+            """,
+            line=9,
+            column=21,
+            confidence="medium",
+            note="an optimizer projecting each matrix onto the sphere (a test of its number of "
+            "axes is no guard): a zero-initialised layer has norm 0",
+        ),
+        Invalid(
+            """
+            import torch
             def reflect(v, w):
                 return (v.T @ w) / (v.T @ v)
             """,
@@ -548,6 +599,8 @@ class DivideByZeroNorm(Rule):
             and (gradient_flows(ctx, num) or gradient_flows(ctx, den))
         ):
             confidence = "medium"  # 0 for any constant input (silence, a flat patch)
+        elif confidence == "low" and reason == "a norm" and _own_parameter_norm(ctx, num, den):
+            confidence = "medium"  # a layer initialised to zeros has norm 0 at the first step
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(
@@ -574,6 +627,38 @@ class DivideByZeroNorm(Rule):
             # F.normalize's default eps=1e-12 is 0 in float16: a zero row would give NaN
             code = f"{code[:-1]}, eps={finfo}({ctx.code(num)}.dtype).tiny)"
         return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
+
+
+def _own_parameter_norm(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """An optimizer's parameter divided by a norm of itself (`for p in group["params"]: ...
+    p.div_(p.norm())`, also through a helper): a projection onto the sphere, 0/0 for a
+    layer initialised to zeros (a zero-init residual branch, LoRA's B)."""
+    if not isinstance(num, cst.Name):
+        return False
+    name = num.value
+    loop = next(
+        (
+            a
+            for a in ctx.ancestors()
+            if isinstance(a, cst.For) and isinstance(a.target, cst.Name) and a.target.value == name
+        ),
+        None,
+    )
+    if loop is None or not _params_of_group(loop.iter):
+        return False
+    return any(isinstance(n, cst.Name) and n.value == name for n in descendants(den))
+
+
+def _params_of_group(iterable: cst.BaseExpression) -> bool:
+    """`group["params"]` (an optimizer's parameter group)."""
+    if not isinstance(iterable, cst.Subscript) or len(iterable.slice) != 1:
+        return False
+    index = iterable.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.SimpleString)
+        and index.value.evaluated_value == "params"
+    )
 
 
 def _host_values(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
