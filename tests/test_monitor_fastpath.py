@@ -498,3 +498,44 @@ def test_a_lean_step_works_out_the_gradient_at_the_model_output_from_the_loss() 
     ev = info.value.event
     assert ev["phase"] == "loss" and ev["module"] == "<loss>" and ev["origin"]
     assert ev["gradient_of"] == "model output" and ev["loss_finite"] is True
+
+
+def test_a_lean_step_logs_explosions_and_all_zero_gradients_at_their_step(
+    tmp_path: Path,
+) -> None:
+    # A lean step is recorded where it is read, before optimizer.step: the explosion and the
+    # all-zero gradients it shows are numbered with that step, and the file says what the
+    # events say.
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Linear(4, 2)
+            self.dead = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.body(x) + 0.0 * self.dead(x)  # (dead's gradient: all zeros)
+
+    torch.manual_seed(0)
+    model = Two()
+    groups = [
+        {"params": model.body.parameters(), "name": "body"},
+        {"params": model.dead.parameters(), "name": "dead"},
+    ]
+    opt = torch.optim.SGD(groups, lr=0.0)
+    log = tmp_path / "ev.jsonl"
+    monitor = numlint.watch(model, opt, log=log, explosion_factor=5.0, explosion_warmup=5)
+    with monitor:
+        assert monitor._fast is not None  # (the lean step)
+        for i in range(12):
+            opt.zero_grad()
+            (model(torch.randn(8, 4)).sum() * (1000.0 if i == 10 else 1.0)).backward()
+            opt.step()
+    events = monitor.events
+    assert [e["step"] for e in events if e["event"] == "step"] == list(range(12))
+    assert [e["step"] for e in events if e["event"] == "grad_explosion"] == [10]
+    vanishing = [e for e in events if e["event"] == "grad_vanishing"]
+    assert [e["step"] for e in vanishing] == list(range(12))
+    assert {e["group"] for e in vanishing} == {"dead"}
+    assert monitor.last_grad_norm == [e for e in events if e["event"] == "step"][-1]["grad_norm"]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines == [json.loads(json.dumps(e)) for e in events]

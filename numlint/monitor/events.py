@@ -301,9 +301,19 @@ class EventLog:
     def _write(self) -> None:
         """Write the pending lines (lock held), starting a new file whenever the next line would
         take this one past `max_bytes`."""
-        lines = [_line(e) + "\n" for e in self._unwritten]
+        lines = [
+            (e.line() if type(e) is StepRecord else to_json_line(e)) + "\n"  # type: ignore[union-attr,arg-type]
+            for e in self._unwritten
+        ]
         self._unwritten.clear()
         limit = self.max_bytes
+        text = "".join(lines)
+        if limit is None or self._bytes + len(text) <= limit:  # (no new file needed)
+            self._file.write(text)
+            self._file.flush()
+            self._bytes += len(text)
+            self._flushed = time.monotonic()
+            return
         chunk: list[str] = []
         size = self._bytes
         for line in lines:

@@ -117,23 +117,30 @@ class ExplosionDetector:
 
     def update(self, norm: float) -> float | None:
         """Add one norm; return the running median when `norm` is an explosion, else None."""
-        if norm - norm != 0.0:  # (not finite)
-            return None
+        return self.update_all([norm])[0]
+
+    def update_all(self, norms: list[float]) -> list[float | None]:
+        """`update` each norm in turn (a second's worth of steps at a time): for each, the
+        running median when it is an explosion, else None."""
         history, s = self.history, self._sorted
-        n = len(s)
-        median = None
-        if n >= self.warmup and n:  # (as `median()` says it, inline: once every step)
-            h = n // 2
-            median = s[h] if n % 2 else (s[h - 1] + s[h]) / 2
-        if history.maxlen == 0:
-            return None
-        if n == history.maxlen:
-            del s[bisect.bisect_left(s, history[0])]
-        history.append(norm)
-        bisect.insort(s, norm)
-        if median is not None and median > 0 and norm > self.factor * median:
-            return median
-        return None
+        window, warmup, factor = history.maxlen, self.warmup, self.factor
+        insort, bisect_left = bisect.insort, bisect.bisect_left
+        out: list[float | None] = []
+        for norm in norms:
+            found = None
+            if norm - norm == 0.0 and window:  # (finite, and a window to keep)
+                n = len(s)
+                if n >= warmup and n:  # (`median()`, inline)
+                    h = n // 2
+                    median = s[h] if n % 2 else (s[h - 1] + s[h]) / 2
+                    if median > 0 and norm > factor * median:
+                        found = median
+                if n == window:
+                    del s[bisect_left(s, history[0])]
+                history.append(norm)
+                insort(s, norm)
+            out.append(found)
+        return out
 
 
 def step_events(

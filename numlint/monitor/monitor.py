@@ -418,11 +418,13 @@ class Monitor:
         self._on_scaled = overriding("scaled")
         self._on_flush = overriding("flush")
         self._claiming = overriding("claims")
-        # A lean step (no flags, one process, no GradScaler) reads only the loss and the
-        # gradient norms: the monitor reads them itself, in one go (see _pre_step).
+        # A lean step (no flags, one process, no GradScaler, nothing that waits for the step
+        # to end) reads only the loss and the gradient norms: the monitor reads them itself,
+        # in one go, and records and counts the step there (see _pre_step).
         at_step = self._at["step"]
         kinds = [type(c).__name__ for c in at_step]
-        self._fast = tuple(at_step) if kinds == ["LossCheck", "GradientCheck"] else None
+        lean = kinds == ["LossCheck", "GradientCheck"] and self._count_at_pre
+        self._fast = tuple(at_step) if lean and self._on_step_done == at_step[1:] else None
 
     # ------------------------------------------------------------------ read points
     def check(self, point: Point) -> bool:
@@ -563,13 +565,23 @@ class Monitor:
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         """Before optimizer.step: the step's values (gradient norms, backward flags, loss...)
         in one read."""
-        if self.rec.paused:
+        rec = self.rec
+        if rec.paused:
             return
         self._stepped = True
+        if self._fast is not None:
+            loss_check, grad_check = self._fast
+            if grad_check.lean_step(loss_check.take()):
+                # (as the path below and _post_step do, on a step with nothing to report)
+                rec.out_grads = self.output = self.criterion_call = self.loss = None
+                self.backward_seen = False
+                self.step += 1
+                self.iteration += 1
+                self.micro = 0
+                self._incidents.open = False
+                return
         try:
-            fast = self._fast
-            if fast is None or not fast[1].read_step(fast[0].take()):
-                self.check("step")  # (the forward flags too: ForwardCheck reads them here)
+            self.check("step")  # (the forward flags too: ForwardCheck reads them here)
         finally:
             # The gradient at the model output is needed no more: holding it on past the step
             # would keep a large block (an LM head's) from the allocator through the next step.

@@ -22,6 +22,10 @@ from numlint.monitor.grads import ExplosionDetector, norms, param_stats, stack_o
 from numlint.monitor.stats import local
 
 _GRAD = operator.attrgetter("grad")
+_ITEM = Tensor.item
+_foreach_norm = torch._foreach_norm
+_time = time.time
+_FLUSH_EVERY_S = EventLog.FLUSH_EVERY_S
 
 
 class GradientCheck(Check):
@@ -80,32 +84,49 @@ class GradientCheck(Check):
         self._clip = None
         return [clip[0].reshape(()), *found]
 
-    def read_step(self, loss: Tensor | None) -> bool:
+    def lean_step(self, loss: Tensor | None) -> bool:
         """The monitor's own read of a lean step (see `Monitor._pre_step`): every gradient's
-        norm (one multi-tensor norm) and `loss`, in one read; when every value is finite, the
-        step is recorded as `judge` records it and True is returned. False (nothing recorded)
-        when a value is not finite, or the step is not a plain one (a parameter without a
-        gradient, clipping, statistics due, sharded gradients): the checks are asked then."""
+        norm (one multi-tensor norm) and `loss`, in one read. When every value is finite the
+        step is recorded at once, numbered as `step_done` numbers it (the monitor counts it
+        next: nothing waits for the step to end), and True is returned. False (nothing
+        recorded) when a value is not finite, or the step is not a plain one (a parameter
+        without a gradient, clipping, statistics due, sharded gradients): the checks are
+        asked then."""
         mon = self.mon
         if self._clip is not None or self._sharded or mon.grad_stats_every:
             return False
-        grads = [p.grad for p in mon.params]
-        if not grads:
-            return False
+        grads = list(map(_GRAD, mon.params))
         for g in grads:
             if g is None:  # (`None in grads` would compare tensors with None)
                 return False
+        if not grads:
+            return False
         try:  # (sparse gradients, say: `norms` knows what to do)
-            found = torch._foreach_norm(grads) if self._plain else norms(grads)  # type: ignore[arg-type]
+            found = _foreach_norm(grads) if self._plain else norms(grads)  # type: ignore[arg-type]
         except (RuntimeError, TypeError):
             found = norms(grads)  # type: ignore[arg-type]
-        vals = [v.item() for v in found]
+        vals = list(map(_ITEM, found))
         value = loss.item() if loss is not None else None
         total = math.hypot(*vals)
         if total - total != 0.0 or (value is not None and value - value != 0.0):
             return False  # (an Inf or a NaN)
         mon.loss_value = value
-        self._pending = (total, self._all_present, vals, value, None, None)
+        mon.last_grad_norm = total
+        now = _time()
+        steps = self._unbuilt
+        steps.append(
+            (
+                mon.step,
+                mon.iteration,
+                None,
+                now,
+                (total, self._all_present, vals, value, None, None),
+            )
+        )
+        if len(steps) == 1:
+            self._unbuilt_since = now
+        elif not 0 <= now - self._unbuilt_since <= _FLUSH_EVERY_S:
+            self.flush()
         return True
 
     def judge(self, values: list[float], point: Point) -> int:
@@ -170,10 +191,10 @@ class GradientCheck(Check):
         self._unbuilt = []
         mon = self.mon
         rank = mon.rank
-        update = self._explosion.update
+        medians = self._explosion.update_all([entry[4][0] for entry in steps])
         events: list[Any] = []
-        for step, iteration, scale, when, (total, present, values, loss, rows, clip) in steps:
-            median = update(total)
+        for (step, iteration, scale, when, pending), median in zip(steps, medians, strict=True):
+            total, present, values, loss, rows, clip = pending
             if median is None and rows is None and clip is None and 0.0 not in values:
                 # (every step but a few: one plain step event, kept compact)
                 events.append(StepRecord((step, iteration, rank, total, loss, scale, when)))
