@@ -7,10 +7,12 @@ the order alternating each round; each variant's hooks are installed and removed
 timed block, and the same model object serves all four so weight placement cannot differ):
 
   none        no monitoring
-  numlint     numlint.watch(model, optimizer), its defaults: the batch and RNG state kept for
-              re-running a failing step, the loss and every parameter's gradient norm read
-              once per step (the global norm logged), the gradient at the model output kept,
-              JSONL log; per-module flags (module_hooks=True) are one of the --breakdown rows
+  numlint     numlint.watch(model, optimizer), its defaults: the batch (and the RNG state, for
+              a model that draws random numbers) kept for re-running a failing step, the loss
+              and every parameter's gradient norm read once per step before optimizer.step
+              (the global norm logged), JSONL log; per-module flags (module_hooks=True) and
+              the gradient at the model output kept by a hook (check_backward=True) are
+              --breakdown rows
   isnan-hook  a forward hook per module doing `if out.isnan().any(): raise` (a host read per
               layer, forward only)
   anomaly     torch.autograd.set_detect_anomaly(True) around the step (backward only)
