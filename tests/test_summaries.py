@@ -387,3 +387,38 @@ def test_a_probability_every_caller_clamps_is_not_reported(tmp_path: Path) -> No
     assert _graded(tmp_path, clamped, "losses.py", "NUM103") == []
     raw = {"losses.py": _FOCAL.format(made='output["hm"].sigmoid() * 0.5')}
     assert _graded(tmp_path, raw, "losses.py", "NUM103") == [("NUM103", "medium")] * 2
+
+
+_MINER = """
+import torch
+
+
+class Miner({base}):
+    def mine(self, emb):
+        d = torch.cdist(emb, emb)
+        w = torch.log(1.0 - 0.25 * d**2)
+        w = torch.nan_to_num(w, neginf=0.0)
+        return w
+"""
+
+
+def test_an_override_a_base_class_calls_without_gradients(tmp_path: Path) -> None:
+    """A base class in another file calls `self.mine(...)` under `torch.no_grad()`: the
+    subclass's override runs without gradients, so a log whose -inf the code replaces
+    (NUM103, a gradient hazard only) is not reported; a base that calls it with gradients
+    leaves the finding."""
+    base = (
+        "import torch\n\n\nclass BaseMiner(torch.nn.Module):\n"
+        "    def forward(self, emb):\n"
+        "        with torch.no_grad():\n"
+        "            return self.mine(emb)\n"
+    )
+    files = {
+        "base.py": base,
+        "miner.py": "from base import BaseMiner\n" + _MINER.format(base="BaseMiner"),
+    }
+    assert _graded(tmp_path, files, "miner.py", "NUM103") == []
+    files["base.py"] = base.replace(
+        "        with torch.no_grad():\n            return", "        return"
+    )
+    assert _graded(tmp_path, files, "miner.py", "NUM103") != []

@@ -901,17 +901,44 @@ class Project:
                     return _crossed(found)
         return None
 
-    def _known_calls(self, mod: Module, f: Function) -> list[tuple[Module, str | None, ast.Call]]:
+    def _known_calls(
+        self, mod: Module, f: Function, templates: bool = False
+    ) -> list[tuple[Module, str | None, ast.Call]]:
         """The calls of `f` (of module `mod`): (calling module, calling function's key, call).
         A method's callers are looked for in its own file (`self.m(...)`), a function's in
-        the project."""
+        the project; `templates`: also a base class's `self.m(...)` in another file."""
         modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
-        return [
+        found = [
             (cmod, caller, call)
             for cmod in modules
             for caller, call in cmod.calls_of(f.node.name)
             if self._calls_this(cmod, call, f, mod, caller)
         ]
+        if templates and f.cls is not None:
+            found += self._template_calls(mod, f.cls, f.node.name)
+        return found
+
+    def _template_calls(
+        self, mod: Module, cls: str, name: str
+    ) -> list[tuple[Module, str | None, ast.Call]]:
+        """`self.name(...)` in the methods of a base class in another file (a base miner's
+        `forward` calling `self.mine(...)`, which subclasses override): calls of the
+        override."""
+        out: list[tuple[Module, str | None, ast.Call]] = []
+        for bmod, bcls in self._mro(mod, cls)[1:]:
+            if bmod is mod:
+                continue  # the same file's calls are found already
+            for caller, call in bmod.calls_of(name):
+                fn = call.func
+                if (
+                    caller is not None
+                    and caller.startswith(f"{bcls}.")
+                    and isinstance(fn, ast.Attribute)
+                    and isinstance(fn.value, ast.Name)
+                    and fn.value.id == "self"
+                ):
+                    out.append((bmod, caller, call))
+        return out
 
     def called_without_grad(self, func: str) -> bool:
         """Whether every known call of function `func` of the file being linted (at least one)
@@ -929,7 +956,7 @@ class Project:
         f = mod.functions.get(func)
         found = False
         if f is not None and depth <= 3:
-            calls = self._known_calls(mod, f)
+            calls = self._known_calls(mod, f, templates=True)
             found = bool(calls) and all(
                 caller is not None
                 and (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
@@ -100,6 +102,13 @@ class LogOfZero(Rule):
     `-torch.sum(torch.log(p) * t, 1).mean()`: a log in a negated, reduced product with a
     target); a log weighted by a number or by coefficients the code builds (`-0.5 *
     log(var).sum()`, `arange(n) * log(diag(L))`) is a log-density, not one.
+
+    A log of any value whose -inf the next statements replace (`d = log(x)`, then
+    `d = torch.nan_to_num(d, posinf=0.0)`, `d[torch.isinf(d)] = 0`): the author expects
+    log(0), and the replacement repairs the value but not the gradient, which is 1/0 times
+    the 0 the replacement passes back, NaN. Medium in code that trains (a module's forward, a
+    loss, or a helper only those call) where a gradient flows, low elsewhere; not reported
+    where no gradient flows.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -291,6 +300,18 @@ class LogOfZero(Rule):
             """,
             "a share whose numerator is kept above 0 is never 0",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            @torch.no_grad()
+            def distance(boundary, kernel):
+                d = torch.log(F.conv2d(boundary, kernel))
+                d = torch.nan_to_num(d, posinf=0.0, neginf=0.0)
+                return d
+            """,
+            "a log whose -inf is replaced where no gradient flows: the value is all there is",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -456,6 +477,22 @@ class LogOfZero(Rule):
         Invalid(
             """
             import torch
+            import torch.nn.functional as F
+            from torch import nn
+            class Distance(nn.Module):
+                def forward(self, boundary, kernel):
+                    d = -torch.log(F.conv2d(boundary, kernel))
+                    d = torch.nan_to_num(d, posinf=0.0)
+                    return d
+            """,
+            line=6,
+            column=14,
+            confidence="medium",
+            note="a log whose -inf the code replaces: its gradient there stays NaN",
+        ),
+        Invalid(
+            """
+            import torch
             def ce(p, onehot):
                 return -(onehot * torch.log(p)).sum(dim=1).mean()
             """,
@@ -505,6 +542,8 @@ class LogOfZero(Rule):
             elif _fed_to_nll(ctx, node) and not bounded_probability(ctx, value):
                 if not not_a_tensor(ctx, value):
                     self._probability(node, o.input, None)
+            elif _infinities_replaced(ctx):
+                self._repaired(node, o.input)
             elif (
                 _hand_cross_entropy(ctx, node, value)
                 and not bounded_probability(ctx, value)
@@ -536,6 +575,21 @@ class LogOfZero(Rule):
             f"log of {reason}, which can be exactly 0: {tail}",
             confidence="low" if harmless else grade(ctx, reason, value, log=True),
         )
+
+    def _repaired(self, node: cst.Call, arg: cst.BaseExpression) -> None:
+        """A log whose -inf the next statements replace (`nan_to_num`, an `isinf` test): the
+        author expects log(0); the value is repaired, its gradient is not."""
+        ctx = self.ctx
+        if not gradient_flows(ctx, arg) or only_thresholds(ctx) or compared_here(ctx):
+            return
+        message = (
+            "log of a value whose -inf the code replaces afterwards: the value is repaired, "
+            "but the gradient at those entries is not (1/0 times the 0 that the replacement "
+            "passes back is NaN); clamp the argument before the log "
+            "(`x.clamp_min(torch.finfo(x.dtype).tiny)`) or take it under "
+            "`torch.where(x > 0, x, 1)`"
+        )
+        self.report(node, message, confidence="medium" if trained(ctx) else "low")
 
     def _probability(self, node: cst.Call, arg: cst.BaseExpression, what: str | None) -> None:
         """A hand-written binary cross-entropy or focal loss on a probability (`what`), or
@@ -604,6 +658,22 @@ def _built_weights(ctx, value: Value) -> bool:
     if not isinstance(found.node, cst.Call):
         return False
     return ctx.callee(found.node, found.env).qualname in _BUILT
+
+
+def _infinities_replaced(ctx) -> bool:
+    """The log's result, assigned to a name, has its infinities replaced within the next
+    three statements: `y = log(x)`, then `y = torch.nan_to_num(y, posinf=0.0)`,
+    `y[torch.isinf(y)] = 0`, `y.masked_fill_(~torch.isfinite(y), 0)`."""
+    here = assigned_here(ctx)
+    if here is None:
+        return False
+    name, later = here
+    n = re.escape(name)
+    pattern = re.compile(
+        rf"\b(nan_to_num_?|isinf|isneginf|isfinite)\(\s*{n}\b"
+        rf"|\b{n}\.(nan_to_num_?|isinf|isneginf|isfinite)\("
+    )
+    return any(pattern.search(ctx.code(stmt)) for stmt in later[:3])
 
 
 def _positive_share(ctx, value: Value) -> bool:
