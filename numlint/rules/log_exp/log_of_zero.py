@@ -108,7 +108,8 @@ class LogOfZero(Rule):
     log(0), and the replacement repairs the value but not the gradient, which is 1/0 times
     the 0 the replacement passes back, NaN. Medium in code that trains (a module's forward, a
     loss, or a helper only those call) where a gradient flows, low elsewhere; not reported
-    where no gradient flows.
+    where no gradient flows. A value that can be 0 for a reason above keeps that reason's
+    grade in code that trains where a gradient flows; elsewhere the replacement makes it low.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -493,6 +494,21 @@ class LogOfZero(Rule):
         Invalid(
             """
             import torch
+            from torch import nn
+            class Head(nn.Module):
+                def forward(self, x):
+                    y = torch.log(torch.relu(x))
+                    y = torch.nan_to_num(y, neginf=0.0)
+                    return y
+            """,
+            line=5,
+            column=13,
+            confidence="high",
+            note="a ReLU output's log repaired afterwards: the gradient is still NaN",
+        ),
+        Invalid(
+            """
+            import torch
             def ce(p, onehot):
                 return -(onehot * torch.log(p)).sum(dim=1).mean()
             """,
@@ -559,7 +575,11 @@ class LogOfZero(Rule):
             return  # `(x == v).float().log()`: a log-density of 0 or -inf, by design
         flows = gradient_flows(ctx, o.input)
         tail = _TAIL if flows else _TAIL_FORWARD
-        harmless = sanitised_later(ctx) or (not flows and only_ranked(ctx))
+        # a replacement of the -inf repairs the value, not the gradient (see `_repaired`)
+        repaired = sanitised_later(ctx) and not (
+            flows and trained(ctx) and _infinities_replaced(ctx)
+        )
+        harmless = repaired or (not flows and only_ranked(ctx))
         # an empirical frequency's log in code where -inf means probability 0 (an HMM's table)
         harmless = harmless or (reason == _RATIO and not flows and writes_minus_inf(ctx))
         harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
