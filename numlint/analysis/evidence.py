@@ -390,7 +390,7 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     diff = _difference(node)
     if diff is not None:
         left, right = diff
-        a, b = _roots(left), _roots(right)
+        a, b = root_of(left), root_of(right)
         if a and a == b and (_broadcast(left) or _broadcast(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
         if objective(ctx):
@@ -1039,7 +1039,7 @@ def _always_hit(
         return False
     for x, y in ((a, b), (b, a)):
         top = ctx.deref(Value(y, env))
-        root = _roots(x)
+        root = root_of(x)
         exact = isinstance(operator, cst.Equal)
         if root and (is_max_of(ctx, top) or _order_statistic(ctx, top, exact)):
             if _mentions(ctx, top.node, root):
@@ -1048,11 +1048,11 @@ def _always_hit(
         return True  # `labels == labels.T`: the diagonal holds
     if isinstance(operator, cst.Equal):
         for x, y in ((a, b), (b, a)):
-            root = _roots(x)
+            root = root_of(x)
             target = ctx.deref(Value(y, env)).node
             if root and isinstance(target, cst.Call) and call_name(target) in ("cat", "concat"):
                 inside = {
-                    _roots(e) for e in descendants(target) if isinstance(e, cst.BaseExpression)
+                    root_of(e) for e in descendants(target) if isinstance(e, cst.BaseExpression)
                 }
                 if root in inside:
                     return True
@@ -1061,7 +1061,7 @@ def _always_hit(
                 return True  # `cats[y].tile(n, 1).t() == cats`: entry y meets itself
             if isinstance(y, cst.Name) and _iterates_values_of(ctx, y.value, x):
                 return True  # `for label in pred.unique(): mask = pred == label`
-            if _distinct_values_of(ctx, Value(y, env), _roots(x)):
+            if _distinct_values_of(ctx, Value(y, env), root_of(x)):
                 return True  # `ids.view(1, -1) == torch.unique(ids).view(-1, 1)`
     return False
 
@@ -1162,7 +1162,7 @@ def _self_overlap(ctx: Context, expr: cst.BaseExpression, env) -> bool:
     if not isinstance(call, cst.Call) or not _OVERLAP.search(call_name(call)):
         return False
     args = [x.value for x in call.args if x.keyword is None]
-    return len(args) >= 2 and _roots(args[0]) is not None and _roots(args[0]) == _roots(args[1])
+    return len(args) >= 2 and root_of(args[0]) is not None and root_of(args[0]) == root_of(args[1])
 
 
 def _distinct_values_of(ctx: Context, value: Value, root: str | None, depth: int = 0) -> bool:
@@ -1177,7 +1177,7 @@ def _distinct_values_of(ctx: Context, value: Value, root: str | None, depth: int
     callee = ctx.callee(node, v.env)
     if call_name(node) == "unique":
         source = callee.receiver if callee.receiver is not None else positional(node, 0, "input")
-        return source is not None and _roots(source) == root
+        return source is not None and root_of(source) == root
     if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
         return _distinct_values_of(ctx, Value(callee.receiver, v.env), root, depth + 1)
     return False
@@ -1186,7 +1186,7 @@ def _distinct_values_of(ctx: Context, value: Value, root: str | None, depth: int
 def _iterates_values_of(ctx: Context, var: str, tensor: cst.BaseExpression) -> bool:
     """`var` is the target of an enclosing `for` over the distinct values of `tensor`
     (`torch.unique(pred)`, `set(pred.reshape(-1).tolist())`): each value occurs in it."""
-    root = _roots(tensor)
+    root = root_of(tensor)
     if root is None:
         return False
     for node in reversed(ctx.stack):
@@ -1371,7 +1371,7 @@ def _difference(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpressi
     return None
 
 
-def _roots(node: cst.CSTNode) -> str | None:
+def root_of(node: cst.CSTNode) -> str | None:
     """The variable an indexed or reshaped expression starts from (`x[:, None]`,
     `x.unsqueeze(1)`, `self.emb.view(...)` -> its dotted name)."""
     while True:
@@ -1586,7 +1586,7 @@ _IGNORED = re.compile(r"(ignore|pad|null)", re.I)
 
 
 def _root_name(node: cst.CSTNode) -> str | None:
-    root = _roots(node)
+    root = root_of(node)
     return root.rsplit(".", 1)[-1] if root else None
 
 
@@ -1600,7 +1600,7 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
         return False  # `psf = field.abs().pow(2)`: an energy, positive where the field is not 0
     if _outer_op(ctx, denominator) not in ("sum", "nansum"):
         return False  # `x * y / x.norm()`: a normalisation, not a weighted mean
-    ident = _roots(ctx.deref(inner).node)
+    ident = root_of(ctx.deref(inner).node)
     if ident is None:
         return False
     if _structural(inner.node):
@@ -1623,7 +1623,10 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     class _Products(cst.CSTVisitor):
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
             nonlocal found
-            if isinstance(n.operator, cst.Multiply) and ident in (_roots(n.left), _roots(n.right)):
+            if isinstance(n.operator, cst.Multiply) and ident in (
+                root_of(n.left),
+                root_of(n.right),
+            ):
                 found = True
 
     node.visit(_Products())

@@ -1393,12 +1393,14 @@ OWN_RANGE = "the range (max - min) of one tensor"
 ROW_RANGE = "the range (max - min) of each row of a tensor"
 
 
-def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> str | None:
     """`x.max() - x.min()`, `torch.amax(x, d) - torch.amin(x, d)`, `maxs - mins` with
     `maxs = x.view(b, -1).max(-1)[0]` (through names, indexing and reshapes): the range of
-    one tensor, 0 where it is constant (a blank image, an all-zero activation map)."""
+    one tensor, 0 where it is constant (a blank image, an all-zero activation map);
+    ROW_RANGE where both extremes are taken along an axis (one range per row, channel or
+    sample), else OWN_RANGE; None for anything else."""
 
-    def extreme(side: cst.BaseExpression) -> tuple[str, str] | None:
+    def extreme(side: cst.BaseExpression) -> tuple[str, str, bool] | None:
         v, _ = strip(ctx, Value(side, env))
         if not isinstance(v.node, cst.Call):
             return None
@@ -1408,27 +1410,12 @@ def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
         if o.name in ("max", "min") and _binary_max(ctx, o):
             return None  # `torch.max(a, b)`: elementwise, not an extreme
         root, _ = strip(ctx, Value(o.input, v.env))
-        return o.name.lstrip("a"), ctx.code(root.node)
+        return o.name.lstrip("a"), ctx.code(root.node), o.arg(0, "dim") is not None
 
     high, low = extreme(node.left), extreme(node.right)
-    return (
-        high is not None
-        and low is not None
-        and (high[0], low[0]) == ("max", "min")
-        and high[1] == low[1]
-    )
-
-
-def _per_row(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
-    """Both extremes of an own range are taken along an axis (`x.amax(-1) - x.amin(-1)`,
-    `v.max(dim=-1)[0] - v.min(dim=-1)[0]`): one range per row, channel or sample."""
-
-    def along_axis(side: cst.BaseExpression) -> bool:
-        v, _ = strip(ctx, Value(side, env))
-        o = op(ctx, v.node, v.env) if isinstance(v.node, cst.Call) else None
-        return o is not None and o.arg(0, "dim") is not None
-
-    return along_axis(node.left) and along_axis(node.right)
+    if high is None or low is None or (high[0], low[0]) != ("max", "min") or high[1] != low[1]:
+        return None
+    return ROW_RANGE if high[2] and low[2] else OWN_RANGE
 
 
 #: The reason for a denominator whose guard has a negative bound.
@@ -1503,8 +1490,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             exponent = const(ctx, node.right, env)
             if exponent is not None and exponent > 0:
                 return denominator_reason(ctx, Value(node.left, env), depth + 1)
-        if isinstance(operator, cst.Subtract) and _own_range(ctx, node, env):
-            return ROW_RANGE if _per_row(ctx, node, env) else OWN_RANGE
+        if isinstance(operator, cst.Subtract):
+            return _own_range(ctx, node, env)
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return "a sum of squares"  # `v_t @ v`: a vector's squared length
         return None

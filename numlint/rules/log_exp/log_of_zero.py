@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
-from numlint.analysis.evidence import grade, tallied_share
+from numlint.analysis.evidence import grade, root_of, tallied_share
 from numlint.analysis.gradients import (
     compared_here,
     gradient_flows,
@@ -33,7 +31,7 @@ from numlint.analysis.zeros import (
 )
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import NLL, loss_call
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants
 
 _LOGS = ("log", "log2", "log10")
 
@@ -680,20 +678,30 @@ def _built_weights(ctx, value: Value) -> bool:
     return ctx.callee(found.node, found.env).qualname in _BUILT
 
 
+#: Calls that replace or find a tensor's infinities.
+_INFINITY_REPAIRS = frozenset({"nan_to_num", "nan_to_num_", "isinf", "isneginf", "isfinite"})
+
+
 def _infinities_replaced(ctx) -> bool:
     """The log's result, assigned to a name, has its infinities replaced within the next
     three statements: `y = log(x)`, then `y = torch.nan_to_num(y, posinf=0.0)`,
-    `y[torch.isinf(y)] = 0`, `y.masked_fill_(~torch.isfinite(y), 0)`."""
+    `y[torch.isinf(y)] = 0`, `y.masked_fill_(~torch.isfinite(y), 0)` (the call's tensor is
+    the name, or a part or view of it)."""
     here = assigned_here(ctx)
     if here is None:
         return False
     name, later = here
-    n = re.escape(name)
-    pattern = re.compile(
-        rf"\b(nan_to_num_?|isinf|isneginf|isfinite)\(\s*{n}\b"
-        rf"|\b{n}\.(nan_to_num_?|isinf|isneginf|isfinite)\("
-    )
-    return any(pattern.search(ctx.code(stmt)) for stmt in later[:3])
+    for stmt in later[:3]:
+        for call in descendants(stmt):
+            if not isinstance(call, cst.Call) or call_name(call) not in _INFINITY_REPAIRS:
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                if func.value.value == name:
+                    return True  # `y.isinf()`
+            if call.args and root_of(call.args[0].value) == name:
+                return True  # `torch.isinf(y)`, `torch.nan_to_num(y[:, 0])`
+    return False
 
 
 def _positive_share(ctx, value: Value) -> bool:
