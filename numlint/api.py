@@ -247,7 +247,6 @@ class ConfigResolver:
     target's. Configuration files changed during the run are not seen again."""
 
     def __init__(self, config: ConfigLike = None, overrides: dict[str, Any] | None = None):
-        self.config = config
         self.overrides = overrides
         #: The configuration of every path when one is given (not discovered).
         self.fixed: Config | None = None
@@ -300,13 +299,6 @@ class ConfigResolver:
                 cfg = self.of_directory(os.path.dirname(name))
             self._files[name] = cfg
         return cfg
-
-
-def config_per_directory(
-    config: ConfigLike = None, overrides: dict[str, Any] | None = None
-) -> Callable[[Path], Config]:
-    """The configuration of a file, found once per directory (a ConfigResolver)."""
-    return ConfigResolver(config, overrides)
 
 
 def _rules_key(cfg: Config, name: str, memo: dict[Config, Selection]) -> Selection:
