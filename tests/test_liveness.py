@@ -47,6 +47,17 @@ def _rows(source: str) -> list[int]:
         (f"def f(x, cf=None):\n    if cf is not None:\n        return {HAZARD}\nf(1)\n", []),
         ("def f(x, cf=None):\n    return torch.log(torch.softmax(cf, -1))\nf(1)\n", []),
         ("def f(x, cf=None):\n    return torch.log(torch.softmax(cf, -1))\nf(1, cf=2)\n", [3]),
+        # a default compared with a literal: never equal, or overridden by a caller
+        (f"def f(x, mode=None):\n    if mode == 'l2':\n        return {HAZARD}\nf(1)\n", []),
+        (f"def f(x, k=1):\n    if k > 1:\n        return {HAZARD}\nf(1)\n", []),
+        (f"def f(x, k=1):\n    if k in (1, 2):\n        return {HAZARD}\nf(1)\n", [4]),
+        (f"def f(x, k=1):\n    if k not in (1, 2):\n        return {HAZARD}\nf(1)\n", []),
+        (
+            f"def f(x, mode=None):\n    if mode == 'l2':\n        return {HAZARD}\nf(1, 'l2')\n",
+            [4],
+        ),
+        (f"NORM = 'l1'\ndef f(x):\n    if NORM == 'l2':\n        return {HAZARD}\nf(1)\n", []),
+        (f"def f(x, k=None):\n    if k > 1:\n        return {HAZARD}\nf(1)\n", [4]),
     ],
 )
 def test_dead_code_is_not_reported(code: str, rows: list[int]) -> None:

@@ -361,3 +361,119 @@ class {cls}:
 def test_spread_in_a_helper_of_trained_code(cls: str, name: str, expected: list[str]) -> None:
     code = HELPER_SPREAD.format(cls=cls, name=name)
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # taps built from positive elements: their sum is > 0
+        (
+            "def gaussian(n, s):\n"
+            "    from math import exp\n"
+            "    g = torch.Tensor([exp(-(x - n // 2) ** 2 / (2 * s**2)) for x in range(n)])\n"
+            "    return g / g.sum()\n",
+            [],
+        ),
+        (
+            "def cauchy(s, tail):\n"
+            "    k = torch.tensor([((x / s) ** 2 + 1) for x in range(-tail, tail + 1)])\n"
+            "    k = torch.reciprocal(k)\n"
+            "    return k / torch.sum(k)\n",
+            [],
+        ),
+        # ... elements of either sign: their sum can be 0
+        (
+            "def taps(n):\n"
+            "    k = torch.tensor([x - n for x in range(2 * n + 1)])\n"
+            "    return k / k.sum()\n",
+            ["low"],
+        ),
+        # a one-hot encoding has a 1 in every row; one with a row cleared does not
+        (
+            "def loss(out, y, crit):\n"
+            "    t = F.one_hot(y.long(), out.shape[1]).float()\n"
+            "    return crit(out, t) / t.sum()\n",
+            [],
+        ),
+        (
+            "def loss(out, y, crit):\n"
+            "    t = F.one_hot(y.long(), out.shape[1]).float()\n"
+            "    t[0] = 0\n"
+            "    return crit(out, t) / t.sum()\n",
+            ["low"],
+        ),
+        # ... and a class column counts the samples of a class, which can be absent
+        (
+            "def means(x, y, k):\n"
+            "    t = F.one_hot(y, k).float()\n"
+            "    return (x.T @ t) / t.sum(0)\n",
+            ["low"],
+        ),
+        # ranks 1..n picked by index_select, raised to a power: positive weights
+        (
+            "def tail(lp, n, beta):\n"
+            "    rank = torch.index_select(torch.arange(n) + 1, -1, torch.argsort(lp))\n"
+            "    g = torch.pow(rank.float(), beta)\n"
+            "    return (lp * g).sum() / g.sum()\n",
+            [],
+        ),
+        # a vector with a component that is always 1 has a nonzero norm
+        (
+            "def unit(x):\n"
+            "    v = torch.stack([x, torch.ones_like(x)], dim=-2)\n"
+            "    return v / torch.norm(v, dim=-2, keepdim=True)\n",
+            [],
+        ),
+        (
+            "def unit(x, y):\n"
+            "    v = torch.stack([x, y], dim=-2)\n"
+            "    return v / torch.norm(v, dim=-2, keepdim=True)\n",
+            ["low"],
+        ),
+    ],
+)
+def test_positive_by_construction(code: str, expected: list[str]) -> None:
+    """A denominator the program builds positive is no finding; its signed look-alike is."""
+    name = code.split("(")[0].removeprefix("def ")
+    call = f"print({name})\n"
+    assert _grades(code + call, "NUM202") == expected
+
+
+DATASET = """
+class Points({base}):
+    def __init__(self, pts):
+        self.pts = pts
+
+    def __getitem__(self, i):
+        p = self.pts[i]
+        return p, torch.sqrt((p ** 2).sum(-1))
+
+
+print(Points)
+"""
+
+
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [("torch.utils.data.Dataset", []), ("nn.Module", ["low"])],
+)
+def test_dataset_samples_carry_no_gradient(base: str, expected: list[str]) -> None:
+    """A Dataset's methods run in the data loader: a sqrt whose only harm is its gradient at
+    0 is no finding there; the same method of a module is."""
+    assert _grades(DATASET.format(base=base), "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("bounds", "expected"),
+    [("-n + 1, n", []), ("2 * n - 1", []), ("0.5, n", ["low"])],
+)
+def test_whole_offsets_from_size_bounds(bounds: str, expected: list[str]) -> None:
+    """`torch.arange` bounded by sizes gives whole numbers: `log(1 + |x|)` is exact; a range
+    from 0.5 is not whole."""
+    code = (
+        f"def log_distance(n):\n"
+        f"    pos = torch.arange({bounds}).float()\n"
+        f"    return torch.sign(pos) * torch.log(pos.abs() + 1)\n"
+        f"print(log_distance)\n"
+    )
+    assert _grades(code, "NUM108") == expected

@@ -5,8 +5,9 @@ does not apply where none can flow: under `torch.no_grad()`, in a value that is 
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
 (`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
-hand (`*_grad_reference`, `vjp`), in values built only from constants, or in values
-taken from an operation without a derivative (`torch.unique`, `argmax`, rounding).
+hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in values built
+only from constants, or in values taken from an operation without a derivative
+(`torch.unique`, `argmax`, rounding).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
             return False  # an optimizer: `step` and its helpers update parameters in place
         if func.name.value == "sample" and _distribution_class(ctx, cls.node):
             return False  # `Distribution.sample` draws without gradient (`rsample` has one)
+        if _dataset_class(ctx, cls.node):
+            return False  # a Dataset's methods run in the data loader, on data
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
     return not only_used_without_gradient(ctx)
@@ -214,6 +217,16 @@ def _distribution_class(ctx: Context, node: cst.CSTNode) -> bool:
     library's `TorchDistribution`), whose `sample` is not differentiable by contract."""
     return any(
         (qual or written).rsplit(".", 1)[-1].endswith("Distribution")
+        for qual, written in _bases(ctx, node)
+    )
+
+
+def _dataset_class(ctx: Context, node: cst.CSTNode) -> bool:
+    """A subclass of a dataset (`torch.utils.data.Dataset`, `IterableDataset`, a project's
+    `BaseDataset`): `__getitem__` and its helpers make samples in the data loader, where
+    nothing is differentiated."""
+    return any(
+        (qual or written).rsplit(".", 1)[-1].endswith("Dataset")
         for qual, written in _bases(ctx, node)
     )
 
@@ -620,7 +633,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         if callee.qualname in _COUNTS or callee.method in _COUNT_METHODS:
             return True  # a count is a whole number whatever is counted
         if callee.qualname in _INTEGER_CONSTRUCTORS:
-            return all(sub(a) for a in args if not isinstance(a, (cst.Attribute, cst.Name)))
+            return all(_size_like(a) or sub(a) for a in args)
         if callee.qualname in CONSTRUCTORS or callee.method in ("mean", "sqrt", "div", "exp"):
             return False
     elif callee.qualname in CONSTRUCTORS:
@@ -644,6 +657,21 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+def _size_like(node: cst.BaseExpression) -> bool:
+    """A bound of `torch.arange` written from names and whole numbers (`n`, `-n + 1`,
+    `2 * self.size - 1`): a size, whole like the range it bounds."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Integer)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _size_like(node.expression)
+    return (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, _INTEGER_OPS)
+        and _size_like(node.left)
+        and _size_like(node.right)
+    )
 
 
 _MASK_PARAMETER = re.compile(r"(^|_)masks?$")

@@ -4,8 +4,9 @@ Facts of the program, not of names:
 
 - a branch behind a constant: `if False:`, `if DEBUG:` with `DEBUG = False` bound once (in the
   function, or at module level and never rebound), `if merge:` for a parameter whose default
-  is a constant that no caller overrides, `if cf is not None:` for a `cf=None` no caller
-  passes; an `else` arm behind a true one;
+  is a constant that no caller overrides (also compared with a literal: `if mode == "l2":`,
+  `if k in (1, 2):`), `if cf is not None:` for a `cf=None` no caller passes; an `else` arm
+  behind a true one;
 - an option no caller passes: the hazard's own operand is built from a parameter that is
   `None` at every known call (the expression would fail before producing a bad value);
 - a function or class nothing refers to: a private one (`_helper`) or a nested one whose name
@@ -20,6 +21,7 @@ Facts of the program, not of names:
 from __future__ import annotations
 
 import ast
+import operator
 import os
 import re
 from functools import lru_cache
@@ -85,7 +87,44 @@ def truth(ctx: Context, test: cst.BaseExpression) -> bool | None:
                 if is_none is None:
                     return None
                 return is_none if isinstance(target.operator, cst.Is) else not is_none
+        return _compared(ctx, test.left, target.operator, target.comparator)
     return None
+
+
+_COMPARE = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+}  # fmt: skip
+
+
+def _compared(
+    ctx: Context, left: cst.BaseExpression, op: cst.BaseCompOp, right: cst.BaseExpression
+) -> bool | None:
+    """`mode == "l2"`, `k > 1`, `norm in ("l2", "cos")` where the name holds a constant
+    wherever this runs (a default no caller overrides, a module constant) and the other side
+    is a literal: the comparison's value, else None."""
+    if not isinstance(left, cst.Name):
+        return None
+    value, other = _constant_of(ctx, left.value), _literal_or_tuple(right)
+    if value is _NOT_CONSTANT or other is _NOT_CONSTANT:
+        return None
+    try:
+        if isinstance(op, (cst.In, cst.NotIn)):
+            inside = value in other  # type: ignore[operator]
+            return inside if isinstance(op, cst.In) else not inside
+        compare = _COMPARE.get(type(op))
+        return None if compare is None else bool(compare(value, other))
+    except TypeError:
+        return None  # `None > 1`: the program would fail here, not take a branch
+
+
+def _literal_or_tuple(expr: cst.BaseExpression) -> object:
+    """A literal, or a tuple, list or set of literals."""
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        items = [_literal(e.value) for e in expr.elements]
+        return _NOT_CONSTANT if _NOT_CONSTANT in items else tuple(items)
+    return _literal(expr)
 
 
 def _always_none(ctx: Context, expr: cst.BaseExpression) -> bool | None:

@@ -645,7 +645,13 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
-            return all((const(ctx, e.value, env) or 0) > 0 for e in data.elements)
+            return all(
+                not isinstance(e, cst.StarredElement) and sub(e.value) for e in data.elements
+            )
+        if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+            return sub(data.elt)  # `torch.tensor([exp(-x**2 / s) for x in range(n)])`
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _SCALAR_POSITIVE:
+        return True  # `math.exp(-d ** 2)`: a Gaussian tap built from Python numbers
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
         if callee.receiver is not None and (
@@ -659,6 +665,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return activation(ctx, value) is not None
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
         return True
+    if o.name == "reciprocal" and o.input is not None:
+        return sub(o.input)  # `torch.reciprocal((x / s) ** 2 + 1)`: a Cauchy kernel
     if o.name == "pow" and o.input is not None:
         return sub(o.input)
     if o.name == "where" and len(node.args) == 3:  # type: ignore[union-attr]
@@ -677,6 +685,9 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     return False
 
 
+#: Python and NumPy functions whose value is > 0 for every finite argument.
+_SCALAR_POSITIVE = frozenset({"math.exp", "numpy.exp", "math.cosh", "numpy.cosh"})
+
 #: Tensors with no negative entry and at least one positive one, whatever the arguments:
 #: an identity matrix and the window functions (a window of length 1 is `[1.]`).
 _NONZERO_MAKERS = frozenset(
@@ -686,16 +697,44 @@ _NONZERO_MAKERS = frozenset(
 
 
 def _nonnegative_with_a_positive_entry(ctx: Context, value: Value) -> bool:
-    """An identity matrix or a window function (through casts and views): its sum and
-    norm are positive."""
+    """An identity matrix or a window function (through casts and views), with no 0 written
+    into it: its sum and norm are positive."""
     found, _ = strip(ctx, value)
     node = found.node
+    if any(_writes_zero(ctx, stmt, found.env) for stmt in found.mutations):
+        return False  # `eye.fill_diagonal_(0)`
     return isinstance(node, cst.Call) and ctx.qualname(node.func, found.env) in _NONZERO_MAKERS
 
 
 def _never_all_zero(ctx: Context, value: Value) -> bool:
-    """A tensor with an entry that is never 0: its norm is positive."""
-    return positive_value(ctx, value) or _nonnegative_with_a_positive_entry(ctx, value)
+    """A tensor with an entry that is never 0: its norm is positive. A stack or
+    concatenation with a positive part is one (`torch.stack([x, torch.ones_like(x)])`)."""
+    if positive_value(ctx, value) or _nonnegative_with_a_positive_entry(ctx, value):
+        return True
+    found, _ = strip(ctx, value)
+    node = found.node
+    if not isinstance(node, cst.Call) or ctx.qualname(node.func, found.env) not in _JOINS:
+        return False
+    parts = positional(node, 0, "tensors")
+    return isinstance(parts, (cst.List, cst.Tuple)) and any(
+        not isinstance(e, cst.StarredElement) and positive_value(ctx, Value(e.value, found.env))
+        for e in parts.elements
+    )
+
+
+def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) -> bool:
+    """A one-hot encoding (through casts) summed over everything or over its last axis:
+    every row holds one 1, so the sum is positive. A sum over the samples (`dim=0`) counts
+    a class, which can be absent."""
+    found, _ = strip(ctx, value)
+    node = found.node
+    if not isinstance(node, cst.Call):
+        return False
+    if ctx.qualname(node.func, found.env) != "torch.nn.functional.one_hot":
+        return False
+    if any(_writes_zero(ctx, stmt, found.env) for stmt in found.mutations):
+        return False
+    return dim is None or const(ctx, dim, found.env) == -1
 
 
 def _histogram(ctx: Context, value: Value) -> bool:
@@ -1187,7 +1226,9 @@ def magnitude_bound(ctx: Context, value: Value, depth: int = 0) -> float | None:
 _SELECTING = frozenset({"topk", "sort", "gather", "index_select", "masked_select", "narrow"})
 
 
-_SELECTING_FUNCTIONS = frozenset({"torch.topk", "torch.sort", "torch.gather", "torch.narrow"})
+_SELECTING_FUNCTIONS = frozenset(
+    {"torch.topk", "torch.sort", "torch.gather", "torch.narrow", "torch.index_select"}
+)
 
 
 _EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter|smooth)($|_|\d)")
@@ -1533,6 +1574,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return None  # `w = (p == p.max(0, keepdim=True)[0]).float(); w / w.sum(0)`
         if _counts_itself(ctx, Value(o.input, env)):
             return None  # `rank = (x >= x[i]).float().sum()`: entry i counts itself
+        if _one_hot_rows(ctx, Value(o.input, env), o.arg(0, "dim")):
+            return None  # `F.one_hot(y, k).sum()`: one 1 per row (a class column can be 0)
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
         if o.name == "pow":
