@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from numlint import check_source
-from numlint.api import lint_paths
+from numlint.api import check_paths, lint_paths
 from numlint.output import RenderEnv
 from numlint.output import sarif as sarif_output
 
@@ -422,3 +422,80 @@ def test_an_override_a_base_class_calls_without_gradients(tmp_path: Path) -> Non
         "        with torch.no_grad():\n            return", "        return"
     )
     assert _graded(tmp_path, files, "miner.py", "NUM103") != []
+
+
+ARRAYS_UTILS = """
+import numpy as np
+import torch
+
+
+def load_points(path):
+    return np.loadtxt(path)
+
+
+def normalize(pc):
+    pc = pc - np.mean(pc, axis=0)
+    return pc / np.max(np.sqrt(np.sum(pc ** 2, axis=1)))
+
+
+def load_tensor(path):
+    return torch.from_numpy(np.load(path))
+
+
+def to_host(t):
+    return t.detach().cpu().numpy()
+"""
+
+ARRAYS_MAIN = """
+import numpy as np
+import torch
+from pkg.utils import load_points, load_tensor, normalize, to_host
+
+
+def shares(net, x):
+    a = normalize(load_points("a.txt")).mean(0)
+    r1 = a / a.sum()
+    h = to_host(net(x))
+    r2 = h / h.sum()
+    t = load_tensor("b.npy")
+    r3 = t / t.sum()
+    m = np.ones(3) * net(x)
+    r4 = m / m.sum()
+    return r1, r2, r3, r4
+
+
+def scale(v):
+    return v / v.sum()
+
+
+def run(net, x):
+    scale(np.ones(3))
+    return shares(net, x), scale(net(x))
+
+
+def host_only(v):
+    return v / v.sum()
+
+
+host_only(np.arange(3.0))
+"""
+
+
+def test_array_kind_across_functions_and_files(tmp_path: Path) -> None:
+    """NumPy arrays are told from tensors by data flow: through the return values of
+    functions in another file and what every caller passes. A tensor, a value mixed with a
+    tensor, and a parameter one caller passes a tensor stay findings."""
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(ARRAYS_UTILS)
+    main = pkg / "main.py"
+    main.write_text(ARRAYS_MAIN)
+    found = check_paths([main], {"select": ["NUM202"], "min-confidence": "low"})
+    text = ARRAYS_MAIN.splitlines()
+    assert sorted(text[d.row - 1].strip() for d in found) == [
+        "r3 = t / t.sum()",
+        "r4 = m / m.sum()",
+        "return v / v.sum()",
+    ]

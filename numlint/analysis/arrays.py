@@ -6,6 +6,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import foreign
+from numlint.analysis.summaries import array_of
 
 #: Annotations that name a NumPy array.
 _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
@@ -14,9 +15,18 @@ _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
 _TO_HOST = frozenset({"numpy", "tolist", "item", "copy", "to_numpy"})
 
 
-def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
-    """Whether `value` is visibly NumPy, math or a Python number: a parameter annotated
-    `np.ndarray`, the result of `.numpy()` / `.tolist()` / `.item()`, a `numpy.` call."""
+def not_a_tensor(ctx: Context, value: Value) -> bool:
+    """Whether `value` is NumPy, math or a Python number: a parameter annotated
+    `np.ndarray`, the result of `.numpy()` / `.tolist()` / `.item()`, a `numpy.` call, here
+    or, by data flow, in the functions that return it and the callers that pass it
+    (numlint.analysis.summaries.Project.array)."""
+    if _visibly_host(ctx, value):
+        return True
+    return value.env is ctx.env and array_of(ctx, value.node)
+
+
+def _visibly_host(ctx: Context, value: Value, depth: int = 0) -> bool:
+    """NumPy, math or a Python number as this function shows it."""
     if depth > 8:  # `self.z = self.z * a + b` refers to itself
         return False
     if foreign(ctx, value) or array_file(ctx):
@@ -39,9 +49,9 @@ def not_a_tensor(ctx: Context, value: Value, depth: int = 0) -> bool:
         if isinstance(node, cst.Name):
             return _annotated_numpy(ctx, node.value)
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            return not_a_tensor(ctx, Value(node.left, value.env), depth + 1)  # `span > 0`
+            return _visibly_host(ctx, Value(node.left, value.env), depth + 1)  # `span > 0`
         if isinstance(node, cst.BinaryOperation):
-            return not_a_tensor(ctx, Value(node.left, value.env), depth + 1) and not_a_tensor(
+            return _visibly_host(ctx, Value(node.left, value.env), depth + 1) and _visibly_host(
                 ctx, Value(node.right, value.env), depth + 1
             )
         return False

@@ -62,6 +62,15 @@ _NORMS = frozenset(
     {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.functional.norm"}
 )
 _DEPTH = 12
+#: Modules whose calls and constants give NumPy arrays or Python numbers, never tensors.
+_ARRAY_ROOTS = ("numpy.", "math.", "scipy.", "pandas.", "cupy.", "jax.")
+#: Methods that give a host value (an array, a list, a number) whatever they are called on.
+_TO_HOST = frozenset({"numpy", "tolist", "item", "to_numpy"})
+#: Methods whose result is an array when their receiver is one.
+_ARRAY_KEEPING = frozenset(
+    {"sum", "mean", "max", "min", "std", "var", "astype", "reshape", "transpose", "copy",
+     "clip", "squeeze", "flatten", "ravel", "cumsum", "dot", "round", "prod", "repeat"}
+)  # fmt: skip
 #: Steps one question may take: a bound on fan-out through many reassignments.
 _STEPS = 5000
 #: Files larger than this are not read for summaries (generated code).
@@ -757,6 +766,110 @@ class Project:
 
     def _returns(self, mod: Module, key: str, depth: int) -> Origin | None:
         return _crossed(self._all(mod, mod.functions[key].returns, key, depth))
+
+    # ---- array kind: NumPy arrays and Python numbers, not tensors ----
+
+    def array(self, expr: ast.expr, func: str | None) -> bool:
+        """Whether `expr` (in function `func` of the file being linted) holds a NumPy array
+        or a Python number wherever it runs, by data flow through assignments, the return
+        values of project functions and what their callers pass."""
+        mod = self.main
+        if mod is None:
+            return False
+        self._arrays: dict[tuple[str, str, str, tuple[int, int] | None], bool] = {}
+        self._snippet = {id(n) for n in ast.walk(expr)}
+        self._steps = 0
+        return self._array(mod, expr, func, 0) is True
+
+    def _array(self, mod: Module, expr: ast.expr, func: str | None, depth: int) -> bool | None:
+        """True: an array or a number; None: a number literal (either kind); False: a tensor
+        or unknown."""
+        self._steps += 1
+        if depth > _DEPTH or self._steps > _STEPS:
+            return False
+        if isinstance(expr, ast.Constant):
+            return None if isinstance(expr.value, (int, float)) else False
+        if isinstance(expr, ast.UnaryOp):
+            return self._array(mod, expr.operand, func, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            left = self._array(mod, expr.left, func, depth + 1)
+            if left is False:
+                return False
+            right = self._array(mod, expr.right, func, depth + 1)
+            if right is False:
+                return False
+            return True if left or right else None
+        if isinstance(expr, ast.Subscript):
+            return self._array(mod, expr.value, func, depth + 1) is True
+        f = mod.functions.get(func) if func else None
+        if isinstance(expr, ast.Name):
+            return self._array_name(mod, expr, f, func, depth)
+        if isinstance(expr, ast.Attribute):
+            if self.qualname(mod, expr) is not None:
+                return (self.qualname(mod, expr) or "").startswith(_ARRAY_ROOTS)
+            return expr.attr == "T" and self._array(mod, expr.value, func, depth + 1) is True
+        if not isinstance(expr, ast.Call):
+            return False
+        fn = expr.func
+        if isinstance(fn, ast.Name) and not (f is not None and fn.id in f.assigned):
+            target = self._lookup(mod, fn.id)
+            if target is not None and target[1] in target[0].functions:
+                tmod, tname = target
+                return self._all_arrays(tmod, tname, tmod.functions[tname].returns, depth)
+        qual = self.qualname(mod, fn)
+        if qual is not None:
+            return qual.startswith(_ARRAY_ROOTS)
+        if isinstance(fn, ast.Attribute):
+            if fn.attr in _TO_HOST:
+                return True
+            if fn.attr in _ARRAY_KEEPING:
+                return self._array(mod, fn.value, func, depth + 1) is True
+            if isinstance(fn.value, ast.Name) and fn.value.id == "self" and f and f.cls:
+                found = self._method_returns(mod, f.cls, fn.attr)
+                return found is not None and self._all_arrays(*found, depth)
+        return False
+
+    def _all_arrays(self, mod: Module, func: str, values: list[ast.expr], depth: int) -> bool:
+        return bool(values) and all(self._array(mod, v, func, depth + 1) for v in values)
+
+    def _array_name(
+        self, mod: Module, ref: ast.Name, f: Function | None, func: str | None, depth: int
+    ) -> bool | None:
+        at = None if id(ref) in self._snippet else (ref.lineno, ref.col_offset)
+        key = (mod.path, func or "", ref.id, at)
+        if key in self._arrays:
+            return self._arrays[key]
+        self._arrays[key] = False  # a cycle (`x = x - x.mean()` in a loop) proves nothing
+        found = self._array_name_of(mod, ref, f, func, depth)
+        self._arrays[key] = found
+        return found
+
+    def _array_name_of(
+        self, mod: Module, ref: ast.Name, f: Function | None, func: str | None, depth: int
+    ) -> bool | None:
+        name = ref.id
+        if f is None:
+            values = mod.globals.get(name, [])
+            return bool(values) and all(self._array(mod, v, None, depth + 1) for v in values)
+        if name in f.unpacked:
+            return False
+        snippet = id(ref) in self._snippet
+        if name in f.assigned:
+            values = [] if snippet else f.reaching(name, ref)
+            if values or snippet or name not in f.params:
+                values = values or f.assigned[name]
+                return all(self._array(mod, v, func, depth + 1) for v in values)
+        if name not in f.params or depth > 8:
+            return False
+        if _annotated_array(f.annotations.get(name)):
+            return True
+        index = f.params.index(name) - _bound_offset(f)
+        args = [
+            (cmod, caller, arg)
+            for cmod, caller, call in self._known_calls(mod, f)
+            if (arg := _argument(call, index, name)) is not None
+        ]
+        return bool(args) and all(self._array(m, a, c, depth + 1) for m, c, a in args)
 
     def _method(self, mod: Module, cls: str, name: str, depth: int) -> Origin | None:
         found = self._method_returns(mod, cls, name)
@@ -1623,6 +1736,30 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
         return None
     found = project.origin(tree, func, kinds)
     return found if found is not None and found.crossed else None
+
+
+def array_of(ctx: object, expr: object) -> bool:
+    """Whether a libcst expression of the code being linted holds a NumPy array or a Python
+    number by data flow through other functions and files (Project.array)."""
+    project = ctx.project  # type: ignore[attr-defined]
+    if project is None:
+        return False
+    try:
+        code = ctx.code(expr).strip()  # type: ignore[attr-defined]
+        tree = ast.parse(f"({code})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return project.array(tree, function_key(ctx))
+
+
+def _annotated_array(annotation: ast.expr | None) -> bool:
+    """`np.ndarray`, `NDArray[np.float32]`, `numpy.ndarray`."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    dotted = _dotted(annotation) or ""
+    return dotted.rsplit(".", 1)[-1] in ("ndarray", "NDArray")
 
 
 # ---- the training protocol of helpers in other files ----
