@@ -82,8 +82,7 @@ class LogOfZero(Rule):
     or a normalised ratio where no gradient flows in a class (or function) that writes -inf
     values itself (an HMM's log-space tables, where -inf is probability 0; a
     `best = float("-inf")` search start does not count), and a log only compared against
-    (`u = torch.log(torch.rand(n))`, `keep = w > u.cpu().numpy() * m`: -inf only passes or
-    fails a test).
+    where a gradient may flow (`u.log() < log_alpha`: -inf only passes or fails a test).
 
     A hand-written binary cross-entropy or focal loss on a probability the code is given
     (`y * log(p) + (1 - y) * log(1 - p)`, `log(where(y == 1, p, 1 - p))`, `p * y + (1 - p) *
@@ -108,6 +107,10 @@ class LogOfZero(Rule):
     loss, or a helper only those call) where a gradient flows, low elsewhere; not reported
     where no gradient flows. A value that can be 0 for a reason above keeps that reason's
     grade in code that trains where a gradient flows; elsewhere the replacement makes it low.
+    Nor is a log reported whose result is only ranked or compared where no gradient flows
+    (`keys = torch.rand(n).log() / w`, then `keys.topk(k).indices`; `u = torch.log(
+    torch.rand(n))`, then `keep = w > u.cpu().numpy() * m`): -inf sorts last or fails a
+    test, by design.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
@@ -310,6 +313,16 @@ class LogOfZero(Rule):
                 return d
             """,
             "a log whose -inf is replaced where no gradient flows: the value is all there is",
+        ),
+        Valid(
+            """
+            import torch
+            @torch.no_grad()
+            def sample_edges(prob, k):
+                keys = torch.rand(prob.shape).log() / prob
+                return keys.topk(k, dim=-1).indices
+            """,
+            "sampling keys only ranked where no gradient flows: a -inf key sorts last",
         ),
     ]
     INVALID = [
@@ -577,7 +590,9 @@ class LogOfZero(Rule):
         repaired = sanitised_later(ctx) and not (
             flows and trained(ctx) and _infinities_replaced(ctx)
         )
-        harmless = repaired or (not flows and only_ranked(ctx))
+        if not flows and (repaired or only_ranked(ctx)):
+            return  # a -inf the code replaces or only ranks, where no gradient flows: by design
+        harmless = repaired
         # an empirical frequency's log in code where -inf means probability 0 (an HMM's table)
         harmless = harmless or (reason == _RATIO and not flows and writes_minus_inf(ctx))
         harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
