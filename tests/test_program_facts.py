@@ -477,3 +477,28 @@ def test_whole_offsets_from_size_bounds(bounds: str, expected: list[str]) -> Non
         f"print(log_distance)\n"
     )
     assert _grades(code, "NUM108") == expected
+
+
+@pytest.mark.parametrize(
+    ("write", "expected"),
+    [
+        ("x_[x_ == 0] = x_[x_ == 0] + eps", []),
+        ("x_[x_.abs() < eps] = eps", []),
+        ("x_[x_ == 0], y_[y_ == 0] = x_[x_ == 0] + eps, y_[y_ == 0] + eps", []),
+        ("x_.clamp_(min=eps)", []),
+        # a write that does not select the zero entries leaves them
+        ("x_[:, 0] = y_[:, 0]", ["low"]),
+        ("x_[x_ > 1] = 1.0", ["low"]),
+    ],
+)
+def test_zero_entries_lifted_before_a_norm(write: str, expected: list[str]) -> None:
+    """Zero entries replaced in place by a positive value: no norm of the result is 0."""
+    code = (
+        "def angles(x, y, eps=1e-6):\n"
+        "    x_, y_ = x.clone(), y.clone()\n"
+        f"    {write}\n"
+        "    r = x_.norm(dim=-1, keepdim=True)\n"
+        "    return x.div(r)\n"
+        "print(angles)\n"
+    )
+    assert _grades(code, "NUM202") == expected

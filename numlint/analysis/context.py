@@ -559,6 +559,10 @@ class Context:
                 for el, val in zip(target.elements, values, strict=True):
                     if isinstance(el.value, cst.Name):
                         self._bind(el.value.value, val.value, env)
+                    elif isinstance(el.value, cst.Subscript):
+                        # `x[x == 0], y[y == 0] = eps, eps`: each an in-place write of its own
+                        one = cst.Assign(targets=[cst.AssignTarget(el.value)], value=val.value)
+                        self._mutate(el.value.value, one)
                     else:
                         for name in _target_names(el.value):
                             self._bind(name, None)

@@ -19,6 +19,7 @@ from numlint.analysis.ops import (
     clamp_bounds,
     const,
     is_zero,
+    names,
     op,
     positive_bound,
     same_code,
@@ -1554,6 +1555,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name == "norm":
         if _never_all_zero(ctx, Value(o.input, env)):
             return None  # `torch.norm(torch.eye(k))`, the norm of a positive tensor
+        if _zero_entries_lifted(ctx, ctx.deref(Value(o.input, env))):
+            return None  # `x[x == 0] = x[x == 0] + eps` before `x.norm(dim=-1)`
         return "a norm"
     if o.name == "mean" and square_of(ctx, ctx.deref(Value(o.input, env)).node, env) is not None:
         return "a norm"  # a root mean square: `x.pow(2).mean(-1) ** 0.5`
@@ -1608,6 +1611,30 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name == "abs":
         return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
     return None
+
+
+def _zero_entries_lifted(ctx: Context, value: Value) -> bool:
+    """An in-place write, since the assignment, that lifts the value's own zero entries
+    (`x[x == 0] = eps`, `x[x.abs() < tiny] = x[x.abs() < tiny] + eps`, `x.clamp_(min=eps)`):
+    no entry is 0 after it, so neither is a norm of it."""
+    node = value.node
+    for stmt in value.mutations:
+        if isinstance(stmt, cst.Expr) and guarded_by_mutation(ctx, Value(node, value.env, (stmt,))):
+            return True
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+            continue
+        target = stmt.targets[0].target
+        if not isinstance(target, cst.Subscript) or not isinstance(target.value, cst.Name):
+            continue
+        name = target.value.value
+        tests = [
+            n for el in target.slice for n in descendants(el)
+            if isinstance(n, cst.Comparison) and len(n.comparisons) == 1
+            and isinstance(n.comparisons[0].operator, _AT_ZERO) and name in names(n.left)
+        ]  # fmt: skip
+        if tests and positive_bound(ctx, stmt.value, value.env):
+            return True
+    return False
 
 
 def _zeros_replaced(ctx: Context, value: Value, depth: int = 0) -> bool:
