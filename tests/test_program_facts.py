@@ -502,3 +502,33 @@ def test_zero_entries_lifted_before_a_norm(write: str, expected: list[str]) -> N
         "print(angles)\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+NT_XENT = """
+class NTXent(nn.Module):
+    def forward(self, zi, zj, t=0.5):
+        b = zi.shape[0]
+        mask = {mask}
+        z = torch.cat([zi, zj], 0)
+        sim = F.cosine_similarity(z.unsqueeze(1), z.unsqueeze(0), dim=2)
+        pos = torch.cat([torch.diag(sim, b), torch.diag(sim, -b)])
+        den = mask * torch.exp(sim / t)
+        return -torch.log(torch.exp(pos / t) / den.sum(1)).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("mask", "reported"),
+    [
+        ("(~torch.eye(2 * b, 2 * b, dtype=torch.bool)).float()", False),
+        ("torch.clone((~torch.eye(b * 2, dtype=torch.bool)).type(torch.float))", False),
+        ("1 - torch.eye(2 * b)", False),
+        # n x n with n = b: a batch of one leaves no negative
+        ("1 - torch.eye(b)", True),
+        ("(torch.rand(2 * b, 2 * b) > 0.5).float()", True),
+    ],
+)
+def test_off_diagonal_negatives(mask: str, reported: bool) -> None:
+    """NT-Xent: the negatives of each of the 2b views are the other 2b - 1, weighted by
+    exp, so each row's sum is positive; an off-diagonal mask of b x b is empty for b = 1."""
+    assert bool(_grades(NT_XENT.format(mask=mask), "NUM202")) is reported

@@ -43,8 +43,9 @@ TRANSPARENT_METHODS = frozenset(
     }
 )  # fmt: skip
 TRANSPARENT_FUNCTIONS = frozenset(
-    {"torch.gather", "torch.index_select", "torch.squeeze", "torch.unsqueeze", "torch.flatten"}
-)
+    {"torch.gather", "torch.index_select", "torch.squeeze", "torch.unsqueeze", "torch.flatten",
+     "torch.clone"}
+)  # fmt: skip
 
 #: Context managers and decorators that turn gradients off (`inference_mode(False)` does not).
 NO_GRAD = frozenset(

@@ -714,6 +714,10 @@ def _never_all_zero(ctx: Context, value: Value) -> bool:
         return True
     found, _ = strip(ctx, value)
     node = found.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if _off_diagonal(ctx, Value(a, found.env)) and positive_value(ctx, Value(b, found.env)):
+                return True  # `~torch.eye(2 * b) * torch.exp(sim / t)`: NT-Xent's negatives
     if not isinstance(node, cst.Call) or ctx.qualname(node.func, found.env) not in _JOINS:
         return False
     parts = positional(node, 0, "tensors")
@@ -721,6 +725,41 @@ def _never_all_zero(ctx: Context, value: Value) -> bool:
         not isinstance(e, cst.StarredElement) and positive_value(ctx, Value(e.value, found.env))
         for e in parts.elements
     )
+
+
+def _off_diagonal(ctx: Context, value: Value) -> bool:
+    """The off-diagonal mask of an n x n matrix with n >= 2 (`~torch.eye(2 * b)`,
+    `1 - torch.eye(n)` for a constant n >= 2): every row and column keeps n - 1 >= 1 entries."""
+    found, _ = strip(ctx, value)
+    node, env = found.node, found.env
+    if any(_writes_zero(ctx, stmt, env) for stmt in found.mutations):
+        return False
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        eye = node.expression
+    elif (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and const(ctx, node.left, env) == 1
+    ):
+        eye = node.right
+    else:
+        return False
+    eye = strip(ctx, Value(eye, env))[0].node
+    if not isinstance(eye, cst.Call) or ctx.qualname(eye.func, env) != "torch.eye":
+        return False
+    n = positional(eye, 0, "n")
+    return n is not None and _at_least_two(ctx, n, env)
+
+
+def _at_least_two(ctx: Context, size: cst.BaseExpression, env: Env) -> bool:
+    """A size that is 2 or more: a constant, or a count doubled (`2 * b`, `b * n_views` with a
+    constant factor of 2 or more)."""
+    c = const(ctx, size, env)
+    if c is not None:
+        return c >= 2
+    if isinstance(size, cst.BinaryOperation) and isinstance(size.operator, cst.Multiply):
+        return any((const(ctx, f, env) or 0) >= 2 for f in (size.left, size.right))
+    return False
 
 
 def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) -> bool:
@@ -1617,10 +1656,13 @@ def _zero_entries_lifted(ctx: Context, value: Value) -> bool:
     """An in-place write, since the assignment, that lifts the value's own zero entries
     (`x[x == 0] = eps`, `x[x.abs() < tiny] = x[x.abs() < tiny] + eps`, `x.clamp_(min=eps)`):
     no entry is 0 after it, so neither is a norm of it."""
-    node = value.node
     for stmt in value.mutations:
-        if isinstance(stmt, cst.Expr) and guarded_by_mutation(ctx, Value(node, value.env, (stmt,))):
-            return True
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            call = stmt.value
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            low = positional(call, 0, "min")
+            if method in ("clamp_", "clip_", "clamp_min_") and positive_bound(ctx, low, value.env):
+                return True
         if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             continue
         target = stmt.targets[0].target
