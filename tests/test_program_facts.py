@@ -532,3 +532,33 @@ def test_off_diagonal_negatives(mask: str, reported: bool) -> None:
     """NT-Xent: the negatives of each of the 2b views are the other 2b - 1, weighted by
     exp, so each row's sum is positive; an off-diagonal mask of b x b is empty for b = 1."""
     assert bool(_grades(NT_XENT.format(mask=mask), "NUM202")) is reported
+
+
+PSNR = """
+def psnr(a, b):
+    mse = torch.mean((a - b) ** 2)
+    return 20 * torch.log10(1.0 / torch.sqrt(mse))
+
+
+def train(net, x, opt):
+    y = net(x)
+    loss = F.mse_loss(y, x)
+    loss.backward()
+    opt.step()
+    {use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "expected"),
+    [
+        ("print(psnr(y, x))", []),
+        ("print(f'psnr {psnr(y, x):.2f}')", []),
+        ("writer.add_scalar('psnr', psnr(y, x), 0)", []),
+        ("(loss - psnr(y, x)).backward()", ["medium"]),
+    ],
+)
+def test_metric_only_reported_carries_no_gradient(use: str, expected: list[str]) -> None:
+    """A metric whose every call is printed, formatted or logged is never differentiated:
+    a root whose only harm is its gradient is no finding there."""
+    assert _grades(PSNR.format(use=use), "NUM201") == expected

@@ -245,15 +245,27 @@ def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
             node, parent = call, parents.get(id(call))
             continue
         break
-    if isinstance(parent, ast.Compare):
-        return True
+    if isinstance(parent, (ast.Compare, ast.FormattedValue)):
+        return True  # compared, or formatted into a string
     if isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call):
         return parent.attr in NOT_DIFFERENTIABLE
     if isinstance(parent, ast.Call) and node in parent.args:
         fn = parent.func
         name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
-        return name in NOT_DIFFERENTIABLE
+        return name in NOT_DIFFERENTIABLE or name in _REPORTING
+    if isinstance(parent, ast.keyword):
+        call = parents.get(id(parent))
+        fn = call.func if isinstance(call, ast.Call) else None
+        return getattr(fn, "attr", getattr(fn, "id", "")) in _REPORTING
     return False
+
+
+#: Calls that print, format or record a value: what they are given leaves autograd
+#: (`print(psnr(y, x))`, `writer.add_scalar("psnr", psnr(y, x), step)`).
+_REPORTING = frozenset(
+    {"print", "str", "repr", "format", "float", "int", "add_scalar", "add_scalars",
+     "log_metrics", "set_postfix", "set_description", "info", "debug", "warning"}
+)  # fmt: skip
 
 
 _NUMBERS = re.compile(r"\b(float|int|bool|ndarray|str)\b")
