@@ -592,12 +592,21 @@ def reduced(ctx: Context, value: Value, depth: int = 0) -> Value | None:
             if found is not None and found.node is not side:
                 return found
         return None
+    picked = node.value if isinstance(node, cst.Subscript) else None
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        picked = node.value
+    if picked is not None:  # `d.min(dim=1)[0]`, `d.min(dim=1).values`: the nearest entries
+        o = op(ctx, picked, v.env)
+        if o is not None and o.name in ("min", "amin") and o.input is not None:
+            return reduced(ctx, Value(o.input, v.env, v.mutations), depth + 1)
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, v.env)
         if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
             return reduced(ctx, Value(callee.receiver, v.env, v.mutations), depth + 1)
         o = op(ctx, node, v.env)
         if o is not None and o.name in _THROUGH and o.input is not None:
+            return reduced(ctx, Value(o.input, v.env, v.mutations), depth + 1)
+        if o is not None and o.name == "amin" and o.input is not None:
             return reduced(ctx, Value(o.input, v.env, v.mutations), depth + 1)
     if depth == 0:
         return None

@@ -104,6 +104,8 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
         return sub(node.value)
     if isinstance(node, cst.Comparison):
         return "a 0/1 mask"
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return sub(node.value)  # `d.min(dim=1).values`, `x.topk(k).values`
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         return sub(node.expression)
     if isinstance(node, cst.BinaryOperation):
@@ -385,6 +387,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return sub(inp) if inp is not None else None
     if o.name in ("abs", "cumprod") and inp is not None:
         return sub(inp)
+    if o.name in ("min", "amin") and inp is not None and not _binary_min(ctx, o):
+        return sub(inp)  # `d.min(dim=1)[0]`: the nearest of squared distances is 0 where one is
     if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
         other = o.arg(0, "other") or o.arg(0, "mat2")
         return _weighted_squares(sub(inp), sub(other) if other is not None else None)
@@ -502,6 +506,12 @@ def _binary_max(ctx: Context, o: Op) -> bool:
     return not isinstance(other, cst.Integer) and not (
         isinstance(other, cst.UnaryOperation) and isinstance(other.expression, cst.Integer)
     )
+
+
+def _binary_min(ctx: Context, o: Op) -> bool:
+    """`torch.min(a, b)` / `a.min(b)` of two tensors (not a reduction over a dim)."""
+    other = o.arg(0, "other")
+    return other is not None and not isinstance(other, cst.Integer) and const(ctx, other) is None
 
 
 def _where_arms(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:

@@ -35,7 +35,9 @@ class SqrtAtZero(Rule):
     Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
     `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
     (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`), a square, a variance, `1 - x**2`
-    (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable.
+    (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable and
+    through the smallest entries of one (`d.min(dim=1).values`, `torch.min(d, 1)[0]`,
+    `d.amin(-1)`: a nearest-neighbour distance).
     Also the root of a squared distance expanded as `|x|**2 + |y|**2 - 2 x.y` (through
     variables, views, einops and `addmm(..., alpha=-2)`), and a power the caller sets
     (`(1 - p) ** gamma`, `torch.pow(1 - p, self.gamma)`) of a sigmoid or softmax gap.
@@ -115,6 +117,15 @@ class SqrtAtZero(Rule):
     TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def chamfer_loss(p, q):
+                d = ((p[:, :, None] - q[:, None]) ** 2).sum(-1)
+                return torch.sqrt(d.min(dim=2).values.clamp_min(1e-12)).mean()
+            """,
+            "the nearest squared distance clamped above 0 before the root",
+        ),
         Valid(
             """
             import torch
@@ -307,6 +318,18 @@ class SqrtAtZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def chamfer_loss(p, q):
+                d = ((p[:, :, None] - q[:, None]) ** 2).sum(-1)
+                return torch.sqrt(d.min(dim=2).values).mean()
+            """,
+            line=4,
+            column=12,
+            confidence="medium",
+            note="the nearest squared distance is 0 where two points coincide",
+        ),
         Invalid(
             """
             import torch
