@@ -3,9 +3,11 @@ raise (numlint.analysis.evidence, zeros, gradients)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from numlint.api import check_source
+from numlint.api import check_paths, check_source
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
@@ -562,3 +564,41 @@ def test_metric_only_reported_carries_no_gradient(use: str, expected: list[str])
     """A metric whose every call is printed, formatted or logged is never differentiated:
     a root whose only harm is its gradient is no finding there."""
     assert _grades(PSNR.format(use=use), "NUM201") == expected
+
+
+DEMO = """import torch
+
+
+def match(a, b):
+    d = ((a[:, None] - b[None]) ** 2).sum(-1)
+    return torch.sqrt(d).argmin(-1), torch.sqrt(d)
+
+
+if __name__ == "__main__":
+    x = torch.randn(4, 3)
+    {extra}
+    print(match(x, x))
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "imported", "reported"),
+    [
+        ("pass", False, False),
+        # the script trains, or another file imports what it defines
+        ("x.requires_grad_(True); match(x, x)[1].sum().backward()", False, True),
+        ("pass", True, True),
+    ],
+)
+def test_inference_script_carries_no_gradient(
+    tmp_path: Path, extra: str, imported: bool, reported: bool
+) -> None:
+    """A script no other file imports, in which nothing trains: a root whose only harm is
+    its gradient is no finding there."""
+    (tmp_path / ".git").mkdir()
+    demo = tmp_path / "demo.py"
+    demo.write_text(DEMO.format(extra=extra))
+    if imported:
+        (tmp_path / "train.py").write_text("from demo import match\n")
+    found = check_paths([demo], {"select": ["NUM201"], "min-confidence": "low"})
+    assert bool(found) is reported

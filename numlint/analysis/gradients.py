@@ -5,7 +5,8 @@ does not apply where none can flow: under `torch.no_grad()`, in a value that is 
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
 (`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
-hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in values built
+hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in a script that
+never trains and no other file imports (a `demo.py`), in values built
 only from constants, or in values taken from an operation without a derivative
 (`torch.unique`, `argmax`, rounding).
 """
@@ -13,6 +14,7 @@ only from constants, or in values taken from an operation without a derivative
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 import libcst as cst
@@ -21,7 +23,13 @@ from numlint.analysis.context import Context, Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code
-from numlint.analysis.summaries import function_key, returns_numbers
+from numlint.analysis.summaries import (
+    file_text,
+    function_key,
+    project_files,
+    project_root,
+    returns_numbers,
+)
 from numlint.analysis.tables import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
@@ -71,7 +79,58 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
             return False  # a Dataset's methods run in the data loader, on data
     if _consumed_without_gradient(ctx) or _through_data(operand):
         return False
+    if inference_script(ctx):
+        return False
     return not only_used_without_gradient(ctx)
+
+
+#: Text that shows a file may train, or hand its functions to code that does.
+_TRAINING_TEXT = re.compile(
+    r"backward|autograd|create_graph|optim|\.step\(|\.fit\(|train|Trainer|torch\.func|"
+    r"functorch|requires_grad"
+)
+
+
+def inference_script(ctx: Context) -> bool:
+    """The file is a script (`if __name__ == "__main__":`) that no other file of its project
+    imports and that never trains: no backward, autograd, optimizer, `.fit(` or training
+    call appears in it (a `demo.py`, `test.py`, `sample.py`). Nothing it computes is
+    differentiated."""
+    found = ctx.shared.get("inference_script")
+    if found is None:
+        found = ctx.shared["inference_script"] = _inference_script(ctx)
+    return found
+
+
+def _inference_script(ctx: Context) -> bool:
+    source = ctx.source
+    if source is None or ctx.path.startswith("<") or "__main__" not in source:
+        return False
+    if _TRAINING_TEXT.search(source) or not _main_block(ctx.syntax):
+        return False
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    word = rf"\b{re.escape(stem)}\b"
+    imported = re.compile(
+        rf"^\s*(from\s+[\w.]*{word}|import\s+[\w.]*{word}|from\s+[\w.]+\s+import\s[^\n]*{word})",
+        re.M,
+    )
+    here = os.path.abspath(ctx.path)
+    files, _ = project_files(project_root(here))
+    for path in files:
+        if path != here and stem in (text := file_text(path) or "") and imported.search(text):
+            return False
+    return True
+
+
+def _main_block(tree: ast.Module | None) -> bool:
+    """A top-level `if __name__ == "__main__":`."""
+    return tree is not None and any(
+        isinstance(n, ast.If)
+        and isinstance(n.test, ast.Compare)
+        and isinstance(n.test.left, ast.Name)
+        and n.test.left.id == "__name__"
+        for n in tree.body
+    )
 
 
 def objective(ctx: Context) -> bool:
