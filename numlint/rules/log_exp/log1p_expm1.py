@@ -35,7 +35,8 @@ class Log1pExpm1Precision(Rule):
     (`torch.arange`) and counts (`bincount`, `count_nonzero`, graph node degrees), also cast,
     reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`). Nor is a log
     added to a constant of magnitude 0.5 or more (`-math.log(math.pi) - torch.log(1 + x**2)`):
-    that sum rounds away what `log1p` would keep.
+    that sum rounds away what `log1p` would keep. Nor a value stepped by 1 in place (`x = x +
+    1` in a loop, then `x.log()`): a shift or a counter, not `1 + small`.
 
     Confidence:
     low: a loss of precision, rarely a failure; shown with `--min-confidence low`.
@@ -130,6 +131,16 @@ class Log1pExpm1Precision(Rule):
                 return torch.sign(rel) * torch.log(1.0 + rel.abs())
             """,
             "whole-number offsets: `1 + x` is exact",
+        ),
+        Valid(
+            """
+            import torch
+            def log_gamma_shifted(x, shift):
+                for _ in range(shift):
+                    x = x + 1
+                return (x - 0.5) * x.log()
+            """,
+            "a value stepped by 1 in place (a shift, a counter): the log of x, not of 1 + small",
         ),
         Valid(
             """
@@ -235,6 +246,8 @@ class Log1pExpm1Precision(Rule):
         x = plus_one(ctx, inner.node, inner.env)  # type: ignore[arg-type]
         if x is None or const(ctx, x, inner.env) is not None:  # type: ignore[arg-type]
             return
+        if isinstance(o.input, cst.Name) and isinstance(x, cst.Name) and x.value == o.input.value:
+            return  # `x = x + 1` (a shift or a counter stepped in a loop): not `1 + small`
         if _absorbed(ctx, node):
             return
         if find(ctx, x, ("exp",), inner.env) is not None:
