@@ -361,3 +361,46 @@ class {cls}:
 def test_spread_in_a_helper_of_trained_code(cls: str, name: str, expected: list[str]) -> None:
     code = HELPER_SPREAD.format(cls=cls, name=name)
     assert _grades(code, "NUM202") == expected
+
+
+MINIBATCH_STD = """
+class PolicyGradient:
+    def train(self):
+        for epoch in range(self.n_epochs):
+            for batch in {loop}:
+                adv = batch.advantages
+                {test}
+                adv = (adv - adv.mean()) / (adv.{std} + 1e-8)
+                (-(adv * batch.log_prob).mean()).backward()
+
+    def learn(self):
+        self.train()
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "test", "std", "expected"),
+    [
+        # a minibatch's unbiased std: NaN for a last batch of one sample, whatever the eps
+        ("self.buffer.get(self.batch_size)", "pass", "std()", ["medium"]),
+        ("loader.iterate(batch_size=64)", "pass", "std(0)", ["medium"]),
+        # a test of the batch's size that exits before the division
+        ("self.buffer.get(self.batch_size)", "if adv.numel() < 2: continue", "std()", []),
+        # the whole buffer at once, or the biased std (0 for one sample, guarded by the eps)
+        ("self.buffer.get(batch_size=None)", "pass", "std()", []),
+        ("self.buffer.get(self.batch_size)", "pass", "std(unbiased=False)", []),
+        ("self.buffer.get(self.batch_size)", "pass", "std(correction=0)", []),
+        # a loop that does not draw minibatches
+        ("self.buffers", "pass", "std()", []),
+    ],
+)
+def test_std_of_a_minibatch(loop: str, test: str, std: str, expected: list[str]) -> None:
+    code = MINIBATCH_STD.format(loop=loop, test=test, std=std)
+    assert _grades(code, "NUM202") == expected
+
+
+def test_std_of_a_minibatch_under_a_size_test() -> None:
+    code = MINIBATCH_STD.format(
+        loop="self.buffer.get(self.batch_size)", test="pass", std="std()"
+    ).replace("adv = (adv", "if len(adv) > 1: adv = (adv")
+    assert _grades(code, "NUM202") == []

@@ -41,7 +41,7 @@ from numlint.analysis.zeros import (
     zero_reason,
 )
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.tree import call_name, descendants
+from numlint.tree import call_name, descendants, exits
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -1735,3 +1735,88 @@ def project_mentions(ctx: Context, needle: str) -> bool:
             cached = any(needle in (file_text(p) or "") for p in files)
         ctx.shared[key] = cached
     return cached
+
+
+_SIZE_TESTS = frozenset({"len", "numel", "size", "nelement"})
+
+
+def minibatch_std(ctx: Context, den: cst.BaseExpression) -> bool:
+    """`x.std() + eps` (or `x.std(0)`) of a minibatch a `for` loop draws with a batch size
+    (`for b in buffer.get(batch_size): a = b.adv`): the unbiased standard deviation of one
+    sample is NaN, which the eps does not guard. Not where a test of the batch's size
+    encloses it (`if len(a) > 1:`) or exits before it."""
+    node: cst.BaseExpression = den
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if const(ctx, node.right) is not None:
+            node = node.left
+        elif const(ctx, node.left) is not None:
+            node = node.right
+    found = ctx.deref(node)
+    o = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    if o is None or o.name != "std" or o.input is None or not _unbiased_over_batch(ctx, o):
+        return False
+    root = root_of(ctx.deref(Value(o.input, found.env)).node)
+    loop = _batch_loop(ctx, root.split(".")[0]) if root is not None else None
+    return loop is not None and not _size_tested(ctx, loop)
+
+
+def _unbiased_over_batch(ctx: Context, o: Op) -> bool:
+    """A `std` over every entry or over axis 0, with Bessel's correction."""
+    dim = o.arg(0, "dim")
+    if dim is not None and not (isinstance(dim, cst.Integer) and dim.value == "0"):
+        return False
+    for arg in o.rest():
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value == "False":
+            return False  # `unbiased=False`, `x.std(0, False)`
+        if arg.keyword is not None and arg.keyword.value == "correction":
+            if const(ctx, value) == 0:
+                return False
+    return True
+
+
+def _batch_loop(ctx: Context, root: str) -> cst.For | None:
+    """The enclosing `for` whose target binds `root` and whose iterable is a call given a
+    batch size (`loader.get(self.batch_size)`; `batch_size=None` yields everything at once)."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.FunctionDef):
+            return None
+        if not isinstance(node, cst.For) or root not in names(node.target):
+            continue
+        call = node.iter
+        if not isinstance(call, cst.Call):
+            return None
+        for arg in call.args:
+            keyed = arg.keyword.value if arg.keyword is not None else ""
+            sized = "batch" in keyed or "batch" in ctx.code(arg.value).lower()
+            if sized and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+                return node
+        return None
+    return None
+
+
+def _size_tested(ctx: Context, loop: cst.For) -> bool:
+    """A size test (`len(a) > 1`, `a.numel() < 2`, `a.shape[0]`) around the node, or an `if`
+    in the loop that tests one and exits before it."""
+
+    def sizes(test: cst.CSTNode) -> bool:
+        return any(
+            (isinstance(n, cst.Call) and call_name(n) in _SIZE_TESTS)
+            or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+            for n in descendants(test)
+        )
+
+    inside = {id(n) for n in ctx.stack}
+    for node in ctx.ancestors():
+        if node is loop:
+            break
+        if isinstance(node, (cst.If, cst.IfExp)) and sizes(node.test):
+            return True
+    for stmt in descendants(loop.body):
+        if stmt is loop.body:
+            continue
+        if id(stmt) in inside:
+            break
+        if isinstance(stmt, cst.If) and sizes(stmt.test) and exits(stmt.body):
+            return True
+    return False

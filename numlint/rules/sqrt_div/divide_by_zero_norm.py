@@ -11,6 +11,7 @@ from numlint.analysis.evidence import (
     batch_token_count,
     count_tested_by_callers,
     grade,
+    minibatch_std,
     padding_mask,
     vanishes_together,
     weights_sum,
@@ -102,7 +103,11 @@ class DivideByZeroNorm(Rule):
     `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
     blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
-    zeros has norm 0); medium for a standard deviation or variance in what training minimises, a
+    zeros has norm 0); medium for the unbiased standard deviation of a minibatch a `for` loop draws with a batch
+    size (`for b in buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch
+    of one sample makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`,
+    around it or exiting before it, or `unbiased=False`, leaves it alone); medium for a
+    standard deviation or variance in what training minimises, a
     module's `forward` or a helper only those call, where a gradient flows (0 for any
     constant input: a silent reference, a flat patch); low for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
@@ -329,8 +334,41 @@ class DivideByZeroNorm(Rule):
             """,
             "an early return on an empty mask",
         ),
+        Valid(
+            """
+            import torch
+            class PolicyGradient:
+                def train(self):
+                    for batch in self.buffer.get(self.batch_size):
+                        adv = batch.advantages
+                        if len(adv) > 1:
+                            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                        (-(adv * batch.log_prob).mean()).backward()
+                def learn(self):
+                    self.train()
+            """,
+            "a minibatch's std under a test of the batch's size",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            class PolicyGradient:
+                def train(self):
+                    for batch in self.buffer.get(self.batch_size):
+                        adv = batch.advantages
+                        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                        (-(adv * batch.log_prob).mean()).backward()
+                def learn(self):
+                    self.train()
+            """,
+            line=6,
+            column=19,
+            confidence="medium",
+            note="the unbiased std of a minibatch: a last batch of one sample gives NaN, "
+            "whatever the eps",
+        ),
         Invalid(
             """
             import torch
@@ -556,6 +594,13 @@ class DivideByZeroNorm(Rule):
         fixable: bool = True,
     ) -> None:
         ctx = self.ctx
+        if minibatch_std(ctx, den):
+            message = (
+                "division by the unbiased standard deviation of a minibatch, NaN for a batch of "
+                "one sample (an eps does not help): skip batches of one or use `unbiased=False`"
+            )
+            self.report(node, message, None, confidence="medium")
+            return
         reason = denominator_reason(ctx, ctx.value(den))
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
