@@ -404,3 +404,35 @@ def test_std_of_a_minibatch_under_a_size_test() -> None:
         loop="self.buffer.get(self.batch_size)", test="pass", std="std()"
     ).replace("adv = (adv", "if len(adv) > 1: adv = (adv")
     assert _grades(code, "NUM202") == []
+
+
+ROWS_COSINE = """
+{head}
+    {rows}
+    a_n = a / a.norm(dim=1)[:, None]
+    b_n = b / b.norm(dim=1)[:, None]
+    return {use}
+
+
+def caller(x, y, model):
+    return cos_sim(x, y, model)
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "rows", "use", "expected"),
+    [
+        # the caller's rows, normalised for a pairwise cosine matrix: an all-zero row is 0/0
+        ("def cos_sim(a, b, model):", "pass", "torch.mm(a_n, b_n.transpose(0, 1))", ["medium"] * 2),
+        ("def cos_sim(a, b, model):", "a = a.float()", "a_n @ b_n.T", ["medium"] * 2),
+        # the same rows, normalised but not taken in a matrix product
+        ("def cos_sim(a, b, model):", "pass", "(a_n - b_n).abs()", ["low"] * 2),
+        # a model's own features: never exactly all-zero in practice
+        ("def cos_sim(x, y, model):", "a, b = model(x), model(y)", "a_n @ b_n.T", ["low"] * 2),
+    ],
+)
+def test_norm_of_caller_rows_in_a_cosine_matrix(
+    head: str, rows: str, use: str, expected: list[str]
+) -> None:
+    code = ROWS_COSINE.format(head=head, rows=rows, use=use)
+    assert _grades(code, "NUM202") == expected

@@ -1820,3 +1820,52 @@ def _size_tested(ctx: Context, loop: cst.For) -> bool:
         if isinstance(stmt, cst.If) and sizes(stmt.test) and exits(stmt.body):
             return True
     return False
+
+
+_MATRIX_PRODUCTS = frozenset({"mm", "bmm", "matmul", "einsum"})
+
+
+def caller_rows_cosine(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """Rows the caller gives (a parameter of the function, also converted under its name)
+    divided by their own norm, the quotient then taken in a matrix product (`a / a.norm(dim=1)`,
+    then `mm(a_n, b_n.T)`): a pairwise cosine similarity of arbitrary rows, where an all-zero
+    row (an empty document's counts, a padded embedding) gives 0/0. A model's own features
+    (`model.encode(x) / ...norm()`) are not the caller's rows."""
+    func = ctx.function
+    row = root_of(num)
+    if func is None or row is None or ctx.parameter(row) is None:
+        return False
+    norm, _ = strip(ctx, ctx.value(den))
+    o = op(ctx, norm.node, norm.env) if isinstance(norm.node, cst.Call) else None
+    if o is None or o.name != "norm" or o.input is None or root_of(o.input) != row:
+        return False
+    target = _assigned_name(ctx)
+    return target is not None and _in_matrix_product(func, target)
+
+
+def _assigned_name(ctx: Context) -> str | None:
+    """The name the statement being visited assigns (`a_n = a / ...`)."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            return target.value if isinstance(target, cst.Name) else None
+        if isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef)):
+            return None
+    return None
+
+
+def _in_matrix_product(func: cst.FunctionDef, name: str) -> bool:
+    """`name` is an operand of a matrix product in `func` (`@`, `mm`, `matmul`, a helper named
+    for one)."""
+    for node in descendants(func.body):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            operands: list[cst.CSTNode] = [node.left, node.right]
+        elif isinstance(node, cst.Call) and (
+            call_name(node) in _MATRIX_PRODUCTS or call_name(node).endswith("matmul")
+        ):
+            operands = [a.value for a in node.args]
+        else:
+            continue
+        if any(root_of(x) == name for operand in operands for x in descendants(operand)):
+            return True
+    return False

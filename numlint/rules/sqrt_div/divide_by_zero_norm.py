@@ -9,6 +9,7 @@ from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     batch_token_count,
+    caller_rows_cosine,
     count_tested_by_callers,
     grade,
     minibatch_std,
@@ -103,13 +104,17 @@ class DivideByZeroNorm(Rule):
     `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
     blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
-    zeros has norm 0); medium for the unbiased standard deviation of a minibatch a `for` loop draws with a batch
-    size (`for b in buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch
-    of one sample makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`,
-    around it or exiting before it, or `unbiased=False`, leaves it alone); medium for a
-    standard deviation or variance in what training minimises, a
-    module's `forward` or a helper only those call, where a gradient flows (0 for any
-    constant input: a silent reference, a flat patch); low for the norm or sum of some
+    zeros has norm 0); medium for rows the caller gives (a parameter of the function)
+    divided by their own norm and then taken in a matrix product (`a / a.norm(dim=1)[:, None]`,
+    then `torch.mm(a_n, b_n.T)`: a pairwise cosine similarity, where an all-zero row, such as
+    an empty document's counts, gives 0/0; a model's own features stay low); medium for the
+    unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
+    buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch of one sample
+    makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
+    exiting before it, or `unbiased=False`, leaves it alone); medium for a standard deviation
+    or variance in what training minimises, a module's `forward` or a helper only those call,
+    where a gradient flows (0 for any constant input: a silent reference, a flat patch); low
+    for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
     `image.float().normalize()`) or are picked by a mask some entry always passes
@@ -351,6 +356,21 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def cos_sim(a, b):
+                a_n = a / a.norm(dim=1)[:, None]
+                b_n = b / b.norm(dim=1)[:, None]
+                return torch.mm(a_n, b_n.transpose(0, 1))
+            """,
+            line=3,
+            column=11,
+            confidence="medium",
+            also=[(4, 11)],
+            note="a pairwise cosine similarity of the caller's rows: an all-zero row (an empty "
+            "document's counts) gives 0/0",
+        ),
         Invalid(
             """
             import torch
@@ -646,6 +666,8 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # 0 for any constant input (silence, a flat patch)
         elif confidence == "low" and reason == "a norm" and _own_parameter_norm(ctx, num, den):
             confidence = "medium"  # a layer initialised to zeros has norm 0 at the first step
+        elif confidence == "low" and reason == "a norm" and caller_rows_cosine(ctx, num, den):
+            confidence = "medium"  # a pairwise cosine of the caller's rows: any row can be 0
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(
