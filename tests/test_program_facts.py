@@ -436,3 +436,50 @@ def test_norm_of_caller_rows_in_a_cosine_matrix(
 ) -> None:
     code = ROWS_COSINE.format(head=head, rows=rows, use=use)
     assert _grades(code, "NUM202") == expected
+
+
+FEATURE_NORM = """
+class {cls}(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.net = nn.ModuleList([nn.Conv2d(n, n, 1)])
+        self.proj = nn.Linear(n, n)
+
+    def forward(self, x, y):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "body", "expected"),
+    [
+        # a layer's input divided by its own norm: a zero vector feature gives 0/0
+        ("VNBatchNorm", "norm = torch.sqrt((x * x).sum(2))\n        return x / norm", ["medium"]),
+        # what a sub-network returns, taken in a loop (per-layer features of a backbone)
+        (
+            "Perceptual",
+            "return [f / f.norm(dim=1, keepdim=True) for f in self.net(x)]",
+            ["medium"],
+        ),
+        ("Perceptual", "for f in self.net(x):\n            y = f / f.norm(dim=1)", ["medium"]),
+        # a loss's inputs are a model's final outputs: rarely an exact zero vector
+        ("EmbeddingLoss", "norm = torch.sqrt((x * x).sum(2))\n        return x / norm", ["low"]),
+        # computed in the forward: not the features the layer was given
+        ("Head", "h = self.proj(x)\n        return h / h.norm(dim=-1)", ["low"]),
+    ],
+)
+def test_norm_of_layer_features(cls: str, body: str, expected: list[str]) -> None:
+    code = FEATURE_NORM.format(cls=cls, body=body)
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [
+        ("VNBatchNorm", ["medium"]),  # a sum of squares of a layer's input
+        ("EmbeddingLoss", ["low"]),  # of a loss's inputs
+    ],
+)
+def test_root_of_layer_features(cls: str, expected: list[str]) -> None:
+    body = "return torch.sqrt((x * x).sum(2)) * y"
+    assert _grades(FEATURE_NORM.format(cls=cls, body=body), "NUM201") == expected

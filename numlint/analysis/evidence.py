@@ -19,7 +19,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.context import Context, Value
-from numlint.analysis.gradients import objective
+from numlint.analysis.gradients import module_forward, objective
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
@@ -1869,3 +1869,52 @@ def _in_matrix_product(func: cst.FunctionDef, name: str) -> bool:
         if any(root_of(x) == name for operand in operands for x in descendants(operand)):
             return True
     return False
+
+
+def layer_features(ctx: Context, name: str) -> bool:
+    """`name` holds features partway through a network, in a module's `forward`: the input
+    of a layer (a parameter of a `forward` that is not a loss, not reassigned), or what a
+    sub-network returns, taken in a loop (`for f in self.net(x)`, a comprehension). Such features can be an
+    all-zero vector at a position (after a ReLU, zero padding, a centred point); a loss's
+    inputs are a model's final outputs."""
+    if not module_forward(ctx):
+        return False
+    binding = ctx.lookup(name)
+    if binding is None or binding.value is not None:
+        return False  # assigned in the function: computed here
+    if ctx.parameter(name) is not None:
+        return not objective(ctx)
+    for node in ctx.ancestors():
+        loops: list[cst.For | cst.CompFor] = [node] if isinstance(node, cst.For) else []
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:
+                loops.append(comp)
+                comp = comp.inner_for_in
+        for loop in loops:
+            if name in names(loop.target):
+                return any(
+                    isinstance(n, cst.Call)
+                    and isinstance(n.func, cst.Attribute)
+                    and isinstance(n.func.value, cst.Name)
+                    and n.func.value.value == "self"
+                    for n in descendants(loop.iter)
+                )
+    return False
+
+
+def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """Layer features divided by a norm of themselves (`x / x.norm(dim=1)`, `x / norm` with
+    `norm = torch.sqrt((x * x).sum(2))`, a norm helper given `x`)."""
+    row = root_of(num)
+    if row is None or "." in row or not layer_features(ctx, row):
+        return False
+    inner, _ = strip(ctx, ctx.value(den))
+    found = ctx.deref(ctx.value(den)).node, inner.node
+    return any(isinstance(n, cst.Name) and n.value == row for f in found for n in descendants(f))
+
+
+def root_of_features(ctx: Context, value: Value) -> bool:
+    """A sum of squares of layer features alone (`(x * x).sum(2)`, `x.pow(2).sum(1)`)."""
+    used = names(ctx.deref(value).node)
+    return len(used) == 1 and layer_features(ctx, used.pop())

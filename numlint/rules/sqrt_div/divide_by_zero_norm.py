@@ -13,6 +13,7 @@ from numlint.analysis.evidence import (
     count_tested_by_callers,
     grade,
     minibatch_std,
+    own_norm_of_features,
     padding_mask,
     vanishes_together,
     weights_sum,
@@ -107,7 +108,13 @@ class DivideByZeroNorm(Rule):
     zeros has norm 0); medium for rows the caller gives (a parameter of the function)
     divided by their own norm and then taken in a matrix product (`a / a.norm(dim=1)[:, None]`,
     then `torch.mm(a_n, b_n.T)`: a pairwise cosine similarity, where an all-zero row, such as
-    an empty document's counts, gives 0/0; a model's own features stay low); medium for the
+    an empty document's counts, gives 0/0; a model's own features stay low); medium for a
+    layer's features divided by their own norm in a module's `forward` (its input, when the
+    module is not a loss, or what a sub-network returns, taken in a loop: `x / norm` with
+    `norm = torch.sqrt((x * x).sum(2))`, `f / l2_norm(f, dims=[1])` for `f` in
+    `self.net(x)`): features partway through a network are a zero vector at some position (a
+    centred point, a ReLU's zeros), while a loss's inputs, a model's final outputs, stay low;
+    medium for the
     unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
     buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch of one sample
     makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
@@ -356,6 +363,24 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class VectorNorm(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.bn = nn.BatchNorm1d(n)
+                def forward(self, x):
+                    norm = torch.sqrt((x * x).sum(2))
+                    return x / norm.unsqueeze(2) * self.bn(norm).unsqueeze(2)
+            """,
+            line=9,
+            column=16,
+            confidence="medium",
+            note="a layer's input features divided by their own norm: a zero vector feature "
+            "(a centred point, a ReLU's zeros) gives 0/0",
+        ),
         Invalid(
             """
             import torch
@@ -668,6 +693,8 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # a layer initialised to zeros has norm 0 at the first step
         elif confidence == "low" and reason == "a norm" and caller_rows_cosine(ctx, num, den):
             confidence = "medium"  # a pairwise cosine of the caller's rows: any row can be 0
+        elif confidence == "low" and own_norm_of_features(ctx, num, den):
+            confidence = "medium"  # a layer's features: a zero vector at a position is 0/0
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(
