@@ -483,3 +483,37 @@ def test_norm_of_layer_features(cls: str, body: str, expected: list[str]) -> Non
 def test_root_of_layer_features(cls: str, expected: list[str]) -> None:
     body = "return torch.sqrt((x * x).sum(2)) * y"
     assert _grades(FEATURE_NORM.format(cls=cls, body=body), "NUM201") == expected
+
+
+WARNED = """
+import logging
+
+
+def corrcoef(var_x, var_y, cov, n):
+    if {test}:
+        {body}
+    return cov / (var_x * var_y).sqrt()
+
+
+def caller(a, b, c):
+    return corrcoef(a, b, c, 3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "body", "expected"),
+    [
+        # tested for 0 or a small bound, and only warned about: the division still runs
+        ("(var_x < 1e-6).any()", "logging.warning('a variance is close to 0')", ["medium"]),
+        ("1e-6 > var_y.min()", "print('flat')", ["medium"]),
+        ("(var_x == 0).any()", "logging.warning('constant')", ["medium"]),
+        # the test changes the value or leaves the function: a guard
+        ("(var_x < 1e-6).any()", "var_x = var_x.clamp_min(1e-6)", []),
+        ("(var_x < 1e-6).any()", "return cov", []),
+        # a test of something else
+        ("n == 1", "logging.warning('one sample')", []),
+        ("(var_x > 1e6).any()", "logging.warning('large')", []),
+    ],
+)
+def test_denominator_tested_and_only_warned(test: str, body: str, expected: list[str]) -> None:
+    assert _grades(WARNED.format(test=test, body=body), "NUM202") == expected

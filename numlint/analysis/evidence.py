@@ -67,6 +67,7 @@ REASONS: dict[str, Confidence] = {
     "a norm": "low",
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",
+    "a value the code tests for 0 and only warns about": "medium",
 }
 #: Reductions and roots whose zero comes from what they reduce.
 _THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})
@@ -1918,3 +1919,47 @@ def root_of_features(ctx: Context, value: Value) -> bool:
     """A sum of squares of layer features alone (`(x * x).sum(2)`, `x.pow(2).sum(1)`)."""
     used = names(ctx.deref(value).node)
     return len(used) == 1 and layer_features(ctx, used.pop())
+
+
+def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
+    """A value the denominator is made of is tested for being 0 or below a bound in the
+    function by an `if` whose body only calls (a warning, a log line): `if (var_x <
+    bound).any(): warn(...)`. The author expects the 0 and lets the division run."""
+    func = ctx.function
+    if func is None:
+        return False
+    used = names(den)
+    if isinstance(den, cst.Name):
+        used |= names(ctx.deref(den).node)
+    for node in descendants(func.body):
+        if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body):
+            if _tested_small(ctx, node.test) & used:
+                return True
+    return False
+
+
+def _only_calls(block: cst.BaseSuite) -> bool:
+    """Every statement of the block is a call (`warnings.warn(...)`, `log.info(...)`)."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        if not all(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in line.body):
+            return False
+    return True
+
+
+def _tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
+    """Names a test finds below a bound or equal to 0 (`x < eps`, `eps > x`, `v == 0`)."""
+    found: set[str] = set()
+    for node in descendants(test):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+            found |= names(node.left)
+        elif isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            found |= names(right)
+        elif isinstance(operator, cst.Equal) and const(ctx, right) == 0:
+            found |= names(node.left)
+    return found

@@ -16,6 +16,7 @@ from numlint.analysis.evidence import (
     own_norm_of_features,
     padding_mask,
     vanishes_together,
+    warned_near_zero,
     weights_sum,
     zero_tested,
 )
@@ -43,6 +44,8 @@ from numlint.tree import descendants
 #: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
 #: much weaker condition than an all-zero vector.
 _SPREADS = frozenset({"a standard deviation", "a variance"})
+#: A value the function tests for 0 (or a small bound) and only warns about.
+_WARNED = "a value the code tests for 0 and only warns about"
 
 
 class DivideByZeroNorm(Rule):
@@ -114,7 +117,10 @@ class DivideByZeroNorm(Rule):
     `norm = torch.sqrt((x * x).sum(2))`, `f / l2_norm(f, dims=[1])` for `f` in
     `self.net(x)`): features partway through a network are a zero vector at some position (a
     centred point, a ReLU's zeros), while a loss's inputs, a model's final outputs, stay low;
-    medium for the
+    medium for a
+    denominator made of a value the function tests for 0 or a small bound in an `if` that
+    only calls (`if (var_x < bound).any(): warn(...)`, then `cov / (var_x * var_y).sqrt()`:
+    the author expects the 0 and lets the division run); medium for the
     unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
     buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch of one sample
     makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
@@ -361,8 +367,32 @@ class DivideByZeroNorm(Rule):
             """,
             "a minibatch's std under a test of the batch's size",
         ),
+        Valid(
+            """
+            import torch
+            def corrcoef(var_x, var_y, cov):
+                if (var_x < 1e-6).any() or (var_y < 1e-6).any():
+                    return torch.zeros_like(cov)
+                return cov / (var_x * var_y).sqrt()
+            """,
+            "the test exits before the division",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import warnings
+            import torch
+            def corrcoef(var_x, var_y, cov):
+                if (var_x < 1e-6).any() or (var_y < 1e-6).any():
+                    warnings.warn("a variance is close to 0")
+                return cov / (var_x * var_y).sqrt()
+            """,
+            line=6,
+            column=12,
+            confidence="medium",
+            note="a value the code tests for 0 and only warns about: the division still runs",
+        ),
         Invalid(
             """
             import torch
@@ -647,6 +677,8 @@ class DivideByZeroNorm(Rule):
             self.report(node, message, None, confidence="medium")
             return
         reason = denominator_reason(ctx, ctx.value(den))
+        if reason is None and warned_near_zero(ctx, den):
+            reason = _WARNED
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
         if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
