@@ -513,6 +513,7 @@ def caller(a, b, c):
         # a test of something else
         ("n == 1", "logging.warning('one sample')", []),
         ("(var_x > 1e6).any()", "logging.warning('large')", []),
+        ("(var_x < 0).any()", "logging.warning('negative')", []),
     ],
 )
 def test_denominator_tested_and_only_warned(test: str, body: str, expected: list[str]) -> None:

@@ -1956,10 +1956,13 @@ def _tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
         if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
             continue
         operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        bound = const(ctx, right)
+        if isinstance(operator, cst.LessThan) and bound is not None and bound <= 0:
+            continue  # `x < 0`: a test of the sign, not of a 0
         if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
             found |= names(node.left)
         elif isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
             found |= names(right)
-        elif isinstance(operator, cst.Equal) and const(ctx, right) == 0:
+        elif isinstance(operator, cst.Equal) and bound == 0:
             found |= names(node.left)
     return found
