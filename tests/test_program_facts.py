@@ -489,7 +489,7 @@ WARNED = """
 import logging
 
 
-def corrcoef(var_x, var_y, cov, n):
+def corrcoef(var_x, var_y, cov, n, bound=1e-6):
     if {test}:
         {body}
     return cov / (var_x * var_y).sqrt()
@@ -507,6 +507,7 @@ def caller(a, b, c):
         ("(var_x < 1e-6).any()", "logging.warning('a variance is close to 0')", ["medium"]),
         ("1e-6 > var_y.min()", "print('flat')", ["medium"]),
         ("(var_x == 0).any()", "logging.warning('constant')", ["medium"]),
+        ("(var_x < bound).any()", "logging.warning('close to 0')", ["medium"]),
         # the test changes the value or leaves the function: a guard
         ("(var_x < 1e-6).any()", "var_x = var_x.clamp_min(1e-6)", []),
         ("(var_x < 1e-6).any()", "return cov", []),
@@ -514,6 +515,8 @@ def caller(a, b, c):
         ("n == 1", "logging.warning('one sample')", []),
         ("(var_x > 1e6).any()", "logging.warning('large')", []),
         ("(var_x < 0).any()", "logging.warning('negative')", []),
+        # a bound made of other values: `cov > n + 2 * var_x` tests cov, not var_x
+        ("(cov > n + 2 * var_x).any()", "logging.warning('far')", []),
     ],
 )
 def test_denominator_tested_and_only_warned(test: str, body: str, expected: list[str]) -> None:

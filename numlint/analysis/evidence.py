@@ -1836,6 +1836,9 @@ def caller_rows_cosine(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpre
     row = root_of(num)
     if func is None or row is None or ctx.parameter(row) is None:
         return False
+    given, _ = strip(ctx, ctx.value(num))
+    if isinstance(given.node, cst.BinaryOperation) or op(ctx, given.node, given.env) is not None:
+        return False  # `emb = torch.mean(emb, dim=1)`: computed here, not the caller's rows
     norm, _ = strip(ctx, ctx.value(den))
     o = op(ctx, norm.node, norm.env) if isinstance(norm.node, cst.Call) else None
     if o is None or o.name != "norm" or o.input is None or root_of(o.input) != row:
@@ -1928,9 +1931,14 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     func = ctx.function
     if func is None:
         return False
+    found = ctx.deref(den).node
+    if isinstance(found, cst.BinaryOperation) and isinstance(found.operator, cst.Add):
+        return False  # `s + eps`: guarded
+    if isinstance(found, cst.Call) and call_name(found).rstrip("_") in _GUARDS:
+        return False  # `s.add_(eps)`, `s.clamp(min=eps)`
     used = names(den)
     if isinstance(den, cst.Name):
-        used |= names(ctx.deref(den).node)
+        used |= names(found)
     for node in descendants(func.body):
         if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body):
             if _tested_small(ctx, node.test) & used:
@@ -1938,14 +1946,21 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     return False
 
 
+_GUARDS = frozenset({"add", "clamp", "clamp_min", "clip", "maximum", "fmax"})
+
+
 def _only_calls(block: cst.BaseSuite) -> bool:
-    """Every statement of the block is a call (`warnings.warn(...)`, `log.info(...)`)."""
+    """Every statement of the block is a call (`warnings.warn(...)`, `log.info(...)`), none
+    of them editing a tensor in place (`std.masked_fill_(...)`)."""
     lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
     for line in lines:
         if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             return False
-        if not all(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in line.body):
-            return False
+        for stmt in line.body:
+            if not (isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call)):
+                return False
+            if call_name(stmt.value).endswith("_"):
+                return False
     return True
 
 
@@ -1956,13 +1971,22 @@ def _tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
         if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
             continue
         operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
-        bound = const(ctx, right)
-        if isinstance(operator, cst.LessThan) and bound is not None and bound <= 0:
-            continue  # `x < 0`: a test of the sign, not of a 0
-        if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
-            found |= names(node.left)
-        elif isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
-            found |= names(right)
-        elif isinstance(operator, cst.Equal) and bound == 0:
-            found |= names(node.left)
+        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            value, bound = right, node.left  # `eps > x`
+        else:
+            value, bound = node.left, right
+        if isinstance(value, cst.BinaryOperation) or not (
+            isinstance(bound, (cst.Name, cst.Attribute)) or const(ctx, bound) is not None
+        ):
+            continue  # `mean > b + 2 * std`: sums and bounds made of other values
+        small = const(ctx, bound)
+        if isinstance(operator, cst.Equal):
+            if small == 0:
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThan, cst.GreaterThan)):
+            if small is None or small > 0:  # `x < 0` tests the sign, not a 0
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThanEqual, cst.GreaterThanEqual)):
+            if small is None or small >= 0:
+                found |= names(value)
     return found
