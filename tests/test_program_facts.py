@@ -427,6 +427,8 @@ def caller(x, y, model):
         ("def cos_sim(a, b, model):", "a = a.float()", "a_n @ b_n.T", ["medium"] * 2),
         # the same rows, normalised but not taken in a matrix product
         ("def cos_sim(a, b, model):", "pass", "(a_n - b_n).abs()", ["low"] * 2),
+        # rows computed from the parameter (a mean over time steps), not the caller's own
+        ("def cos_sim(a, b, model):", "a = torch.mean(a, dim=1)", "a_n @ b_n.T", ["low", "medium"]),
         # a model's own features: never exactly all-zero in practice
         ("def cos_sim(x, y, model):", "a, b = model(x), model(y)", "a_n @ b_n.T", ["low"] * 2),
     ],
@@ -511,6 +513,7 @@ def caller(a, b, c):
         # the test changes the value or leaves the function: a guard
         ("(var_x < 1e-6).any()", "var_x = var_x.clamp_min(1e-6)", []),
         ("(var_x < 1e-6).any()", "return cov", []),
+        ("(var_x < 1e-6).any()", "var_x.clamp_(min=1e-6)", []),
         # a test of something else
         ("n == 1", "logging.warning('one sample')", []),
         ("(var_x > 1e6).any()", "logging.warning('large')", []),
