@@ -315,7 +315,8 @@ from torch import nn
 
 class RowNorm(nn.Module):
     def forward(self, x):
-        return x / x.norm(dim=-1, keepdim=True)
+        h = x.tanh()
+        return h / h.norm(dim=-1, keepdim=True)
 """
 
 

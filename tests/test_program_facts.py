@@ -365,6 +365,169 @@ def test_spread_in_a_helper_of_trained_code(cls: str, name: str, expected: list[
     assert _grades(code, "NUM202") == expected
 
 
+MINIBATCH_STD = """
+class PolicyGradient:
+    def train(self):
+        for epoch in range(self.n_epochs):
+            for batch in {loop}:
+                adv = batch.advantages
+                {test}
+                adv = (adv - adv.mean()) / (adv.{std} + 1e-8)
+                (-(adv * batch.log_prob).mean()).backward()
+
+    def learn(self):
+        self.train()
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "test", "std", "expected"),
+    [
+        # a minibatch's unbiased std: NaN for a last batch of one sample, whatever the eps
+        ("self.buffer.get(self.batch_size)", "pass", "std()", ["medium"]),
+        ("loader.iterate(batch_size=64)", "pass", "std(0)", ["medium"]),
+        # a test of the batch's size that exits before the division
+        ("self.buffer.get(self.batch_size)", "if adv.numel() < 2: continue", "std()", []),
+        # the whole buffer at once, or the biased std (0 for one sample, guarded by the eps)
+        ("self.buffer.get(batch_size=None)", "pass", "std()", []),
+        ("self.buffer.get(self.batch_size)", "pass", "std(unbiased=False)", []),
+        ("self.buffer.get(self.batch_size)", "pass", "std(correction=0)", []),
+        # a loop that does not draw minibatches
+        ("self.buffers", "pass", "std()", []),
+    ],
+)
+def test_std_of_a_minibatch(loop: str, test: str, std: str, expected: list[str]) -> None:
+    code = MINIBATCH_STD.format(loop=loop, test=test, std=std)
+    assert _grades(code, "NUM202") == expected
+
+
+def test_std_of_a_minibatch_under_a_size_test() -> None:
+    code = MINIBATCH_STD.format(
+        loop="self.buffer.get(self.batch_size)", test="pass", std="std()"
+    ).replace("adv = (adv", "if len(adv) > 1: adv = (adv")
+    assert _grades(code, "NUM202") == []
+
+
+ROWS_COSINE = """
+{head}
+    {rows}
+    a_n = a / a.norm(dim=1)[:, None]
+    b_n = b / b.norm(dim=1)[:, None]
+    return {use}
+
+
+def caller(x, y, model):
+    return cos_sim(x, y, model)
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "rows", "use", "expected"),
+    [
+        # the caller's rows, normalised for a pairwise cosine matrix: an all-zero row is 0/0
+        ("def cos_sim(a, b, model):", "pass", "torch.mm(a_n, b_n.transpose(0, 1))", ["medium"] * 2),
+        ("def cos_sim(a, b, model):", "a = a.float()", "a_n @ b_n.T", ["medium"] * 2),
+        # the same rows, normalised but not taken in a matrix product
+        ("def cos_sim(a, b, model):", "pass", "(a_n - b_n).abs()", ["low"] * 2),
+        # rows computed from the parameter (a mean over time steps), not the caller's own
+        ("def cos_sim(a, b, model):", "a = torch.mean(a, dim=1)", "a_n @ b_n.T", ["low", "medium"]),
+        # a model's own features: never exactly all-zero in practice
+        ("def cos_sim(x, y, model):", "a, b = model(x), model(y)", "a_n @ b_n.T", ["low"] * 2),
+    ],
+)
+def test_norm_of_caller_rows_in_a_cosine_matrix(
+    head: str, rows: str, use: str, expected: list[str]
+) -> None:
+    code = ROWS_COSINE.format(head=head, rows=rows, use=use)
+    assert _grades(code, "NUM202") == expected
+
+
+FEATURE_NORM = """
+class {cls}(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.net = nn.ModuleList([nn.Conv2d(n, n, 1)])
+        self.proj = nn.Linear(n, n)
+
+    def forward(self, x, y):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "body", "expected"),
+    [
+        # a layer's input divided by its own norm: a zero vector feature gives 0/0
+        ("VNBatchNorm", "norm = torch.sqrt((x * x).sum(2))\n        return x / norm", ["medium"]),
+        # what a sub-network returns, taken in a loop (per-layer features of a backbone)
+        (
+            "Perceptual",
+            "return [f / f.norm(dim=1, keepdim=True) for f in self.net(x)]",
+            ["medium"],
+        ),
+        ("Perceptual", "for f in self.net(x):\n            y = f / f.norm(dim=1)", ["medium"]),
+        # a loss's inputs are a model's final outputs: rarely an exact zero vector
+        ("EmbeddingLoss", "norm = torch.sqrt((x * x).sum(2))\n        return x / norm", ["low"]),
+        # computed in the forward: not the features the layer was given
+        ("Head", "h = self.proj(x)\n        return h / h.norm(dim=-1)", ["low"]),
+    ],
+)
+def test_norm_of_layer_features(cls: str, body: str, expected: list[str]) -> None:
+    code = FEATURE_NORM.format(cls=cls, body=body)
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [
+        ("VNBatchNorm", ["medium"]),  # a sum of squares of a layer's input
+        ("EmbeddingLoss", ["low"]),  # of a loss's inputs
+    ],
+)
+def test_root_of_layer_features(cls: str, expected: list[str]) -> None:
+    body = "return torch.sqrt((x * x).sum(2)) * y"
+    assert _grades(FEATURE_NORM.format(cls=cls, body=body), "NUM201") == expected
+
+
+WARNED = """
+import logging
+
+
+def corrcoef(var_x, var_y, cov, n, bound=1e-6):
+    if {test}:
+        {body}
+    return cov / (var_x * var_y).sqrt()
+
+
+def caller(a, b, c):
+    return corrcoef(a, b, c, 3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "body", "expected"),
+    [
+        # tested for 0 or a small bound, and only warned about: the division still runs
+        ("(var_x < 1e-6).any()", "logging.warning('a variance is close to 0')", ["medium"]),
+        ("1e-6 > var_y.min()", "print('flat')", ["medium"]),
+        ("(var_x == 0).any()", "logging.warning('constant')", ["medium"]),
+        ("(var_x < bound).any()", "logging.warning('close to 0')", ["medium"]),
+        # the test changes the value or leaves the function: a guard
+        ("(var_x < 1e-6).any()", "var_x = var_x.clamp_min(1e-6)", []),
+        ("(var_x < 1e-6).any()", "return cov", []),
+        ("(var_x < 1e-6).any()", "var_x.clamp_(min=1e-6)", []),
+        # a test of something else
+        ("n == 1", "logging.warning('one sample')", []),
+        ("(var_x > 1e6).any()", "logging.warning('large')", []),
+        ("(var_x < 0).any()", "logging.warning('negative')", []),
+        # a bound made of other values: `cov > n + 2 * var_x` tests cov, not var_x
+        ("(cov > n + 2 * var_x).any()", "logging.warning('far')", []),
+    ],
+)
+def test_denominator_tested_and_only_warned(test: str, body: str, expected: list[str]) -> None:
+    assert _grades(WARNED.format(test=test, body=body), "NUM202") == expected
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [

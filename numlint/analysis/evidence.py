@@ -19,7 +19,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from numlint.analysis.context import Context, Value
-from numlint.analysis.gradients import objective
+from numlint.analysis.gradients import module_forward, objective
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
@@ -41,7 +41,7 @@ from numlint.analysis.zeros import (
     zero_reason,
 )
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.tree import call_name, descendants
+from numlint.tree import call_name, descendants, exits
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -67,6 +67,7 @@ REASONS: dict[str, Confidence] = {
     "a norm": "low",
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",
+    "a value the code tests for 0 and only warns about": "medium",
 }
 #: Reductions and roots whose zero comes from what they reduce.
 _THROUGH = frozenset({"sum", "mean", "norm", "sqrt", "pow", "square", "abs", "std", "var"})
@@ -1744,3 +1745,257 @@ def project_mentions(ctx: Context, needle: str) -> bool:
             cached = any(needle in (file_text(p) or "") for p in files)
         ctx.shared[key] = cached
     return cached
+
+
+_SIZE_TESTS = frozenset({"len", "numel", "size", "nelement"})
+
+
+def minibatch_std(ctx: Context, den: cst.BaseExpression) -> bool:
+    """`x.std() + eps` (or `x.std(0)`) of a minibatch a `for` loop draws with a batch size
+    (`for b in buffer.get(batch_size): a = b.adv`): the unbiased standard deviation of one
+    sample is NaN, which the eps does not guard. Not where a test of the batch's size
+    encloses it (`if len(a) > 1:`) or exits before it."""
+    node: cst.BaseExpression = den
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if const(ctx, node.right) is not None:
+            node = node.left
+        elif const(ctx, node.left) is not None:
+            node = node.right
+    found = ctx.deref(node)
+    o = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    if o is None or o.name != "std" or o.input is None or not _unbiased_over_batch(ctx, o):
+        return False
+    root = root_of(ctx.deref(Value(o.input, found.env)).node)
+    loop = _batch_loop(ctx, root.split(".")[0]) if root is not None else None
+    return loop is not None and not _size_tested(ctx, loop)
+
+
+def _unbiased_over_batch(ctx: Context, o: Op) -> bool:
+    """A `std` over every entry or over axis 0, with Bessel's correction."""
+    dim = o.arg(0, "dim")
+    if dim is not None and not (isinstance(dim, cst.Integer) and dim.value == "0"):
+        return False
+    for arg in o.rest():
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value == "False":
+            return False  # `unbiased=False`, `x.std(0, False)`
+        if arg.keyword is not None and arg.keyword.value == "correction":
+            if const(ctx, value) == 0:
+                return False
+    return True
+
+
+def _batch_loop(ctx: Context, root: str) -> cst.For | None:
+    """The enclosing `for` whose target binds `root` and whose iterable is a call given a
+    batch size (`loader.get(self.batch_size)`; `batch_size=None` yields everything at once)."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.FunctionDef):
+            return None
+        if not isinstance(node, cst.For) or root not in names(node.target):
+            continue
+        call = node.iter
+        if not isinstance(call, cst.Call):
+            return None
+        for arg in call.args:
+            keyed = arg.keyword.value if arg.keyword is not None else ""
+            sized = "batch" in keyed or "batch" in ctx.code(arg.value).lower()
+            if sized and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+                return node
+        return None
+    return None
+
+
+def _size_tested(ctx: Context, loop: cst.For) -> bool:
+    """A size test (`len(a) > 1`, `a.numel() < 2`, `a.shape[0]`) around the node, or an `if`
+    in the loop that tests one and exits before it."""
+
+    def sizes(test: cst.CSTNode) -> bool:
+        return any(
+            (isinstance(n, cst.Call) and call_name(n) in _SIZE_TESTS)
+            or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+            for n in descendants(test)
+        )
+
+    inside = {id(n) for n in ctx.stack}
+    for node in ctx.ancestors():
+        if node is loop:
+            break
+        if isinstance(node, (cst.If, cst.IfExp)) and sizes(node.test):
+            return True
+    for stmt in descendants(loop.body):
+        if stmt is loop.body:
+            continue
+        if id(stmt) in inside:
+            break
+        if isinstance(stmt, cst.If) and sizes(stmt.test) and exits(stmt.body):
+            return True
+    return False
+
+
+_MATRIX_PRODUCTS = frozenset({"mm", "bmm", "matmul", "einsum"})
+
+
+def caller_rows_cosine(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """Rows the caller gives (a parameter of the function, also converted under its name)
+    divided by their own norm, the quotient then taken in a matrix product (`a / a.norm(dim=1)`,
+    then `mm(a_n, b_n.T)`): a pairwise cosine similarity of arbitrary rows, where an all-zero
+    row (an empty document's counts, a padded embedding) gives 0/0. A model's own features
+    (`model.encode(x) / ...norm()`) are not the caller's rows."""
+    func = ctx.function
+    row = root_of(num)
+    if func is None or row is None or ctx.parameter(row) is None:
+        return False
+    given, _ = strip(ctx, ctx.value(num))
+    if isinstance(given.node, cst.BinaryOperation) or op(ctx, given.node, given.env) is not None:
+        return False  # `emb = torch.mean(emb, dim=1)`: computed here, not the caller's rows
+    norm, _ = strip(ctx, ctx.value(den))
+    o = op(ctx, norm.node, norm.env) if isinstance(norm.node, cst.Call) else None
+    if o is None or o.name != "norm" or o.input is None or root_of(o.input) != row:
+        return False
+    target = _assigned_name(ctx)
+    return target is not None and _in_matrix_product(func, target)
+
+
+def _assigned_name(ctx: Context) -> str | None:
+    """The name the statement being visited assigns (`a_n = a / ...`)."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            return target.value if isinstance(target, cst.Name) else None
+        if isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef)):
+            return None
+    return None
+
+
+def _in_matrix_product(func: cst.FunctionDef, name: str) -> bool:
+    """`name` is an operand of a matrix product in `func` (`@`, `mm`, `matmul`, a helper named
+    for one)."""
+    for node in descendants(func.body):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            operands: list[cst.CSTNode] = [node.left, node.right]
+        elif isinstance(node, cst.Call) and (
+            call_name(node) in _MATRIX_PRODUCTS or call_name(node).endswith("matmul")
+        ):
+            operands = [a.value for a in node.args]
+        else:
+            continue
+        if any(root_of(x) == name for operand in operands for x in descendants(operand)):
+            return True
+    return False
+
+
+def layer_features(ctx: Context, name: str) -> bool:
+    """`name` holds features partway through a network, in a module's `forward`: the input
+    of a layer (a parameter of a `forward` that is not a loss, not reassigned), or what a
+    sub-network returns, taken in a loop (`for f in self.net(x)`, a comprehension). Such features can be an
+    all-zero vector at a position (after a ReLU, zero padding, a centred point); a loss's
+    inputs are a model's final outputs."""
+    if not module_forward(ctx):
+        return False
+    binding = ctx.lookup(name)
+    if binding is None or binding.value is not None:
+        return False  # assigned in the function: computed here
+    if ctx.parameter(name) is not None:
+        return not objective(ctx)
+    for node in ctx.ancestors():
+        loops: list[cst.For | cst.CompFor] = [node] if isinstance(node, cst.For) else []
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:
+                loops.append(comp)
+                comp = comp.inner_for_in
+        for loop in loops:
+            if name in names(loop.target):
+                return any(
+                    isinstance(n, cst.Call)
+                    and isinstance(n.func, cst.Attribute)
+                    and isinstance(n.func.value, cst.Name)
+                    and n.func.value.value == "self"
+                    for n in descendants(loop.iter)
+                )
+    return False
+
+
+def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
+    """Layer features divided by a norm of themselves (`x / x.norm(dim=1)`, `x / norm` with
+    `norm = torch.sqrt((x * x).sum(2))`, a norm helper given `x`)."""
+    row = root_of(num)
+    if row is None or "." in row or not layer_features(ctx, row):
+        return False
+    inner, _ = strip(ctx, ctx.value(den))
+    found = ctx.deref(ctx.value(den)).node, inner.node
+    return any(isinstance(n, cst.Name) and n.value == row for f in found for n in descendants(f))
+
+
+def root_of_features(ctx: Context, value: Value) -> bool:
+    """A sum of squares of layer features alone (`(x * x).sum(2)`, `x.pow(2).sum(1)`)."""
+    used = names(ctx.deref(value).node)
+    return len(used) == 1 and layer_features(ctx, used.pop())
+
+
+def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
+    """A value the denominator is made of is tested for being 0 or below a bound in the
+    function by an `if` whose body only calls (a warning, a log line): `if (var_x <
+    bound).any(): warn(...)`. The author expects the 0 and lets the division run."""
+    func = ctx.function
+    if func is None:
+        return False
+    found = ctx.deref(den).node
+    if isinstance(found, cst.BinaryOperation) and isinstance(found.operator, cst.Add):
+        return False  # `s + eps`: guarded
+    if isinstance(found, cst.Call) and call_name(found).rstrip("_") in _GUARDS:
+        return False  # `s.add_(eps)`, `s.clamp(min=eps)`
+    used = names(den)
+    if isinstance(den, cst.Name):
+        used |= names(found)
+    for node in descendants(func.body):
+        if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body):
+            if _tested_small(ctx, node.test) & used:
+                return True
+    return False
+
+
+_GUARDS = frozenset({"add", "clamp", "clamp_min", "clip", "maximum", "fmax"})
+
+
+def _only_calls(block: cst.BaseSuite) -> bool:
+    """Every statement of the block is a call (`warnings.warn(...)`, `log.info(...)`), none
+    of them editing a tensor in place (`std.masked_fill_(...)`)."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for stmt in line.body:
+            if not (isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call)):
+                return False
+            if call_name(stmt.value).endswith("_"):
+                return False
+    return True
+
+
+def _tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
+    """Names a test finds below a bound or equal to 0 (`x < eps`, `eps > x`, `v == 0`)."""
+    found: set[str] = set()
+    for node in descendants(test):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            value, bound = right, node.left  # `eps > x`
+        else:
+            value, bound = node.left, right
+        if isinstance(value, cst.BinaryOperation) or not (
+            isinstance(bound, (cst.Name, cst.Attribute)) or const(ctx, bound) is not None
+        ):
+            continue  # `mean > b + 2 * std`: sums and bounds made of other values
+        small = const(ctx, bound)
+        if isinstance(operator, cst.Equal):
+            if small == 0:
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThan, cst.GreaterThan)):
+            if small is None or small > 0:  # `x < 0` tests the sign, not a 0
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThanEqual, cst.GreaterThanEqual)):
+            if small is None or small >= 0:
+                found |= names(value)
+    return found

@@ -142,6 +142,11 @@ def objective(ctx: Context) -> bool:
     return project is not None and key is not None and project.objective(key)
 
 
+def module_forward(ctx: Context) -> bool:
+    """The function being visited is the `forward` of an nn.Module class."""
+    return _module_forward(ctx)
+
+
 def _module_forward(ctx: Context) -> bool:
     project = ctx.project
     key = function_key(ctx)

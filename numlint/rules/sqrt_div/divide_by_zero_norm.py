@@ -9,10 +9,14 @@ from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     batch_token_count,
+    caller_rows_cosine,
     count_tested_by_callers,
     grade,
+    minibatch_std,
+    own_norm_of_features,
     padding_mask,
     vanishes_together,
+    warned_near_zero,
     weights_sum,
     zero_tested,
 )
@@ -40,6 +44,8 @@ from numlint.tree import descendants
 #: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
 #: much weaker condition than an all-zero vector.
 _SPREADS = frozenset({"a standard deviation", "a variance"})
+#: A value the function tests for 0 (or a small bound) and only warns about.
+_WARNED = "a value the code tests for 0 and only warns about"
 
 
 class DivideByZeroNorm(Rule):
@@ -102,9 +108,26 @@ class DivideByZeroNorm(Rule):
     `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
     blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
-    zeros has norm 0); medium for a standard deviation or variance in what training minimises, a
-    module's `forward` or a helper only those call, where a gradient flows (0 for any
-    constant input: a silent reference, a flat patch); low for the norm or sum of some
+    zeros has norm 0); medium for rows the caller gives (a parameter of the function)
+    divided by their own norm and then taken in a matrix product (`a / a.norm(dim=1)[:, None]`,
+    then `torch.mm(a_n, b_n.T)`: a pairwise cosine similarity, where an all-zero row, such as
+    an empty document's counts, gives 0/0; a model's own features stay low); medium for a
+    layer's features divided by their own norm in a module's `forward` (its input, when the
+    module is not a loss, or what a sub-network returns, taken in a loop: `x / norm` with
+    `norm = torch.sqrt((x * x).sum(2))`, `f / l2_norm(f, dims=[1])` for `f` in
+    `self.net(x)`): features partway through a network are a zero vector at some position (a
+    centred point, a ReLU's zeros), while a loss's inputs, a model's final outputs, stay low;
+    medium for a
+    denominator made of a value the function tests for 0 or a small bound in an `if` that
+    only calls (`if (var_x < bound).any(): warn(...)`, then `cov / (var_x * var_y).sqrt()`:
+    the author expects the 0 and lets the division run); medium for the
+    unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
+    buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch of one sample
+    makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
+    exiting before it, or `unbiased=False`, leaves it alone); medium for a standard deviation
+    or variance in what training minimises, a module's `forward` or a helper only those call,
+    where a gradient flows (0 for any constant input: a silent reference, a flat patch); low
+    for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
     `image.float().normalize()`) or are picked by a mask some entry always passes
@@ -329,8 +352,98 @@ class DivideByZeroNorm(Rule):
             """,
             "an early return on an empty mask",
         ),
+        Valid(
+            """
+            import torch
+            class PolicyGradient:
+                def train(self):
+                    for batch in self.buffer.get(self.batch_size):
+                        adv = batch.advantages
+                        if len(adv) > 1:
+                            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                        (-(adv * batch.log_prob).mean()).backward()
+                def learn(self):
+                    self.train()
+            """,
+            "a minibatch's std under a test of the batch's size",
+        ),
+        Valid(
+            """
+            import torch
+            def corrcoef(var_x, var_y, cov):
+                if (var_x < 1e-6).any() or (var_y < 1e-6).any():
+                    return torch.zeros_like(cov)
+                return cov / (var_x * var_y).sqrt()
+            """,
+            "the test exits before the division",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import warnings
+            import torch
+            def corrcoef(var_x, var_y, cov):
+                if (var_x < 1e-6).any() or (var_y < 1e-6).any():
+                    warnings.warn("a variance is close to 0")
+                return cov / (var_x * var_y).sqrt()
+            """,
+            line=6,
+            column=12,
+            confidence="medium",
+            note="a value the code tests for 0 and only warns about: the division still runs",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class VectorNorm(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.bn = nn.BatchNorm1d(n)
+                def forward(self, x):
+                    norm = torch.sqrt((x * x).sum(2))
+                    return x / norm.unsqueeze(2) * self.bn(norm).unsqueeze(2)
+            """,
+            line=9,
+            column=16,
+            confidence="medium",
+            note="a layer's input features divided by their own norm: a zero vector feature "
+            "(a centred point, a ReLU's zeros) gives 0/0",
+        ),
+        Invalid(
+            """
+            import torch
+            def cos_sim(a, b):
+                a_n = a / a.norm(dim=1)[:, None]
+                b_n = b / b.norm(dim=1)[:, None]
+                return torch.mm(a_n, b_n.transpose(0, 1))
+            """,
+            line=3,
+            column=11,
+            confidence="medium",
+            also=[(4, 11)],
+            note="a pairwise cosine similarity of the caller's rows: an all-zero row (an empty "
+            "document's counts) gives 0/0",
+        ),
+        Invalid(
+            """
+            import torch
+            class PolicyGradient:
+                def train(self):
+                    for batch in self.buffer.get(self.batch_size):
+                        adv = batch.advantages
+                        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                        (-(adv * batch.log_prob).mean()).backward()
+                def learn(self):
+                    self.train()
+            """,
+            line=6,
+            column=19,
+            confidence="medium",
+            note="the unbiased std of a minibatch: a last batch of one sample gives NaN, "
+            "whatever the eps",
+        ),
         Invalid(
             """
             import torch
@@ -556,7 +669,16 @@ class DivideByZeroNorm(Rule):
         fixable: bool = True,
     ) -> None:
         ctx = self.ctx
+        if minibatch_std(ctx, den):
+            message = (
+                "division by the unbiased standard deviation of a minibatch, NaN for a batch of "
+                "one sample (an eps does not help): skip batches of one or use `unbiased=False`"
+            )
+            self.report(node, message, None, confidence="medium")
+            return
         reason = denominator_reason(ctx, ctx.value(den))
+        if reason is None and warned_near_zero(ctx, den):
+            reason = _WARNED
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
         if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
@@ -601,6 +723,10 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # 0 for any constant input (silence, a flat patch)
         elif confidence == "low" and reason == "a norm" and _own_parameter_norm(ctx, num, den):
             confidence = "medium"  # a layer initialised to zeros has norm 0 at the first step
+        elif confidence == "low" and reason == "a norm" and caller_rows_cosine(ctx, num, den):
+            confidence = "medium"  # a pairwise cosine of the caller's rows: any row can be 0
+        elif confidence == "low" and own_norm_of_features(ctx, num, den):
+            confidence = "medium"  # a layer's features: a zero vector at a position is 0/0
         self.report(node, message, fix, confidence=confidence)
 
     def _fix(

@@ -10,7 +10,13 @@ import libcst.matchers as m
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
-from numlint.analysis.evidence import grade, unit_bounded, unit_unknown, zero_tested
+from numlint.analysis.evidence import (
+    grade,
+    root_of_features,
+    unit_bounded,
+    unit_unknown,
+    zero_tested,
+)
 from numlint.analysis.gradients import gradient_evident, gradient_flows
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
@@ -85,6 +91,10 @@ class SqrtAtZero(Rule):
     takes its callers' cosines), and for the root of a sum of squared differences of two
     tensors in what training minimises (a loss, a training step, or code whose result a
     caller calls `backward()` on: an anchor and its positive can be the same sample);
+    medium for the root of a sum of squares of a layer's features alone in a module's
+    `forward` (its input, when the module is not a loss, or what a sub-network returns,
+    taken in a loop: `norm = torch.sqrt((x * x).sum(2))`): features partway through a
+    network are a zero vector at some position (a centred point, a ReLU's zeros);
     low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
     value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
@@ -329,6 +339,35 @@ class SqrtAtZero(Rule):
             column=12,
             confidence="medium",
             note="the nearest squared distance is 0 where two points coincide",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class VectorNorm(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.bn = nn.BatchNorm1d(n)
+                def forward(self, x):
+                    norm = torch.sqrt((x * x).sum(2))
+                    return x / norm.unsqueeze(2) * self.bn(norm).unsqueeze(2)
+            """,
+            line=8,
+            column=16,
+            confidence="medium",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            class VectorNorm(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.bn = nn.BatchNorm1d(n)
+                def forward(self, x):
+                    norm = torch.linalg.vector_norm(x, dim=2)
+                    return x / norm.unsqueeze(2) * self.bn(norm).unsqueeze(2)
+            """,
+            note="a layer's input features divided by their own norm: a zero vector feature "
+            "(a centred point, a ReLU's zeros) has an infinite root slope",
         ),
         Invalid(
             """
@@ -719,6 +758,8 @@ class SqrtAtZero(Rule):
             and not _own_weights(ctx, ctx.value(arg))
         ):
             confidence = "medium"  # `sqrt(s) + eps`: the author expects the root to be 0
+        elif confidence == "low" and name == "sqrt" and root_of_features(ctx, ctx.value(arg)):
+            confidence = "medium"  # a layer's features: a zero vector at a position
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
