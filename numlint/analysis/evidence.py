@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.gradients import module_forward, objective
@@ -1015,7 +1014,7 @@ def _names_in(call: cst.Call) -> bool:
     return any(
         n.value not in ("True", "False", "None")
         for a in call.args
-        for n in m.findall(a.value, m.Name())
+        for n in descendants(a.value, every=True)
         if isinstance(n, cst.Name)
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.analysis.context import Value
 from numlint.analysis.ops import op, same_code
@@ -13,7 +12,7 @@ from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded, subtraction
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
-from numlint.tree import call_name
+from numlint.tree import call_name, descendants
 
 
 class HandWrittenLogsumexp(Rule):
@@ -496,4 +495,4 @@ def _stable_form_beside(ctx, a: Found, b: Found) -> bool:
 
 
 def _identifiers(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in m.findall(node, m.Name())}  # type: ignore[union-attr]
+    return {n.value for n in descendants(node, every=True) if isinstance(n, cst.Name)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.analysis.context import Context
 from numlint.analysis.evidence import gathered_where_drawn, picked_where_drawn
@@ -19,6 +18,7 @@ from numlint.analysis.semantics import (
 from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.tree import descendants
 
 _LOG_SOFTMAX = {
     "torch.softmax": "torch.log_softmax",
@@ -402,8 +402,9 @@ class LogOfSoftmax(Rule):
 
 def _runs_other_code(ctx: Context, expr: cst.BaseExpression, env) -> bool:
     """`expr` calls something besides torch operations (a model, a helper)."""
-    for call in m.findall(expr, m.Call()):
-        assert isinstance(call, cst.Call)
+    for call in descendants(expr, every=True):
+        if not isinstance(call, cst.Call):
+            continue
         callee = ctx.callee(call, env)
         if op(ctx, call, env) is not None or callee.method in TRANSPARENT_METHODS:
             continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-import libcst.matchers as m
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
@@ -936,8 +935,9 @@ def _safe_value_substituted(ctx, arg: cst.BaseExpression) -> bool:
     constant `safe` (`torch.full_like(v, 0.5)`): the documented way to keep a singular
     point out of a root's backward, so the author has dealt with the entries at 0."""
     found = ctx.deref(ctx.value(arg))
-    for name in m.findall(found.node, m.Name()):
-        assert isinstance(name, cst.Name)
+    for name in descendants(found.node, every=True):
+        if not isinstance(name, cst.Name):
+            continue
         bound = ctx.deref(Value(name, found.env)).node
         o = op(ctx, bound, found.env) if isinstance(bound, cst.Call) else None
         if o is None or o.name != "where" or len(bound.args) != 3:  # type: ignore[union-attr]
