@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.context import Value
 from numlint.analysis.ops import same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded
@@ -17,7 +18,9 @@ class HandWrittenSoftmax(Rule):
     What it does:
     Flags a division of `torch.exp(x)` (or `x.exp()`) by a sum of the same exponentials:
     `torch.exp(x) / torch.exp(x).sum(d, keepdim=True)`, `e / e.sum(d, keepdim=True)` with
-    `e = x.exp()`, `torch.exp(x) / torch.sum(torch.exp(x), dim=d, keepdim=True)`.
+    `e = x.exp()`, `torch.exp(x) / torch.sum(torch.exp(x), dim=d, keepdim=True)`; also a
+    softmax over segments (a graph's edges per node): `e / scatter_add(e, index, dim=0)[index]`
+    (torch_scatter, `index_add`, `scatter_add` methods) with `e = x.exp()`.
 
     Why is this bad?
     For any logit above 88.7 (float32) / 11.1 (float16) the numerator and the sum are inf and
@@ -53,6 +56,15 @@ class HandWrittenSoftmax(Rule):
     TRIGGERS = ("exp(",)
 
     VALID = [
+        Valid(
+            """
+            from torch_scatter import scatter_add
+            def edge_weights(src, w, index):
+                out = src.exp()
+                return out / scatter_add(w, index, dim=0)[index]
+            """,
+            "a segment sum of other values: no softmax",
+        ),
         Valid(
             """
             import torch
@@ -105,6 +117,18 @@ class HandWrittenSoftmax(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            from torch_scatter import scatter_add
+            def edge_softmax(src, index):
+                out = src.exp()
+                return out / scatter_add(out, index, dim=0)[index]
+            """,
+            line=4,
+            column=12,
+            confidence="low",
+            note="a softmax over each node's edges, summed by torch_scatter",
+        ),
         Invalid(
             """
             import torch
@@ -203,9 +227,10 @@ class HandWrittenSoftmax(Rule):
         if num is None or num.op.input is None:
             return
         red = find(ctx, node.right, ("sum",))
-        if red is None or red.op.input is None:
+        summed = red.op.input if red is not None else _segment_sum(ctx, node.right)
+        if summed is None:
             return
-        den = find(ctx, red.op.input, ("exp",), red.op.env)
+        den = find(ctx, summed, ("exp",), red.op.env if red is not None else None)
         if den is None or den.op.input is None:
             return
         same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
@@ -215,6 +240,9 @@ class HandWrittenSoftmax(Rule):
             return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
             # underflow at once (a window without its centre and a tiny sigma)
         confidence = overflow_confidence(ctx, num)
+        if red is None:
+            self.report(node, _SEGMENT_MESSAGE, confidence=confidence)
+            return
         self.report(node, fix=self._fix(node, num, red), confidence=confidence)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
@@ -236,3 +264,39 @@ class HandWrittenSoftmax(Rule):
             return None
         code = f"{func}({bare(ctx, num.op.input)}, dim={ctx.code(dim)})"
         return self.fix("unsafe", "Replace with `torch.softmax`", (node, wrap(node, code)))
+
+
+_SEGMENT_MESSAGE = (
+    "hand-written segment softmax `exp(x) / scatter_add(exp(x), index)[index]`: overflows to "
+    "inf/inf or underflows to 0/0, giving NaN; subtract each segment's maximum first "
+    "(`torch_scatter.scatter_max`) or use `torch_geometric.utils.softmax`"
+)
+
+#: Sums over segments (a graph's edges per node): the summed values are their first argument.
+_SEGMENT_SUMS = frozenset(
+    {"torch_scatter.scatter_add", "torch_scatter.scatter_sum", "torch_scatter.scatter",
+     "torch_geometric.utils.scatter"}
+)  # fmt: skip
+
+
+def _segment_sum(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What a segment sum adds up, read back per entry (`scatter_add(e, index, dim=0)[index]`,
+    `torch.zeros(n).index_add(0, index, e)[index]`, `zeros.scatter_add(0, index, e)`): the
+    denominator of a softmax over each node's edges."""
+    value = ctx.deref(Value(expr, ctx.env))
+    node = value.node
+    if isinstance(node, cst.Subscript):
+        node = ctx.deref(Value(node.value, value.env)).node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, value.env)
+    if callee.qualname in _SEGMENT_SUMS:
+        reduce = keyword(node, "reduce")
+        if reduce is not None and not (
+            isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("sum", "add")
+        ):
+            return None
+        return positional(node, 0, "src")
+    if callee.method in ("scatter_add", "scatter_add_", "index_add", "index_add_"):
+        return positional(node, 2, "src" if callee.method.startswith("scatter") else "source")
+    return None
