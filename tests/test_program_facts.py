@@ -750,6 +750,7 @@ if __name__ == "__main__":
         ("pass", False, False),
         # the script trains, or another file imports what it defines
         ("x.requires_grad_(True); match(x, x)[1].sum().backward()", False, True),
+        ("train_one_epoch(match)", False, True),
         ("pass", True, True),
     ],
 )

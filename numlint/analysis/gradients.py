@@ -86,7 +86,7 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
 
 #: Text that shows a file may train, or hand its functions to code that does.
 _TRAINING_TEXT = re.compile(
-    r"backward|autograd|create_graph|optim|\.step\(|\.fit\(|train|Trainer|torch\.func|"
+    r"backward|autograd|create_graph|optim|\.step\(|\.fit\(|\btrain|Trainer|torch\.func|"
     r"functorch|requires_grad"
 )
 
