@@ -7,12 +7,13 @@ import libcst as cst
 from numlint.analysis.context import Context, Value
 from numlint.analysis.ops import foreign
 from numlint.analysis.summaries import array_of
+from numlint.analysis.tables import HOST_METHODS
 
 #: Annotations that name a NumPy array.
 _NUMPY_ANNOTATIONS = ("numpy.ndarray", "numpy.typing.NDArray", "numpy.array")
 #: Methods whose result is a NumPy array, a pandas object or a Python value, never a tensor
 #: (a tensor has `clone`, not `copy`).
-_TO_HOST = frozenset({"numpy", "tolist", "item", "copy", "to_numpy"})
+_TO_HOST = HOST_METHODS | {"copy"}
 
 
 def not_a_tensor(ctx: Context, value: Value) -> bool:

@@ -55,7 +55,7 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
     func = ctx.function
     cls = ctx.class_scope
     if evaluation_code(ctx.path, func.name.value if func is not None else "") and not (
-        _module_forward(ctx)
+        module_forward(ctx)
     ):
         return False  # a module's forward trains wherever its file lives (`models/metrics.py`)
     if func is not None and func.returns is not None:
@@ -123,14 +123,15 @@ def _inference_script(ctx: Context) -> bool:
 
 
 def _main_block(tree: ast.Module | None) -> bool:
-    """A top-level `if __name__ == "__main__":`."""
-    return tree is not None and any(
-        isinstance(n, ast.If)
-        and isinstance(n.test, ast.Compare)
-        and isinstance(n.test.left, ast.Name)
-        and n.test.left.id == "__name__"
-        for n in tree.body
-    )
+    """A top-level `if __name__ == "__main__":` (either way round)."""
+    for n in tree.body if tree is not None else ():
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Compare):
+            sides = [n.test.left, *n.test.comparators]
+            names = {s.id for s in sides if isinstance(s, ast.Name)}
+            texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+            if names == {"__name__"} and texts == {"__main__"}:
+                return True
+    return False
 
 
 def objective(ctx: Context) -> bool:
@@ -144,10 +145,6 @@ def objective(ctx: Context) -> bool:
 
 def module_forward(ctx: Context) -> bool:
     """The function being visited is the `forward` of an nn.Module class."""
-    return _module_forward(ctx)
-
-
-def _module_forward(ctx: Context) -> bool:
     project = ctx.project
     key = function_key(ctx)
     return project is not None and key is not None and project.module_forward(key)
@@ -270,28 +267,26 @@ def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
 
 def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of an optimizer (`torch.optim.Optimizer`, a library's `BaseOptimizer`)."""
-    return any(
-        (qual or written).rsplit(".", 1)[-1].endswith("Optimizer")
-        for qual, written in _bases(ctx, node)
-    )
+    return _based_on(ctx, node, "Optimizer")
 
 
 def _distribution_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of a probability distribution (`torch.distributions.Distribution`, a
     library's `TorchDistribution`), whose `sample` is not differentiable by contract."""
-    return any(
-        (qual or written).rsplit(".", 1)[-1].endswith("Distribution")
-        for qual, written in _bases(ctx, node)
-    )
+    return _based_on(ctx, node, "Distribution")
 
 
 def _dataset_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of a dataset (`torch.utils.data.Dataset`, `IterableDataset`, a project's
     `BaseDataset`): `__getitem__` and its helpers make samples in the data loader, where
     nothing is differentiated."""
+    return _based_on(ctx, node, "Dataset")
+
+
+def _based_on(ctx: Context, node: cst.CSTNode, suffix: str) -> bool:
+    """A class with a base whose last dotted part ends with `suffix`."""
     return any(
-        (qual or written).rsplit(".", 1)[-1].endswith("Dataset")
-        for qual, written in _bases(ctx, node)
+        (qual or written).rsplit(".", 1)[-1].endswith(suffix) for qual, written in _bases(ctx, node)
     )
 
 

@@ -15,6 +15,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.semantics import number, positional
+from numlint.analysis.tables import HOST_MODULES
 from numlint.tree import walk
 
 #: Qualified torch functions -> a short op name.
@@ -80,9 +81,6 @@ MODULES: dict[str, str] = {
     "torch.nn.CosineSimilarity": "cosine",
     "torch.nn.Softplus": "softplus",
 }
-
-
-_FOREIGN = ("numpy.", "math.", "scipy.", "jax.", "tensorflow.", "cupy.")
 
 
 #: Machine epsilon below which `1 - eps` rounds to 1 in float32.
@@ -159,13 +157,13 @@ def foreign(ctx: Context, value: Value) -> bool:
         if isinstance(node, cst.Call):
             qual = ctx.qualname(node.func, value.env)  # type: ignore[arg-type]
             if qual is not None:
-                return qual.startswith(_FOREIGN)
+                return qual.startswith(HOST_MODULES)
             if isinstance(node.func, cst.Attribute):
                 value = Value(node.func.value, value.env, value.mutations)
                 continue
         elif isinstance(node, cst.Attribute):
             qual = ctx.qualname(node, value.env)  # type: ignore[arg-type]
-            return qual is not None and qual.startswith(_FOREIGN)
+            return qual is not None and qual.startswith(HOST_MODULES)
         elif isinstance(node, cst.Subscript):
             value = Value(node.value, value.env, value.mutations)
             continue

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from numlint.analysis.names import import_one
 from numlint.analysis.tables import (
+    HOST_METHODS,
+    HOST_MODULES,
     NO_GRAD,
     NOT_DIFFERENTIABLE,
     SIGMOID_FUNCTIONS,
@@ -62,10 +64,6 @@ _NORMS = frozenset(
     {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.functional.norm"}
 )
 _DEPTH = 12
-#: Modules whose calls and constants give NumPy arrays or Python numbers, never tensors.
-_ARRAY_ROOTS = ("numpy.", "math.", "scipy.", "pandas.", "cupy.", "jax.")
-#: Methods that give a host value (an array, a list, a number) whatever they are called on.
-_TO_HOST = frozenset({"numpy", "tolist", "item", "to_numpy"})
 #: Methods whose result is an array when their receiver is one.
 _ARRAY_KEEPING = frozenset(
     {"sum", "mean", "max", "min", "std", "var", "astype", "reshape", "transpose", "copy",
@@ -817,8 +815,9 @@ class Project:
         if isinstance(expr, ast.Name):
             return self._array_name(mod, expr, f, func, depth)
         if isinstance(expr, ast.Attribute):
-            if self.qualname(mod, expr) is not None:
-                return (self.qualname(mod, expr) or "").startswith(_ARRAY_ROOTS)
+            qual = self.qualname(mod, expr)
+            if qual is not None:
+                return qual.startswith(HOST_MODULES)
             return expr.attr == "T" and self._array(mod, expr.value, func, depth + 1) is True
         if not isinstance(expr, ast.Call):
             return False
@@ -830,9 +829,9 @@ class Project:
                 return self._all_arrays(tmod, tname, tmod.functions[tname].returns, depth)
         qual = self.qualname(mod, fn)
         if qual is not None:
-            return qual.startswith(_ARRAY_ROOTS)
+            return qual.startswith(HOST_MODULES)
         if isinstance(fn, ast.Attribute):
-            if fn.attr in _TO_HOST:
+            if fn.attr in HOST_METHODS:
                 return True
             if fn.attr in _ARRAY_KEEPING:
                 return self._array(mod, fn.value, func, depth + 1) is True
@@ -1737,31 +1736,31 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
     """Where the value of a libcst expression in the code being linted gets one of `kinds`
     from another function, method, model class or file (None: not known to, or made in
     the same function, where the rules' own data flow answers)."""
-    project = ctx.project  # type: ignore[attr-defined]
-    if project is None:
+    project, tree = _question(ctx, expr)
+    if project is None or tree is None:
         return None
-    func = function_key(ctx)
-    try:
-        code = ctx.code(expr).strip()  # type: ignore[attr-defined]
-        tree = ast.parse(f"({code})", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    found = project.origin(tree, func, kinds)
+    found = project.origin(tree, function_key(ctx), kinds)
     return found if found is not None and found.crossed else None
 
 
 def array_of(ctx: object, expr: object) -> bool:
     """Whether a libcst expression of the code being linted holds a NumPy array or a Python
     number by data flow through other functions and files (Project.array)."""
+    project, tree = _question(ctx, expr)
+    return project is not None and tree is not None and project.array(tree, function_key(ctx))
+
+
+def _question(ctx: object, expr: object) -> tuple[Project | None, ast.expr | None]:
+    """The project of the file being linted and a libcst expression of it as CPython's ast
+    (None where there is no project or the text does not parse alone)."""
     project = ctx.project  # type: ignore[attr-defined]
     if project is None:
-        return False
+        return None, None
     try:
         code = ctx.code(expr).strip()  # type: ignore[attr-defined]
-        tree = ast.parse(f"({code})", mode="eval").body
+        return project, ast.parse(f"({code})", mode="eval").body
     except (SyntaxError, ValueError, RecursionError):
-        return False
-    return project.array(tree, function_key(ctx))
+        return project, None
 
 
 def _annotated_array(annotation: ast.expr | None) -> bool:

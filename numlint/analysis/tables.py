@@ -47,6 +47,12 @@ TRANSPARENT_FUNCTIONS = frozenset(
      "torch.clone"}
 )  # fmt: skip
 
+#: Modules whose calls and constants give NumPy arrays, Python numbers or other host values,
+#: never tensors.
+HOST_MODULES = ("numpy.", "math.", "scipy.", "pandas.", "jax.", "tensorflow.", "cupy.")
+#: Methods that give a host value (an array, a list, a number) whatever they are called on.
+HOST_METHODS = frozenset({"numpy", "tolist", "item", "to_numpy"})
+
 #: Context managers and decorators that turn gradients off (`inference_mode(False)` does not).
 NO_GRAD = frozenset(
     {

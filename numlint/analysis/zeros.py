@@ -387,7 +387,7 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return sub(inp) if inp is not None else None
     if o.name in ("abs", "cumprod") and inp is not None:
         return sub(inp)
-    if o.name in ("min", "amin") and inp is not None and not _binary_min(ctx, o):
+    if o.name in ("min", "amin") and inp is not None and not _binary_max(ctx, o):
         return sub(inp)  # `d.min(dim=1)[0]`: the nearest of squared distances is 0 where one is
     if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
         other = o.arg(0, "other") or o.arg(0, "mat2")
@@ -499,19 +499,14 @@ def _covariance(ctx: Context, value: Value) -> bool:
 
 
 def _binary_max(ctx: Context, o: Op) -> bool:
-    """`torch.max(a, b)` elementwise (not a reduction over an integer dim)."""
+    """`torch.max(a, b)` (or `torch.min(a, b)`) elementwise, not a reduction over an
+    integer dim."""
     other = o.arg(0, "other")
     if other is None or positional(o.call, 2 if o.spelling == "function" else 1) is not None:
         return False
     return not isinstance(other, cst.Integer) and not (
         isinstance(other, cst.UnaryOperation) and isinstance(other.expression, cst.Integer)
     )
-
-
-def _binary_min(ctx: Context, o: Op) -> bool:
-    """`torch.min(a, b)` / `a.min(b)` of two tensors (not a reduction over a dim)."""
-    other = o.arg(0, "other")
-    return other is not None and not isinstance(other, cst.Integer) and const(ctx, other) is None
 
 
 def _where_arms(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
@@ -643,7 +638,7 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return sub(node.left) and sub(node.right)
     if isinstance(node, cst.Call) and (qual := ctx.qualname(node.func, env)) in _POSITIVE_FILLS:
         fills = [positional(node, i, k) for i, k in _POSITIVE_FILLS[qual]]
-        if any(_writes_zero(ctx, stmt, env) for stmt in value.mutations):
+        if _zero_written(ctx, value):
             return False  # `m.fill_diagonal_(0)`
         return all(f is not None and (const(ctx, f, env) or 0) > 0 for f in fills)
     if isinstance(node, cst.Call) and ctx.qualname(node.func, env) == "torch.arange":
@@ -712,7 +707,7 @@ def _nonnegative_with_a_positive_entry(ctx: Context, value: Value) -> bool:
     into it: its sum and norm are positive."""
     found, _ = strip(ctx, value)
     node = found.node
-    if any(_writes_zero(ctx, stmt, found.env) for stmt in found.mutations):
+    if _zero_written(ctx, found):
         return False  # `eye.fill_diagonal_(0)`
     return isinstance(node, cst.Call) and ctx.qualname(node.func, found.env) in _NONZERO_MAKERS
 
@@ -742,7 +737,7 @@ def _off_diagonal(ctx: Context, value: Value) -> bool:
     `1 - torch.eye(n)` for a constant n >= 2): every row and column keeps n - 1 >= 1 entries."""
     found, _ = strip(ctx, value)
     node, env = found.node, found.env
-    if any(_writes_zero(ctx, stmt, env) for stmt in found.mutations):
+    if _zero_written(ctx, found):
         return False
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
         eye = node.expression
@@ -782,7 +777,7 @@ def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) ->
         return False
     if ctx.qualname(node.func, found.env) != "torch.nn.functional.one_hot":
         return False
-    if any(_writes_zero(ctx, stmt, found.env) for stmt in found.mutations):
+    if _zero_written(ctx, found):
         return False
     return dim is None or const(ctx, dim, found.env) == -1
 
@@ -949,6 +944,11 @@ def _conjuncts(test: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test] if isinstance(test, cst.BaseExpression) else []
+
+
+def _zero_written(ctx: Context, value: Value) -> bool:
+    """Whether an in-place edit of `value` since its assignment may write a 0."""
+    return any(_writes_zero(ctx, stmt, value.env) for stmt in value.mutations)
 
 
 def _writes_zero(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
