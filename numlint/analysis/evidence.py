@@ -19,6 +19,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.gradients import module_forward, objective
+from numlint.analysis.guards import assigned_here
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
 from numlint.analysis.semantics import dotted_name, positional, strip
@@ -1851,19 +1852,8 @@ def caller_rows_cosine(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpre
     o = op(ctx, norm.node, norm.env) if isinstance(norm.node, cst.Call) else None
     if o is None or o.name != "norm" or o.input is None or root_of(o.input) != row:
         return False
-    target = _assigned_name(ctx)
-    return target is not None and _in_matrix_product(func, target)
-
-
-def _assigned_name(ctx: Context) -> str | None:
-    """The name the statement being visited assigns (`a_n = a / ...`)."""
-    for node in ctx.ancestors():
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            return target.value if isinstance(target, cst.Name) else None
-        if isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef)):
-            return None
-    return None
+    here = assigned_here(ctx)  # `a_n = a / ...`
+    return here is not None and _in_matrix_product(func, here[0])
 
 
 def _in_matrix_product(func: cst.FunctionDef, name: str) -> bool:
