@@ -364,10 +364,25 @@ def _only_read_by(ctx: Context, harmless: frozenset[str]) -> bool:
     if here is None:
         return False
     name, later = here
-    uses = _Uses(name, harmless)
-    for s in later:
+    return _reads_without_gradient(name, later, harmless, depth=2)
+
+
+def _reads_without_gradient(
+    name: str, later: list[cst.CSTNode], harmless: frozenset[str], depth: int
+) -> bool:
+    """Every read of `name` in `later` (at least one) goes into one of `harmless` or a
+    comparison, or (up to `depth` names deep) into another name assigned from it through
+    arithmetic, indexing and torch calls whose own reads do (`e = 20 * log10(sqrt(p))`,
+    `m = e.max()`, `keep = e - m > -40`)."""
+    uses = _Uses(name, harmless, carry=depth > 0)
+    handed: list[tuple[str, list[cst.CSTNode]]] = []
+    for i, s in enumerate(later):
         s.visit(uses)
-    return uses.count > 0 and uses.count == uses.without_gradient
+        handed += [(other, later[i + 1 :]) for other in uses.carried]
+        uses.carried.clear()
+    if uses.count == 0 or uses.count != uses.without_gradient:
+        return False
+    return all(_reads_without_gradient(other, rest, harmless, depth - 1) for other, rest in handed)
 
 
 #: Operations that only rank their input: a -inf entry just sorts last.
@@ -448,13 +463,30 @@ def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
     return called in _BOUNDING
 
 
+#: Nodes a value flows through on its way into an assignment (`d[i] * -s`).
+_CARRYING = (
+    cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.SubscriptElement, cst.Index
+)  # fmt: skip
+
+
+def _torch_spelled(func: cst.BaseExpression) -> bool:
+    """`torch.max`, `torch.nn.functional.pad`, `F.pad`: a torch function by its spelling."""
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return isinstance(func, cst.Name) and func.value in ("torch", "F")
+
+
 class _Uses(cst.CSTVisitor):
     """Counts the reads of a name, and those that go (as receiver or argument) into one of
     `harmless` or a comparison."""
 
-    def __init__(self, name: str, harmless: frozenset[str] = NOT_DIFFERENTIABLE) -> None:
+    def __init__(
+        self, name: str, harmless: frozenset[str] = NOT_DIFFERENTIABLE, carry: bool = False
+    ) -> None:
         self.name = name
         self.harmless = harmless
+        self.carry = carry
+        self.carried: list[str] = []
         self.count = 0
         self.without_gradient = 0
         self.stack: list[cst.CSTNode] = []
@@ -463,7 +495,9 @@ class _Uses(cst.CSTVisitor):
         if isinstance(node, cst.Name) and node.value == self.name:
             if not self._is_target():
                 self.count += 1
-                self.without_gradient += self._no_gradient()
+                self.without_gradient += self._no_gradient() or (
+                    self.carry and self._carried_into_name()
+                )
         self.stack.append(node)
         return True
 
@@ -495,6 +529,35 @@ class _Uses(cst.CSTVisitor):
             if call_name(call) in ("to", "type_as") and isinstance(call.func, cst.Attribute):
                 return True  # `x.to(u)`: `u` gives only a dtype and a device
             return call_name(call) in self.harmless or _indices_taken(parents[:i])
+        return False
+
+    def _carried_into_name(self) -> bool:
+        """The read reaches, through arithmetic, indexing, tensor methods and torch
+        functions, the value of `other = ...`: recorded in `carried`, to be followed."""
+        parents = self.stack
+        i = len(parents) - 1
+        while i >= 0:
+            p = parents[i]
+            call = parents[i - 1] if i > 0 else None
+            if isinstance(p, (cst.Comparison, cst.ComparisonTarget)):
+                return True
+            if isinstance(call, cst.Call) and (
+                (isinstance(p, cst.Attribute) and call.func is p)
+                or (isinstance(p, cst.Arg) and _torch_spelled(call.func))
+            ):
+                if call_name(call) in self.harmless or _indices_taken(parents[: i - 1]):
+                    return True
+                i -= 2
+            elif isinstance(p, _CARRYING):
+                i -= 1
+            elif isinstance(p, cst.Assign) and len(p.targets) == 1:
+                target = p.targets[0].target
+                if isinstance(target, cst.Name) and target.value != self.name:
+                    self.carried.append(target.value)
+                    return True
+                return False
+            else:
+                return False
         return False
 
 

@@ -707,7 +707,7 @@ class DivideByZeroNorm(Rule):
         elif count_tested_by_callers(ctx, ctx.value(den)):
             confidence = "low"  # every caller runs it under `if fg_mask.sum():`
         elif only_thresholds(ctx) or compared_here(ctx):
-            confidence = "low"  # a NaN ratio makes a comparison False, not a NaN value
+            return  # a NaN ratio makes a comparison False, not a NaN value
         elif batch_token_count(ctx, ctx.value(den)):
             confidence = "low"  # 0 only if every token of the batch is ignored
         elif constant_table(ctx, ctx.value(den)):
