@@ -620,8 +620,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
             if c is not None and c > 0 and _non_negative(ctx, Value(b, env)):
                 return True  # `0.99 * torch.sigmoid(x) + 0.005`
         return _convex_mix(ctx, node, env, sub)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return sub(node.left) and sub(node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.MatrixMultiply)
+    ):
+        return sub(node.left) and sub(node.right)  # `s.T @ s` of a softmax: sums of products
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
         return sub(node.left)  # a positive base to any power: `d.clamp_min(eps) ** -2`
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
@@ -671,6 +673,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return activation(ctx, value) is not None
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
         return True
+    if o.name == "matmul" and o.input is not None and (other := o.rest()):
+        return len(other) == 1 and sub(o.input) and sub(other[0].value)
     if o.name == "reciprocal" and o.input is not None:
         return sub(o.input)  # `torch.reciprocal((x / s) ** 2 + 1)`: a Cauchy kernel
     if o.name == "pow" and o.input is not None:
