@@ -1627,7 +1627,11 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     given = given_name(ctx, inner) or given_name(ctx, weights) or _reshaped_parameter(ctx, inner)
     if given is not None and not _CONTENT_MASK.search(given):
         return False  # weights the caller passes: a valid-entry mask, positive weights
-    node = ctx.deref(numerator).node
+    return _weighs(ctx, numerator, ident)
+
+
+def _weighs(ctx: Context, numerator: Value, ident: str) -> bool:
+    """The numerator multiplies something by the value named `ident` (`(x * w).sum()`)."""
     found = False
 
     class _Products(cst.CSTVisitor):
@@ -1639,8 +1643,25 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
             ):
                 found = True
 
-    node.visit(_Products())
+    ctx.deref(numerator).node.visit(_Products())
     return found
+
+
+def masked_loss_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`(err * mask).sum() / mask.sum()` over the whole batch in a loss, with `mask` one of
+    its parameters: a mask that comes with the targets, all 0 for a batch without the
+    region it marks (an image without text). A mean per row (`mask.sum(1)`) is left to
+    the mask's own evidence: a padding mask keeps an entry in every row."""
+    if not objective(ctx) or _outer_op(ctx, denominator) != "sum":
+        return False
+    o = op(ctx, ctx.deref(denominator).node, denominator.env)
+    if o is None or o.input is None or o.rest():
+        return False  # `mask.sum(1)`: per row
+    inner = Value(o.input, denominator.env)
+    name = given_name(ctx, inner)
+    if name is None or ctx.parameter(name) is None or not mask_like(ctx, inner):
+        return False
+    return _weighs(ctx, numerator, name)
 
 
 #: Calls that draw an index from a distribution (or its logits): the entry drawn has p > 0.

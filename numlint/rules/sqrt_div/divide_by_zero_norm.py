@@ -12,6 +12,7 @@ from numlint.analysis.evidence import (
     caller_rows_cosine,
     count_tested_by_callers,
     grade,
+    masked_loss_mean,
     minibatch_std,
     own_norm_of_features,
     padding_mask,
@@ -134,7 +135,9 @@ class DivideByZeroNorm(Rule):
     (`w = det[overlap, 4]` with the box itself in `overlap`; `s > 0.7 * s.max()`, which the
     maximum passes), a standard deviation or variance (a constant input), a mask the
     function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry per row
-    by construction), a padding test of indices (`idx >= 0`, `species == -1`,
+    by construction; but medium for a loss's masked mean over the whole batch, `(err *
+    mask).sum() / mask.sum()` with `mask` a parameter of the loss: a region mask that comes
+    with the targets is all 0 for a batch without the region), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
     count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
@@ -697,6 +700,8 @@ class DivideByZeroNorm(Rule):
             ctx, ctx.value(num), ctx.value(den)
         ):
             confidence = "high"
+        elif confidence == "low" and masked_loss_mean(ctx, ctx.value(num), ctx.value(den)):
+            confidence = "medium"  # a loss's mask over the whole batch: empty without the region
         sanitised = sanitised_later(ctx)
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
             return  # a deliberate NaN the code replaces, where no gradient carries it on
