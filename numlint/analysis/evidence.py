@@ -1647,6 +1647,41 @@ def _weighs(ctx: Context, numerator: Value, ident: str) -> bool:
     return found
 
 
+def selection_mask(ctx: Context, value: Value) -> Value | None:
+    """The 0/1 mask of a boolean selection (`x[mask]`, `loss[mask == 1]`,
+    `torch.masked_select(x, m)`), which keeps nothing when the mask is all 0."""
+    v = ctx.deref(value)
+    node = v.node
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and mask_like(ctx, Value(index.value, v.env)):
+            return Value(index.value, v.env)
+        return None
+    if isinstance(node, cst.Call) and call_name(node) == "masked_select":
+        o = op(ctx, node, v.env)
+        m = o.arg(0, "mask") if o is not None else None
+        return Value(m, v.env) if m is not None and mask_like(ctx, Value(m, v.env)) else None
+    return None
+
+
+def selection_can_be_empty(ctx: Context, mask: Value) -> Confidence:
+    """How likely a boolean selection by `mask` keeps nothing: medium for a test this code
+    computes that can fail everywhere, or for a mask a loss is given (it comes with the
+    targets); low for another given mask (a padding mask keeps entries) and for the batch's
+    supervised tokens (empty only if every token is ignored)."""
+    if _token_mask(ctx, mask, 0):
+        return "low"
+    if mask_computed(ctx, mask):
+        return "medium"
+    node = mask.node
+    given = given_name(ctx, mask)
+    if given is None and isinstance(node, cst.Comparison):
+        given = _given_mask_as_bool(ctx, node, mask.env)
+    if given is not None and objective(ctx) and ctx.parameter(given) is not None:
+        return "medium"
+    return "low"
+
+
 def masked_loss_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
     """`(err * mask).sum() / mask.sum()` over the whole batch in a loss, with `mask` one of
     its parameters: a mask that comes with the targets, all 0 for a batch without the

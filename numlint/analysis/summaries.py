@@ -1813,6 +1813,33 @@ def effects(ctx: object, callee: str, call: object) -> list[Effect]:
     ]
 
 
+def averaged_parameters(ctx: object, callee: str) -> tuple[int, ...]:
+    """The positions of the parameters a function of this project (here or imported from
+    another file) takes the whole mean of (`loss.mean()`, `torch.mean(loss)`, no dim);
+    empty where it is unknown."""
+    project = ctx.project  # type: ignore[attr-defined]
+    if project is None or project.main is None:
+        return ()
+    target = project._lookup(project.main, callee)
+    if target is None or target[1] not in target[0].functions:
+        return ()
+    f = target[0].functions[target[1]]
+    averaged = set()
+    for n in ast.walk(f.node):
+        if not isinstance(n, ast.Call) or n.keywords:
+            continue
+        func = n.func
+        if isinstance(func, ast.Attribute) and func.attr == "mean" and not n.args:
+            arg = func.value
+        elif _dotted(func) == "torch.mean" and len(n.args) == 1:
+            arg = n.args[0]
+        else:
+            continue
+        if isinstance(arg, ast.Name):
+            averaged.add(arg.id)
+    return tuple(i for i, p in enumerate(f.params) if p in averaged)
+
+
 def _rename(text: str | None, binding: dict[str, str]) -> str | None:
     if text is None:
         return None

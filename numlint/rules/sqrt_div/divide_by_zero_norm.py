@@ -16,6 +16,8 @@ from numlint.analysis.evidence import (
     minibatch_std,
     own_norm_of_features,
     padding_mask,
+    selection_can_be_empty,
+    selection_mask,
     vanishes_together,
     warned_near_zero,
     weights_sum,
@@ -38,6 +40,7 @@ from numlint.analysis.guards import (
 )
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.semantics import keyword
+from numlint.analysis.summaries import averaged_parameters
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import descendants
@@ -56,7 +59,12 @@ class DivideByZeroNorm(Rule):
     Flags `x / x.norm(...)`, `x / torch.norm(x, ...)`, `x / torch.linalg.vector_norm(...)`,
     `p / p.sum(-1, keepdim=True)`, `(x * m).sum() / m.sum()`, `(x - mean) / x.std()`,
     `/ torch.sqrt(var)`, `torch.div(...)`, `x.div(...)` and `x /= ...` when the denominator
-    has no guard, also when it reaches the division through a variable.
+    has no guard, also when it reaches the division through a variable. In training code
+    (a loss, a module's `forward`, a training step and what they call) it also flags the
+    mean of a boolean selection, `loss[scores > t].mean()`, `torch.mean(x[mask])`, or a
+    selection handed to a function of the project that takes its mean (`reduce(loss[mask
+    == 1], "mean")`): the mean of no entries is 0/0 too. A test of the mask or of the
+    selection's size before it (`if mask.any():`, `n = len(x)` ... `if n >= 1:`) guards it.
 
     Why is this bad?
     A zero row, an empty mask or a constant feature makes the denominator exactly 0; the
@@ -166,7 +174,8 @@ class DivideByZeroNorm(Rule):
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
     #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a guard by a
-    #: maximum, the range max - min), and a division
+    #: maximum, the range max - min), and a division; or a mean of a selection (a mask
+    #: handed to a helper that takes the mean)
     TRIGGERS = (
         "norm",
         "std",
@@ -182,8 +191,10 @@ class DivideByZeroNorm(Rule):
         "max(",
         "min(",
         " @ ",
+        "mean(",
+        "mask",
     )
-    ALSO_REQUIRES = ("/", "div")
+    ALSO_REQUIRES = ("/", "div", "mean(", "mask")
 
     VALID = [
         Valid(
@@ -382,6 +393,18 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            class HardLoss(torch.nn.Module):
+                def forward(self, loss, scores):
+                    return loss[scores > 0.9].mean()
+            """,
+            line=4,
+            column=16,
+            confidence="medium",
+            note="no score above 0.9 in a batch: the mean of nothing is NaN",
+        ),
         Invalid(
             """
             import warnings
@@ -656,6 +679,7 @@ class DivideByZeroNorm(Rule):
             self._check(node, node.target, node.value, fixable=False)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._empty_mean(node)
         o = op(self.ctx, node)
         if o is None or o.name != "div" or o.input is None:
             return
@@ -663,6 +687,39 @@ class DivideByZeroNorm(Rule):
         if other is None or keyword(node, "rounding_mode") is not None:
             return
         self._check(node, o.input, other, fixable=False)
+
+    def _empty_mean(self, node: cst.Call) -> None:
+        """`x[mask].mean()`, `torch.mean(x[m])`, or a function of the project that takes the
+        mean of what it is given, called on a selection: an empty one gives 0/0 = NaN."""
+        ctx = self.ctx
+        if not trained(ctx):
+            return  # metrics and transforms filter on purpose; training code runs every step
+        o = op(ctx, node)
+        if o is not None and o.name == "mean" and o.input is not None and not o.rest():
+            operands = [o.input]
+        elif isinstance(node.func, cst.Name) and (
+            averaged := averaged_parameters(ctx, node.func.value)
+        ):
+            given = [a.value for a in node.args if a.keyword is None and not a.star]
+            operands = [given[i] for i in averaged if i < len(given)]
+        else:
+            return
+        for operand in operands:
+            mask = selection_mask(ctx, ctx.value(operand))
+            if mask is None or _host_values(ctx, operand, operand):
+                continue
+            if any(
+                guarded_by_condition(ctx, e) for e in (operand, mask.node, *_sizes(ctx, operand))
+            ):
+                continue  # `if mask.any():`, `n = len(x)` ... `if n >= 1:`
+            confidence = selection_can_be_empty(ctx, mask)
+            message = (
+                "mean of a boolean selection, which can be empty: the mean of no entries is "
+                "0/0 = NaN; test `mask.any()` first, or use `(x * mask).sum() / "
+                "mask.sum().clamp_min(1)`"
+            )
+            self.report(node, message, None, confidence=confidence)
+            return
 
     def _check(
         self,
@@ -758,6 +815,23 @@ class DivideByZeroNorm(Rule):
             # F.normalize's default eps=1e-12 is 0 in float16: a zero row would give NaN
             code = f"{code[:-1]}, eps={finfo}({ctx.code(num)}.dtype).tiny)"
         return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
+
+
+def _sizes(ctx, operand: cst.BaseExpression) -> list[cst.Name]:
+    """Names the function binds to the size of `operand` (`n = len(x)`, `k = x.numel()`)."""
+    func = ctx.function
+    if func is None:
+        return []
+    text = ctx.code(operand)
+    sizes = {f"len({text})", f"{text}.numel()", f"{text}.shape[0]", f"{text}.size(0)"}
+    return [
+        n.targets[0].target
+        for n in descendants(func)
+        if isinstance(n, cst.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0].target, cst.Name)
+        and ctx.code(n.value) in sizes
+    ]
 
 
 def _own_parameter_norm(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
