@@ -766,3 +766,30 @@ def test_inference_script_carries_no_gradient(
         (tmp_path / "train.py").write_text("from demo import match\n")
     found = check_paths([demo], {"select": ["NUM201"], "min-confidence": "low"})
     assert bool(found) is reported
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("return loss.mean()", ["medium"]),  # the helper averages what it is given
+        ("return loss.sum()", []),  # a sum of nothing is 0, not NaN
+        ("return loss.mean(dim=0)", []),  # per column: not followed
+    ],
+)
+def test_selection_averaged_by_a_helper_in_another_file(
+    tmp_path: Path, body: str, expected: list[str]
+) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(f"def reduce_loss(loss, how):\n    {body}\n")
+    (pkg / "losses.py").write_text(
+        "import torch\n"
+        "from pkg.utils import reduce_loss\n\n\n"
+        "class RegionLoss(torch.nn.Module):\n"
+        "    def forward(self, pred, target, mask):\n"
+        "        loss = (pred - target) ** 2\n"
+        "        return reduce_loss(loss[mask == 1], 'mean')\n"
+    )
+    found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found] == [(8, c) for c in expected]
