@@ -766,3 +766,44 @@ def test_inference_script_carries_no_gradient(
         (tmp_path / "train.py").write_text("from demo import match\n")
     found = check_paths([demo], {"select": ["NUM201"], "min-confidence": "low"})
     assert bool(found) is reported
+
+
+DISTANCE = """import torch
+
+
+def pairwise_distance(a, b):
+    return torch.sqrt(torch.sum((a - b) ** 2, dim=-1))
+"""
+
+METRIC_USER = """from enum import Enum
+
+from {package} import pairwise_distance
+
+
+class Metric(Enum):
+    EUCLIDEAN = lambda x, y: pairwise_distance(x, y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("user", "expected"),
+    [
+        # a lambda in a loss's module, the helper imported through its package's re-export
+        ("triplet_loss.py", ["medium"]),
+        # the same lambda in a file that is no loss: nothing differentiates the helper
+        ("metrics.py", ["low"]),
+    ],
+)
+def test_distance_called_from_a_loss_lambda(tmp_path: Path, user: str, expected: list) -> None:
+    """`class Metric(Enum): EUCLIDEAN = lambda x, y: distance(x, y)` in a triplet loss's
+    file: the loss differentiates the distance of an anchor to its positive, which can be
+    the same sample."""
+    (tmp_path / ".git").mkdir()
+    util = tmp_path / "pkg" / "util"
+    util.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (util / "__init__.py").write_text("from .similarity import pairwise_distance\n")
+    (util / "similarity.py").write_text(DISTANCE)
+    (tmp_path / "pkg" / user).write_text(METRIC_USER.format(package="pkg.util"))
+    found = check_paths([util / "similarity.py"], {"select": ["NUM201"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected
