@@ -677,6 +677,8 @@ def zero_tested(ctx: Context, value: Value) -> bool:
             while isinstance(a, cst.Subscript):
                 a = a.value
             bound = const(ctx, b, ctx.env)
+            if bound is None and isinstance(b, cst.Name):
+                bound = _constant_assigned(ctx, func, b.value)  # `eps = 1e-6` after the root
             if (
                 dotted_name(a) in wanted
                 and bound is not None
@@ -684,6 +686,20 @@ def zero_tested(ctx: Context, value: Value) -> bool:
             ):
                 return True
     return False
+
+
+def _constant_assigned(ctx: Context, func: cst.FunctionDef, name: str) -> float | None:
+    """The number `name` is given where the function's only assignment of it is one
+    (`eps = 1e-6` below the line being visited, which its bindings do not hold yet)."""
+    if ctx.parameter(name) is not None:
+        return None
+    values = [
+        small.value
+        for small in descendants(func)
+        if isinstance(small, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+    ]
+    return const(ctx, values[0]) if len(values) == 1 else None
 
 
 def _singles_out_zero(operator: cst.BaseCompOp, bound: float, flipped: bool) -> bool:
