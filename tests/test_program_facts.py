@@ -129,6 +129,10 @@ def test_relu_module_attribute(init: str, expected: list[str]) -> None:
         ("x.float()", ["medium"]),
         # an exp(-k) stops short of 1
         ("torch.exp(-x.abs() - 1)", ["low"]),
+        # what a method of the project returns: unknown, as the callers' value
+        ("self.sample_w(x)", ["medium"]),
+        # clamped strictly inside (-1, 1)
+        ("self.sample_w(x).clamp(-1 + 1e-6, 1 - 1e-6)", []),
     ],
 )
 def test_margin_loss_sine_of_a_cosine(cosine: str, expected: list[str]) -> None:

@@ -38,6 +38,7 @@ from numlint.analysis.zeros import (
     is_max_of,
     positive_value,
     square_of,
+    user_call,
     zero_reason,
 )
 from numlint.diagnostic import Confidence, confidence_rank
@@ -176,7 +177,8 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
 
 def unit_unknown(ctx: Context, value: Value) -> bool:
     """In `1 - x**2`, nothing is known of x: a parameter or an attribute (through casts),
-    which the code's callers may fill with a cosine."""
+    which the code's callers may fill with a cosine, or what a function of the project
+    returns (`w = self._sample_w(k)`, a draw on [-1, 1])."""
     v, _ = strip(ctx, value)
     node = v.node
     if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
@@ -187,6 +189,8 @@ def unit_unknown(ctx: Context, value: Value) -> bool:
     b, _ = strip(ctx, Value(base, v.env))
     if isinstance(b.node, cst.Name):
         return ctx.parameter(b.node.value) is not None
+    if isinstance(b.node, cst.Call):
+        return user_call(ctx, b.node, b.env)
     return isinstance(b.node, cst.Attribute)
 
 

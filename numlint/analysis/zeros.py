@@ -1096,12 +1096,12 @@ def nonzero_selected(ctx: Context, value: Value) -> bool:
             if _nonzero_test(ctx, test, value.env):
                 return True
         return False
-    if isinstance(node, cst.Call) and _user_call(ctx, node, value.env):
+    if isinstance(node, cst.Call) and user_call(ctx, node, value.env):
         return origin_of(ctx, node, ("nonzero",)) is not None
     return False
 
 
-def _user_call(ctx: Context, node: cst.Call, env: Env) -> bool:
+def user_call(ctx: Context, node: cst.Call, env: Env) -> bool:
     """A call of a function of the user's code (`drop_empty(x)`, `self.filter(x)`), not of
     torch or a tensor method: only those can have a summary."""
     callee = ctx.callee(node, env)
@@ -1600,7 +1600,7 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
     o = op(ctx, node, env)
-    if o is None and _user_call(ctx, node, env):
+    if o is None and user_call(ctx, node, env):
         found = origin_of(ctx, node, ("norm", "sum_of_squares"))
         if found is not None:  # `x / l2_norm(x)`, a helper in another function or file
             return "a norm" if found.kind == "norm" else "a sum"

@@ -89,7 +89,8 @@ class SqrtAtZero(Rule):
     so; through a named square `c2 = c**2; 1 - c2`), a value the function tests against 0
     elsewhere (`mask = theta_sq > 0`);
     medium for `1 - x**2` of a parameter or attribute in differentiated code (a margin loss
-    takes its callers' cosines), and for the root of a sum of squared differences of two
+    takes its callers' cosines) or of what a function of the project returns (a sampler's
+    draw on [-1, 1]), and for the root of a sum of squared differences of two
     tensors in what training minimises (a loss, a training step, or code whose result a
     caller calls `backward()` on: an anchor and its positive can be the same sample);
     medium for the root of a sum of squares of a layer's features alone in a module's
