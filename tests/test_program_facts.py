@@ -129,6 +129,10 @@ def test_relu_module_attribute(init: str, expected: list[str]) -> None:
         ("x.float()", ["medium"]),
         # an exp(-k) stops short of 1
         ("torch.exp(-x.abs() - 1)", ["low"]),
+        # what a method of the project returns: unknown, as the callers' value
+        ("self.sample_w(x)", ["medium"]),
+        # clamped strictly inside (-1, 1)
+        ("self.sample_w(x).clamp(-1 + 1e-6, 1 - 1e-6)", []),
     ],
 )
 def test_margin_loss_sine_of_a_cosine(cosine: str, expected: list[str]) -> None:
@@ -793,3 +797,95 @@ def test_selection_averaged_by_a_helper_in_another_file(
     )
     found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
     assert [(d.row, d.confidence) for d in found] == [(8, c) for c in expected]
+
+
+DISTANCE = """import torch
+
+
+def pairwise_distance(a, b):
+    return torch.sqrt(torch.sum((a - b) ** 2, dim=-1))
+"""
+
+METRIC_USER = """from enum import Enum
+
+from {package} import pairwise_distance
+
+
+class Metric(Enum):
+    EUCLIDEAN = lambda x, y: pairwise_distance(x, y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("user", "expected"),
+    [
+        # a lambda in a loss's module, the helper imported through its package's re-export
+        ("triplet_loss.py", ["medium"]),
+        # the same lambda in a file that is no loss: nothing differentiates the helper
+        ("metrics.py", ["low"]),
+    ],
+)
+def test_distance_called_from_a_loss_lambda(tmp_path: Path, user: str, expected: list) -> None:
+    """`class Metric(Enum): EUCLIDEAN = lambda x, y: distance(x, y)` in a triplet loss's
+    file: the loss differentiates the distance of an anchor to its positive, which can be
+    the same sample."""
+    (tmp_path / ".git").mkdir()
+    util = tmp_path / "pkg" / "util"
+    util.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (util / "__init__.py").write_text("from .similarity import pairwise_distance\n")
+    (util / "similarity.py").write_text(DISTANCE)
+    (tmp_path / "pkg" / user).write_text(METRIC_USER.format(package="pkg.util"))
+    found = check_paths([util / "similarity.py"], {"select": ["NUM201"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected
+
+
+ROTATION = """
+def rotation(axis_angle):
+    def _rodrigues(axis_angle, theta2):
+        theta = torch.sqrt(theta2)
+        return axis_angle / (theta + 1e-6)
+
+    a = torch.unsqueeze(axis_angle, dim=1)
+    theta2 = torch.squeeze(torch.matmul(a, a.transpose(1, 2)), dim=1)
+    normal = _rodrigues(axis_angle, {passed})
+    eps = 1e-6
+    mask = (theta2 > eps).view(-1, 1)
+    return mask * normal + ~mask * axis_angle
+
+
+class Pose(nn.Module):
+    def forward(self, x):
+        return rotation(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("passed", "expected"),
+    [
+        # the self dot product, which the function then tests against a tiny eps: the zero
+        # rotation is expected, and the mask product does not stop sqrt's NaN gradient
+        ("theta2", ["high"]),
+        # clamped above 0 where it is passed, or a value nothing is known of
+        ("theta2.clamp(min=1e-12)", []),
+        ("axis_angle.abs()", []),
+    ],
+)
+def test_root_of_a_nested_functions_parameter(passed: str, expected: list[str]) -> None:
+    """A nested helper takes the root of its parameter: judged with what the enclosing
+    function passes (`torch.matmul(a, a.transpose(1, 2))`, a squared length)."""
+    assert _grades(ROTATION.format(passed=passed), "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("product", "expected"),
+    [
+        ("torch.matmul(a, a.transpose(1, 2))", ["low"]),
+        ("a @ a.transpose(1, 2)", ["low"]),
+        # a product of two tensors: not a squared length
+        ("torch.matmul(a, b.transpose(1, 2))", []),
+    ],
+)
+def test_root_of_a_self_inner_product(product: str, expected: list[str]) -> None:
+    code = f"def length(a, b):\n    return torch.sqrt({product})\n"
+    assert _grades(code, "NUM201") == expected

@@ -38,6 +38,7 @@ from numlint.analysis.zeros import (
     is_max_of,
     positive_value,
     square_of,
+    user_call,
     zero_reason,
 )
 from numlint.diagnostic import Confidence, confidence_rank
@@ -176,7 +177,8 @@ def unit_bounded(ctx: Context, value: Value) -> bool:
 
 def unit_unknown(ctx: Context, value: Value) -> bool:
     """In `1 - x**2`, nothing is known of x: a parameter or an attribute (through casts),
-    which the code's callers may fill with a cosine."""
+    which the code's callers may fill with a cosine, or what a function of the project
+    returns (`w = self._sample_w(k)`, a draw on [-1, 1])."""
     v, _ = strip(ctx, value)
     node = v.node
     if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
@@ -187,6 +189,8 @@ def unit_unknown(ctx: Context, value: Value) -> bool:
     b, _ = strip(ctx, Value(base, v.env))
     if isinstance(b.node, cst.Name):
         return ctx.parameter(b.node.value) is not None
+    if isinstance(b.node, cst.Call):
+        return user_call(ctx, b.node, b.env)
     return isinstance(b.node, cst.Attribute)
 
 
@@ -677,6 +681,8 @@ def zero_tested(ctx: Context, value: Value) -> bool:
             while isinstance(a, cst.Subscript):
                 a = a.value
             bound = const(ctx, b, ctx.env)
+            if bound is None and isinstance(b, cst.Name):
+                bound = _constant_assigned(ctx, func, b.value)  # `eps = 1e-6` after the root
             if (
                 dotted_name(a) in wanted
                 and bound is not None
@@ -684,6 +690,20 @@ def zero_tested(ctx: Context, value: Value) -> bool:
             ):
                 return True
     return False
+
+
+def _constant_assigned(ctx: Context, func: cst.FunctionDef, name: str) -> float | None:
+    """The number `name` is given where the function's only assignment of it is one
+    (`eps = 1e-6` below the line being visited, which its bindings do not hold yet)."""
+    if ctx.parameter(name) is not None:
+        return None
+    values = [
+        small.value
+        for small in descendants(func)
+        if isinstance(small, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+    ]
+    return const(ctx, values[0]) if len(values) == 1 else None
 
 
 def _singles_out_zero(operator: cst.BaseCompOp, bound: float, flipped: bool) -> bool:

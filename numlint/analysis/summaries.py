@@ -351,9 +351,10 @@ class Module:
 
     def calls_of(self, name: str) -> list[tuple[str | None, ast.Call]]:
         """The calls of `name` by the last part of the callee's name: (enclosing function
-        key, call), the functions' in their order, then the module-level statements'. A file
-        whose text never says `name(` has none (no walk); otherwise only the functions and
-        statements whose lines spell `name` as a word are walked."""
+        key, call), the functions' in their order, then the statements outside them (the
+        module's and its classes' bodies: a lambda there). A file whose text never says
+        `name(` has none (no walk); otherwise only the functions and statements whose lines
+        spell `name` as a word are walked."""
         if f"{name}(" not in self.text:
             return []
         found = self._calls.get(name)
@@ -363,12 +364,35 @@ class Module:
             for key, f in self.functions.items():
                 if spelled(f.node):
                     found += [(key, call) for call in _body_calls(f.node, name)]
-            for stmt in self.tree.body:
-                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    if spelled(stmt):
-                        found += [(None, n) for n in ast.walk(stmt) if _calls_name(n, name)]
+            for stmt in self._top_statements():
+                if spelled(stmt):
+                    found += [(None, n) for n in ast.walk(stmt) if _calls_name(n, name)]
             self._calls[name] = found
         return found
+
+    def _top_statements(self) -> Iterator[ast.stmt]:
+        """The statements outside functions: the module's and its classes' bodies."""
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                yield from (
+                    s
+                    for s in stmt.body
+                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                )
+            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield stmt
+
+    def loss_lambda(self, call: ast.Call) -> bool:
+        """`call` lies in a lambda outside any function of a file named for a loss
+        (`class Distance(Enum): EUCLIDEAN = lambda x, y: distance(x, y)` in a triplet
+        loss's module): a piece the loss computes, differentiated with it."""
+        if not _LOSS_NAME.search(Path(self.path).stem):
+            return False
+        return any(
+            isinstance(lam, ast.Lambda) and any(n is call for n in ast.walk(lam.body))
+            for stmt in self._top_statements()
+            for lam in ast.walk(stmt)
+        )
 
     def _spelled(self, name: str) -> Callable[[ast.AST], bool]:
         """Whether the lines of a node (a statement) hold `name` as a word: always, where the
@@ -1129,8 +1153,10 @@ class Project:
             found = self._trains(mod, f)
             if not found and depth < 3:
                 found = any(
-                    caller is not None and self._differentiated(cmod, caller, depth + 1)
-                    for cmod, caller, _ in self._known_calls(mod, f)
+                    cmod.loss_lambda(call)
+                    if caller is None
+                    else self._differentiated(cmod, caller, depth + 1)
+                    for cmod, caller, call in self._known_calls(mod, f)
                 )
         self._differentiated_memo[key] = found
         return found
@@ -1162,8 +1188,8 @@ class Project:
         if _calls_backward(f.node):
             return True
         return depth < 2 and any(
-            caller is not None and self._objective(cmod, caller, depth + 1)
-            for cmod, caller, _ in self._known_calls(mod, f)
+            cmod.loss_lambda(call) if caller is None else self._objective(cmod, caller, depth + 1)
+            for cmod, caller, call in self._known_calls(mod, f)
         )
 
     def module_forward(self, func: str) -> bool:
@@ -1191,10 +1217,11 @@ class Project:
             return False
         calls = self._known_calls(mod, f)
         return bool(calls) and all(
-            caller is not None
-            and caller != func
+            cmod.loss_lambda(call)
+            if caller is None
+            else caller != func
             and (self._objective(cmod, caller, 1) or self._trained(cmod, caller, depth + 1))
-            for cmod, caller, _ in calls
+            for cmod, caller, call in calls
         )
 
     def _module_class(self, mod: Module, cls: str) -> bool:
@@ -1347,14 +1374,21 @@ class Project:
         self, cmod: Module, call: ast.Call, f: Function, target: Module, caller: str | None
     ) -> bool:
         """Whether `call` (in module `cmod`, function `caller`) calls `f` of `target`: the
-        name itself in the same file, an import of it (or of its module) elsewhere; a method
-        on `self` or any object in the same file, elsewhere on an instance of its class."""
+        name itself in the same file, an import of it (or of its module, or of a package
+        re-exporting it) elsewhere; a method on `self` or any object in the same file,
+        elsewhere on an instance of its class."""
         fn = call.func
         if f.cls is None:
             if isinstance(fn, ast.Name):
                 if cmod is target:
                     return True
-                return _names_target(cmod.imports.get(fn.id), f"{target.name}.{f.node.name}")
+                imported = cmod.imports.get(fn.id)
+                if _names_target(imported, f"{target.name}.{f.node.name}"):
+                    return True
+                found = self._lookup(cmod, fn.id) if imported else None  # a package's re-export
+                return (
+                    found is not None and found[0].path == target.path and found[1] == f.node.name
+                )
             if isinstance(fn, ast.Attribute) and cmod is not target:
                 base = _dotted(fn.value)
                 root = base.split(".")[0] if base else None

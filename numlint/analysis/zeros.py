@@ -29,7 +29,7 @@ from numlint.analysis.ops import (
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.summaries import bounded_by_callers, origin_of
-from numlint.analysis.tables import TRANSPARENT_METHODS
+from numlint.analysis.tables import TRANSPARENT_FUNCTIONS, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
 _SQUARE = "a square"
@@ -323,6 +323,8 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
                 return "a normalised ratio"
         return None
     if isinstance(operator, cst.MatrixMultiply) and mode == "sqrt":
+        if _with_own_transpose(ctx, node, env):
+            return _SUM_SQUARES  # `v @ v.T`: a vector's squared length
         return _weighted_squares(sub(node.left), sub(node.right))  # `bands @ power**2`
     if isinstance(operator, cst.Power):
         exponent = const(ctx, node.right, env)
@@ -348,6 +350,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return None
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return sub(callee.receiver)
+    if callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):
+        return sub(arg)  # `torch.squeeze(theta2, dim=1)`
     act = activation(ctx, Value(node, env))
     if act is not None:
         return f"a {act.kind} output"
@@ -391,6 +395,10 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return sub(inp)  # `d.min(dim=1)[0]`: the nearest of squared distances is 0 where one is
     if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
         other = o.arg(0, "other") or o.arg(0, "mat2")
+        if other is not None and (
+            _transpose_of(ctx, inp, other, env) or _transpose_of(ctx, other, inp, env)
+        ):
+            return _SUM_SQUARES  # `torch.matmul(v, v.transpose(1, 2))`: a squared length
         return _weighted_squares(sub(inp), sub(other) if other is not None else None)
     if o.name in ("mul",) and inp is not None:
         other = o.arg(0, "other")
@@ -1092,12 +1100,12 @@ def nonzero_selected(ctx: Context, value: Value) -> bool:
             if _nonzero_test(ctx, test, value.env):
                 return True
         return False
-    if isinstance(node, cst.Call) and _user_call(ctx, node, value.env):
+    if isinstance(node, cst.Call) and user_call(ctx, node, value.env):
         return origin_of(ctx, node, ("nonzero",)) is not None
     return False
 
 
-def _user_call(ctx: Context, node: cst.Call, env: Env) -> bool:
+def user_call(ctx: Context, node: cst.Call, env: Env) -> bool:
     """A call of a function of the user's code (`drop_empty(x)`, `self.filter(x)`), not of
     torch or a tensor method: only those can have a summary."""
     callee = ctx.callee(node, env)
@@ -1596,7 +1604,7 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
     o = op(ctx, node, env)
-    if o is None and _user_call(ctx, node, env):
+    if o is None and user_call(ctx, node, env):
         found = origin_of(ctx, node, ("norm", "sum_of_squares"))
         if found is not None:  # `x / l2_norm(x)`, a helper in another function or file
             return "a norm" if found.kind == "norm" else "a sum"

@@ -40,6 +40,9 @@ class HandWrittenSoftmax(Rule):
     only above 88.7, which even logits rarely reach). Not reported when the exponent is
     bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`): nothing overflows, and 0/0 needs
     every term to underflow at once, which a window holding its centre (exp(0) = 1) never does.
+    Where the exponentials are a statement of their own (`e = x.exp()`, then `e / e.sum(d)`),
+    the finding is on that `exp`, the value that overflows; the fix still rewrites the
+    division.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
@@ -124,10 +127,11 @@ class HandWrittenSoftmax(Rule):
                 out = src.exp()
                 return out / scatter_add(out, index, dim=0)[index]
             """,
-            line=4,
-            column=12,
+            line=3,
+            column=11,
             confidence="low",
-            note="a softmax over each node's edges, summed by torch_scatter",
+            note="a softmax over each node's edges, summed by torch_scatter: reported on the "
+            "exp, which overflows",
         ),
         Invalid(
             """
@@ -148,8 +152,8 @@ class HandWrittenSoftmax(Rule):
                 e = (q @ k.transpose(-2, -1)).exp()
                 return e / e.sum(dim=-1, keepdim=True)
             """,
-            line=4,
-            column=12,
+            line=3,
+            column=9,
             fixed="""
             import torch
             def attention(q, k):
@@ -240,10 +244,12 @@ class HandWrittenSoftmax(Rule):
             return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
             # underflow at once (a window without its centre and a tiny sigma)
         confidence = overflow_confidence(ctx, num)
+        # `e = x.exp()` a statement above: the finding goes on the exp, which overflows
+        at = num.op.call if ctx.deref(ctx.value(node.left)).node is not node.left else node
         if red is None:
-            self.report(node, _SEGMENT_MESSAGE, confidence=confidence)
+            self.report(at, _SEGMENT_MESSAGE, confidence=confidence)
             return
-        self.report(node, fix=self._fix(node, num, red), confidence=confidence)
+        self.report(at, fix=self._fix(node, num, red), confidence=confidence)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
         ctx = self.ctx

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
-from numlint.analysis.evidence import grade, root_of, tallied_share
+from numlint.analysis.evidence import grade, mask_like, root_of, tallied_share
 from numlint.analysis.gradients import (
     compared_here,
     gradient_flows,
@@ -22,7 +22,7 @@ from numlint.analysis.guards import (
     writes_minus_inf,
 )
 from numlint.analysis.ops import const, is_zero, op, same_value
-from numlint.analysis.semantics import activation, is_one, strip
+from numlint.analysis.semantics import activation, is_one, positional, strip
 from numlint.analysis.zeros import (
     bounded_probability,
     complemented_probability,
@@ -45,6 +45,8 @@ class LogOfZero(Rule):
     mask, a ReLU output, a `torch.rand` draw, a value clamped at 0, a normalised ratio
     (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
     branch; also when the value reaches the log through a variable of the same function.
+    Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
+    vector + mask.log())`): masking by -inf, which a fully masked row turns into NaN.
     The natural log of a softmax or sigmoid output itself is NUM101 / NUM102; a log
     multiplied by its own argument (`p * torch.log(p)`) is NUM109.
 
@@ -74,7 +76,9 @@ class LogOfZero(Rule):
     quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a
     0/1 indicator the function is given (usually a deliberate log-density; the log of a
     comparison it computes, `(x == v).float().log()`, is one by design and not reported),
-    a ratio of norms in dB (SI-SNR, SQNR),
+    a ratio of norms in dB (SI-SNR, SQNR), the log of a mask the function is given added to
+    softmax scores (NaN only for a row with every entry masked, which the caller's masks
+    rarely hold),
     and a `torch.rand` draw in a constructor or parameter initialiser (a few numbers drawn
     once), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
     `p / p.sum(-1)`: its -inf logits are the masking), a module's own setting clamped into
@@ -127,6 +131,23 @@ class LogOfZero(Rule):
     TRIGGERS = ("log(", "log2(", "log10(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def masked_log_softmax(vector, mask):
+                vector = vector + (mask + 1e-45).log()
+                return torch.nn.functional.log_softmax(vector, dim=1)
+            """,
+            "a tiny eps inside the log: a fully masked row stays finite",
+        ),
+        Valid(
+            """
+            import torch
+            def masked_scores(vector, mask):
+                return vector + mask.log()
+            """,
+            "no softmax normalises the masked scores",
+        ),
         Valid(
             """
             import torch
@@ -326,6 +347,18 @@ class LogOfZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def masked_log_softmax(vector, mask):
+                vector = vector + mask.log()
+                return torch.nn.functional.log_softmax(vector, dim=1)
+            """,
+            confidence="low",
+            line=3,
+            column=23,
+            note="a mask turned into -inf scores: a fully masked row gives NaN",
+        ),
         Invalid(
             """
             import torch
@@ -571,6 +604,8 @@ class LogOfZero(Rule):
                     self._probability(node, o.input, None)
             elif _infinities_replaced(ctx):
                 self._repaired(node, o.input)
+            elif _masks_scores(ctx, value) and not not_a_tensor(ctx, value):
+                self.report(node, _MASKED_SCORES, confidence="low")
             elif (
                 _hand_cross_entropy(ctx, node, value)
                 and not bounded_probability(ctx, value)
@@ -667,6 +702,47 @@ _TAIL_FORWARD = (
     "the result is -inf (no gradient flows here, but the value spreads); clamp it first "
     "(`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
 )
+
+
+_MASKED_SCORES = (
+    "log of a 0/1 mask added to scores that a softmax normalises: masked entries are -inf, "
+    "and a row with every entry masked is -inf throughout, where the softmax is NaN; fill "
+    "the masked scores with a finite minimum instead "
+    "(`x.masked_fill(mask == 0, torch.finfo(x.dtype).min)`)"
+)
+_SOFTMAXES = frozenset({"softmax", "log_softmax"})
+
+
+def _masks_scores(ctx, value: Value) -> bool:
+    """`vector + mask.log()` normalised by a softmax (in the call, or through the name the
+    sum is assigned to): a 0/1 mask the function is given, turned into -inf scores; a fully
+    masked row is NaN. (The log of a comparison the code makes is a log-density by design.)"""
+    v, _ = strip(ctx, value)
+    if isinstance(v.node, cst.Comparison) or not mask_like(ctx, v):
+        return False
+    stack = ctx.stack
+    i = len(stack) - 2
+    while i > 0 and isinstance(stack[i], cst.BinaryOperation):
+        if not isinstance(stack[i].operator, cst.Add):  # type: ignore[attr-defined]
+            return False
+        i -= 1
+    if i == len(stack) - 2:
+        return False  # not a term of a sum
+    holder = stack[i]
+    if isinstance(holder, cst.Arg):
+        return isinstance(stack[i - 1], cst.Call) and call_name(stack[i - 1]) in _SOFTMAXES
+    if not (isinstance(holder, cst.Assign) and len(holder.targets) == 1):
+        return False
+    target = holder.targets[0].target
+    if not isinstance(target, cst.Name) or ctx.function is None:
+        return False
+    for call in descendants(ctx.function):
+        if isinstance(call, cst.Call) and call_name(call) in _SOFTMAXES:
+            receiver = ctx.callee(call).receiver  # `x.softmax(-1)`, else `F.softmax(x, -1)`
+            scores = receiver if receiver is not None else positional(call, 0, "input")
+            if isinstance(scores, cst.Name) and scores.value == target.value:
+                return True
+    return False
 
 
 _RAND = "a `torch.rand` draw"

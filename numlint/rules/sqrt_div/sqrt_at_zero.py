@@ -39,7 +39,8 @@ class SqrtAtZero(Rule):
     What it does:
     Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
     `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
-    (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`), a square, a variance, `1 - x**2`
+    (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`, a vector's product with its own transpose
+    `torch.matmul(v, v.transpose(1, 2))`), a square, a variance, `1 - x**2`
     (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable and
     through the smallest entries of one (`d.min(dim=1).values`, `torch.min(d, 1)[0]`,
     `d.amin(-1)`: a nearest-neighbour distance).
@@ -70,7 +71,8 @@ class SqrtAtZero(Rule):
     are not guards, and are reported. The root of a sigmoid output is not reported unless
     the value is float16 (a float32 sigmoid is exactly 0 only below a logit of -103, float16
     below -17); the root of `1 - sigmoid(x)` (0 from x = 16.6) is. Values are followed within
-    one function.
+    one function, and into a function nested in it: the root of a nested helper's parameter
+    is judged with what the enclosing function passes.
 
     Confidence:
     high for the root of an expanded squared distance (reported also where no gradient
@@ -87,7 +89,8 @@ class SqrtAtZero(Rule):
     so; through a named square `c2 = c**2; 1 - c2`), a value the function tests against 0
     elsewhere (`mask = theta_sq > 0`);
     medium for `1 - x**2` of a parameter or attribute in differentiated code (a margin loss
-    takes its callers' cosines), and for the root of a sum of squared differences of two
+    takes its callers' cosines) or of what a function of the project returns (a sampler's
+    draw on [-1, 1]), and for the root of a sum of squared differences of two
     tensors in what training minimises (a loss, a training step, or code whose result a
     caller calls `backward()` on: an anchor and its positive can be the same sample);
     medium for the root of a sum of squares of a layer's features alone in a module's
@@ -661,6 +664,8 @@ class SqrtAtZero(Rule):
                 return
         if arg is not None and name:
             self._check(node, arg, name)
+        elif isinstance(node.func, cst.Name) and ctx.function is not None:
+            self._judge_nested(node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Power):
@@ -694,7 +699,11 @@ class SqrtAtZero(Rule):
         )
         self.report(node, message, confidence="medium")
 
-    def _check(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
+    def _check(
+        self, node: cst.CSTNode, arg: cst.BaseExpression, name: str, passed: bool = False
+    ) -> None:
+        """The root `node` of `arg`; `passed`: `arg` is what the enclosing function passes
+        for the parameter whose root a nested function takes (`node` lies in that one)."""
         ctx = self.ctx
         reason = zero_reason(ctx, ctx.value(arg), "sqrt")
         found = None
@@ -704,6 +713,8 @@ class SqrtAtZero(Rule):
         if reason is None and expanded_distance(ctx, ctx.value(arg)):
             self._expanded(node, arg, name)
             return
+        if reason is None and not passed:
+            self._defer(node, arg, name)
         if reason is None or selection(ctx, arg) is not None or guarded_by_condition(ctx, arg):
             return
         if name == "sqrt" and not gradient_flows(ctx, arg):
@@ -733,7 +744,7 @@ class SqrtAtZero(Rule):
             confidence = "low" if unseen else found.confidence
             self.report(node, message, None, confidence=confidence, related=related(found))
             return
-        fix = self._fix(node, arg) if name == "sqrt" else None
+        fix = self._fix(node, arg) if name == "sqrt" and not passed else None
         confidence = grade(ctx, reason, ctx.value(arg))
         if (
             name == "sqrt"
@@ -753,6 +764,7 @@ class SqrtAtZero(Rule):
         elif (
             confidence == "low"
             and name == "sqrt"
+            and not passed
             and _floored_after(ctx, node, arg)
             and not _own_weights(ctx, ctx.value(arg))
         ):
@@ -762,6 +774,32 @@ class SqrtAtZero(Rule):
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
+
+    def _defer(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
+        """`sqrt(theta2)` of a parameter of a function nested in another one: judged where
+        the enclosing function calls it, with the value it passes (`_judge_nested`)."""
+        ctx = self.ctx
+        func = ctx.function
+        if name != "sqrt" or func is None or not isinstance(arg, cst.Name):
+            return
+        if ctx.deref(ctx.value(arg)).node is not arg or ctx.parameter(arg.value) is None:
+            return  # rebound before the root
+        outer = [n for n in ctx.stack if isinstance(n, cst.FunctionDef) and n is not func]
+        params = [p.name.value for p in func.params.params]
+        if outer and arg.value in params:
+            pending = self.ctx.shared.setdefault("sqrt-at-zero nested roots", {})
+            key = (id(outer[-1]), func.name.value)
+            pending.setdefault(key, []).append((node, params.index(arg.value), arg.value))
+
+    def _judge_nested(self, call: cst.Call) -> None:
+        """A call of a nested function that takes the root of a parameter: the root is
+        judged with what this call passes (`theta2 = a @ a.T; _rotation(a, theta2)`)."""
+        ctx = self.ctx
+        pending = ctx.shared.get("sqrt-at-zero nested roots", {})
+        for node, index, param in pending.get((id(ctx.function), call.func.value), ()):  # type: ignore[union-attr]
+            passed = positional(call, index, param)
+            if passed is not None:
+                self._check(node, passed, "sqrt", passed=True)
 
     def _expanded(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
         """The root of `|x|**2 + |y|**2 - 2 x.y`: below 0 after rounding, NaN forward."""
