@@ -154,12 +154,13 @@ class DivideByZeroNorm(Rule):
     caller (across the project) runs the function only under `if fg_mask.sum():`, a count of
     the whole batch's supervised tokens (`(labels != ignore_index).sum()`, `loss_mask.sum()`
     over every dimension: 0 only if every token of the batch is ignored; a count per row,
-    `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), a ratio
-    the rest of the function only compares against (`r = h / m; keep = u > 1 - r`: a NaN
-    makes a comparison False, not a NaN value), and a value replaced by `nan_to_num` or a
+    `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), and a
+    value replaced by `nan_to_num` or a
     finiteness test in the next lines (also after the `if`/`elif` whose branches compute
     it). Where no gradient can flow through such a repaired value (metrics, `no_grad`, a
-    custom backward), the deliberate NaN is not a finding at all; where one can, the NaN's
+    custom backward), the deliberate NaN is not a finding at all; nor is a ratio the rest of
+    the function only compares against (`r = h / m; keep = u > 1 - r`, `sqrt(l / l[0]) >
+    rcond`: a NaN makes a comparison False, not a NaN value); where one can, the NaN's
     gradient survives the repair and the finding stays, graded low.
 
     References:
