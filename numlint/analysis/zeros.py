@@ -2022,6 +2022,8 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
             return True
         if callee.receiver is not None and f"torch.{callee.method}" in _COUNTS:
             return True  # `x.bincount()`
+        if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
+            return _non_negative(ctx, Value(callee.receiver, env), depth + 1)  # `s.to(x)`
         first = positional(node, 0, "tensors") if qual in _JOINS else None
         if isinstance(first, (cst.Tuple, cst.List)):  # `torch.cat((d, d, zeros))`
             return all(_non_negative(ctx, Value(e.value, env), depth + 1) for e in first.elements)
