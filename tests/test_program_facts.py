@@ -889,3 +889,38 @@ def test_root_of_a_nested_functions_parameter(passed: str, expected: list[str]) 
 def test_root_of_a_self_inner_product(product: str, expected: list[str]) -> None:
     code = f"def length(a, b):\n    return torch.sqrt({product})\n"
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("magnitude", "expected"),
+    [
+        ("torch.sqrt(torch.clamp(m**2 + p**2, min=1e-8))", []),  # positive by its clamp
+        ("torch.sqrt(m**2 + p**2).clamp_min(1e-5)", []),
+        ("torch.exp(m)", []),
+        ("torch.sqrt(m**2 + p**2)", ["low"]),  # a silent frame is 0
+        ("torch.sqrt(torch.clamp(m**2 + p**2, min=0.0))", ["low"]),
+    ],
+)
+def test_norm_of_a_helper_that_returns_a_positive_value(
+    tmp_path: Path, magnitude: str, expected: list[str]
+) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "spectra.py").write_text(
+        "import torch\n\n\n"
+        "def magnitude(x):\n"
+        "    o = torch.stft(x, 512, return_complex=False)\n"
+        "    m, p = o[..., 0], o[..., 1]\n"
+        f"    return {magnitude}\n"
+    )
+    (pkg / "losses.py").write_text(
+        "import torch\n"
+        "from pkg.spectra import magnitude\n\n\n"
+        "class SpectralConvergence(torch.nn.Module):\n"
+        "    def forward(self, y_hat, y):\n"
+        "        s_hat, s = magnitude(y_hat), magnitude(y)\n"
+        "        return torch.norm(s - s_hat) / torch.norm(s)\n"
+    )
+    found = check_paths([pkg / "losses.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected

@@ -666,6 +666,12 @@ class Project:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
         if qual in _NORMS or (isinstance(fn, ast.Attribute) and fn.attr == "norm" and qual is None):
             return _at(here, "norm", f"the norm in {_where(mod, func)}")
+        if qual == "torch.exp" or (
+            isinstance(fn, ast.Attribute) and fn.attr == "exp" and qual is None and not expr.args
+        ):
+            return _at(here, "positive", f"the exp in {_where(mod, func)}")
+        if (_clamp_floor(qual, fn, expr) or 0.0) > 0:
+            return _at(here, "positive", f"the clamp above 0 in {_where(mod, func)}")
         if qual == "torch.abs" or (
             isinstance(fn, ast.Attribute) and fn.attr == "abs" and qual is None and not expr.args
         ):
@@ -677,6 +683,8 @@ class Project:
             inner = sub(mod, rooted, func, depth + 1) if rooted is not None else None
             if inner is not None and inner.kind == "sum_of_squares":
                 return _at(here, "norm", f"the norm in {_where(mod, func)}")
+            if inner is not None and inner.kind == "positive":
+                return _at(here, "positive", f"the root of a positive value in {_where(mod, func)}")
             return None
         if qual in _SUMS or (isinstance(fn, ast.Attribute) and fn.attr == "sum" and qual is None):
             summed = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
@@ -1667,6 +1675,21 @@ def _root(node: ast.expr) -> str | None:
             node = node.func.value
         else:
             return _dotted(node)
+
+
+def _clamp_floor(qual: str | None, fn: ast.expr, call: ast.Call) -> float | None:
+    """The constant lower bound of `torch.clamp(x, min=c)`, `x.clamp(min=c)`,
+    `x.clamp_min(c)` (None where there is none)."""
+    if qual in ("torch.clamp", "torch.clip", "torch.clamp_min"):
+        low = call.args[1] if len(call.args) > 1 else None
+    elif qual is None and isinstance(fn, ast.Attribute) and fn.attr in (*_CLAMPS, "clamp_min"):
+        low = call.args[0] if call.args else None
+    else:
+        return None
+    low = next((k.value for k in call.keywords if k.arg == "min"), low)
+    if isinstance(low, ast.Constant) and isinstance(low.value, (int, float)):
+        return float(low.value)
+    return None
 
 
 def _at(here: Origin, kind: str, what: str) -> Origin:

@@ -677,6 +677,10 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         if callee.qualname in _SELECTING_FUNCTIONS and (inp := positional(node, 0, "input")):
             return sub(inp)
     o = op(ctx, node, env)
+    if o is None and isinstance(node, cst.Call) and user_call(ctx, node, env):
+        # `stft(y)` of a helper returning `torch.sqrt(torch.clamp(m, min=1e-8))`, here or
+        # in another file
+        return origin_of(ctx, node, ("positive", "softmax", "sigmoid")) is not None
     if o is None:
         return activation(ctx, value) is not None
     if o.name in ("exp", "softplus", "ones", "softmax", "sigmoid"):
