@@ -439,14 +439,20 @@ def only_thresholds(ctx: Context) -> bool:
     if here is None:
         return False
     name, later = here
-    uses = _Thresholds(name)
-    for s in later:
+    uses = _Thresholds(name, frozenset(), carry=True)
+    handed: list[tuple[str, list[cst.CSTNode]]] = []
+    for i, s in enumerate(later):
         if _bounds_itself(s, name):
             continue
         s.visit(uses)
+        handed += [(other, later[i + 1 :]) for other in uses.carried]
+        uses.carried.clear()
         if assigned_name(s) == name:
             break
-    return uses.count > 0 and uses.count == uses.without_gradient
+    if uses.count == 0 or uses.count != uses.without_gradient:
+        return False
+    # `a = acos(d / n)`, `dist = n * sin(a)`, `near = dist <= tol`: names made from it
+    return all(_reads_without_gradient(o, rest, frozenset(), depth=1) for o, rest in handed)
 
 
 def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
