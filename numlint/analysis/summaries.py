@@ -550,6 +550,7 @@ class Project:
         self._steps = 0
         self._no_grad: dict[tuple[str, str], bool] = {}
         self._differentiated_memo: dict[tuple[str, str], bool] = {}
+        self.averaged: dict[str, tuple[int, ...]] = {}  # see averaged_parameters
         self._neighbours_of: dict[str, list[Module]] = {}
 
     # ---- modules ----
@@ -1877,7 +1878,14 @@ def averaged_parameters(ctx: object, callee: str) -> tuple[int, ...]:
     project = ctx.project  # type: ignore[attr-defined]
     if project is None or project.main is None:
         return ()
-    target = project._lookup(project.main, callee)
+    known = project.averaged.get(callee)
+    if known is None:
+        known = project.averaged[callee] = _averaged(project, callee)
+    return known
+
+
+def _averaged(project: Project, callee: str) -> tuple[int, ...]:
+    target = project._lookup(project.main, callee)  # type: ignore[arg-type]
     if target is None or target[1] not in target[0].functions:
         return ()
     f = target[0].functions[target[1]]
