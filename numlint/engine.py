@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
+import re
 import threading
 import types
 import warnings
@@ -613,12 +615,20 @@ def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
     """The rules whose prefilter (NEEDS_TORCH, TRIGGERS, ALSO_REQUIRES) `source` passes."""
     has_torch = "torch" in source
     found: dict[str, bool] = {}  # each word looked for once: rules share many
+    families = _families(tuple(r for r, _ in rules))
 
     def spelled(words: Sequence[str]) -> bool:
         for word in words:
             hit = found.get(word)
             if hit is None:
-                hit = found[word] = word in source
+                family = families.get(word)
+                if family is None:
+                    hit = found[word] = word in source
+                else:  # the family's words, found by one search
+                    pattern, members = family
+                    seen = set(pattern.findall(source))
+                    found.update((w, w in seen) for w in members)
+                    hit = found[word]
             if hit:
                 return True
         return False
@@ -630,6 +640,29 @@ def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
         and (not r.TRIGGERS or spelled(r.TRIGGERS))
         and (not r.ALSO_REQUIRES or spelled(r.ALSO_REQUIRES))
     ]
+
+
+_DIGITS = "0123456789"
+
+
+@functools.cache
+def _families(rules: tuple[type[Rule], ...]) -> dict[str, tuple[re.Pattern[str], list[str]]]:
+    """The rules' words that end in a digit, three or more sharing what precedes it (`e-6`,
+    `e-7`, `e-8`), each with its family's search (`e-[0-9]`) and members: one search finds
+    which of them a text spells, in place of a scan of the text for each. (The matches of the
+    search cannot overlap: the shared part holds no digit.)"""
+    words = {w for r in rules for w in (*r.TRIGGERS, *r.ALSO_REQUIRES)}
+    by_stem: dict[str, list[str]] = {}
+    for w in sorted(words):
+        stem = w[:-1]
+        if stem and w[-1] in _DIGITS and not any(c in _DIGITS for c in stem):
+            by_stem.setdefault(stem, []).append(w)
+    return {
+        w: (re.compile(re.escape(stem) + "[0-9]"), members)
+        for stem, members in by_stem.items()
+        if len(members) >= 3
+        for w in members
+    }
 
 
 def syntax_tree(source: str, path: str) -> ast.Module | list[Diagnostic]:

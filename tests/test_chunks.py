@@ -207,3 +207,29 @@ def test_a_long_data_table_is_left_out_and_findings_stay_put():
     for kept in (f"a = 1; TABLE = {{\n{rows}}}\n", "TABLE = {\n" + rows[:200] + "}\n"):
         text = "import torch\n" + kept
         assert "float16" in chunks.reduce(text, ast.parse(text), [], line_offsets(text)).text
+
+
+def test_active_rules_as_a_scan_for_each_word_finds_them():
+    """The words a family's one search finds (`e-[0-9]` for `e-6`, `e-7`...) are those a scan
+    for each finds, alone or with others: a file whose only trigger is one of them is linted."""
+    words = sorted({w for r, _ in RULES for w in (*r.TRIGGERS, *r.ALSO_REQUIRES)})
+    assert {"e-7", "E-5"} <= set(engine._families(tuple(r for r, _ in RULES)))
+
+    def each(source: str) -> list:
+        return [
+            (r, o)
+            for r, o in RULES
+            if ("torch" in source or not r.NEEDS_TORCH)
+            and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
+            and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
+        ]
+
+    texts = [f"import torch\nx = {w}\n" for w in words]
+    texts += [f"x = {a} @ {b}" for a in words for b in words[::7]]
+    texts += ["torch; eps = 1e-10e-7", "e-e-1 E-E-2 @ ", "1ee-9 torch", "1e-", "e-\u0663", ""]
+    for text in texts:
+        assert engine.active_rules(text, RULES) == each(text), text
+    half = [r for r in RULES if r[0].CODE == "NUM401"]
+    for eps, linted in (("1e-9", True), ("1.0", False)):  # `e-9` its only trigger
+        source = f"import torch\n\n\ndef f(x, w):\n    return x @ w + {eps}\n"
+        assert bool(engine.active_rules(source, half)) is linted

@@ -224,3 +224,34 @@ def test_model_library_scores_under_a_callers_autocast(tmp_path: Path) -> None:
     found = _findings(root)
     assert [f for f in found if f[1] == "NUM402"] == [(11, "NUM402", "medium")]
     assert [f for f in found if f[1] != "NUM402"] == []
+
+
+def test_an_eps_literal_alone_triggers_the_rule(tmp_path: Path) -> None:
+    """A file whose only NUM401 trigger is the literal's exponent (`1e-20`: `e-2`, looked
+    for with the other `e-` digits in one search) is linted by it."""
+    model = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x, mask):
+            h = self.proj(x)
+            return h.clamp(min=1e-20).log().mean()
+    """
+    root = _project(tmp_path, {"model.py": model, "train.py": _AMP_TRAIN})
+    assert _findings(root) == [(12, "NUM401", "medium")]
+
+
+def test_quick_filter_words_keep_their_boundary() -> None:
+    """`autocast(` and `fp16=` are evidence where no letter, digit or `_` precedes them."""
+    from numlint.analysis.precision_mode import may_hold_evidence
+
+    for text in ("autocast(", "x = torch.autocast ('cuda')", "fp16=True", "{'fp16': 1}"):
+        assert may_hold_evidence(text), text
+    for text in ("my_autocast(", "xautocast(", "use_fp16=True", "2fp16=1", "autocast", "fp16"):
+        assert not may_hold_evidence(text), text

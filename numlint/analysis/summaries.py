@@ -491,7 +491,6 @@ _FILES: dict[tuple[str, int, int], Module | None] = {}
 def _load(path: str, source: str | None = None, tree: ast.Module | None = None) -> Module | None:
     """The summary of one file (kept by size and modification time); `source` and `tree`:
     the text being linted and its ast, when the caller has them."""
-    name, _ = module_name(path)
     if source is None:
         try:
             st = os.stat(path)
@@ -500,21 +499,13 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
         key = (path, st.st_size, st.st_mtime_ns)
         if key in _FILES:
             return _FILES[key]
-        if st.st_size > _MAX_BYTES:
-            _FILES[key] = None
-            return None
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError):
-            _FILES[key] = None
-            return None
-        mod = _parse(path, name, text)
+        text = file_text(path)  # read once for the text searches and the summary
+        mod = None if text is None else _parse(path, module_name(path)[0], text)
         if len(_FILES) > 256:  # bounded memory: an ast is about 1 KB a line
             _FILES.clear()
         _FILES[key] = mod
         return mod
-    return _parse(path, name, source, tree)
+    return _parse(path, module_name(path)[0], source, tree)
 
 
 def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
