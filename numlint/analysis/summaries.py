@@ -542,6 +542,7 @@ class Project:
         self._no_grad: dict[tuple[str, str], bool] = {}
         self._differentiated_memo: dict[tuple[str, str], bool] = {}
         self.averaged: dict[str, tuple[int, ...]] = {}  # see averaged_parameters
+        self._trained_memo: dict[str, bool] = {}
         self._neighbours_of: dict[str, list[Module]] = {}
 
     # ---- modules ----
@@ -1207,7 +1208,12 @@ class Project:
         step: it is what training minimises, a module's `forward`, or a helper every known
         caller of which (two calls up) is one of those."""
         mod = self.main
-        return mod is not None and (self.objective(func) or self._trained(mod, func, 0))
+        if mod is None:
+            return False
+        known = self._trained_memo.get(func)
+        if known is None:
+            known = self._trained_memo[func] = self.objective(func) or self._trained(mod, func, 0)
+        return known
 
     def _trained(self, mod: Module, func: str, depth: int) -> bool:
         if self._module_forward(mod, func):

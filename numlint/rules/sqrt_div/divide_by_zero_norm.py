@@ -693,8 +693,6 @@ class DivideByZeroNorm(Rule):
         """`x[mask].mean()`, `torch.mean(x[m])`, or a function of the project that takes the
         mean of what it is given, called on a selection: an empty one gives 0/0 = NaN."""
         ctx = self.ctx
-        if not trained(ctx):
-            return  # metrics and transforms filter on purpose; training code runs every step
         o = op(ctx, node)
         if o is not None and o.name == "mean" and o.input is not None and not o.rest():
             operands = [o.input]
@@ -709,6 +707,8 @@ class DivideByZeroNorm(Rule):
             mask = selection_mask(ctx, ctx.value(operand))
             if mask is None or _host_values(ctx, operand, operand):
                 continue
+            if not trained(ctx):
+                return  # metrics and transforms filter on purpose; training code runs each step
             if any(
                 guarded_by_condition(ctx, e) for e in (operand, mask.node, *_sizes(ctx, operand))
             ):
