@@ -12,6 +12,16 @@ from numlint.api import check_paths, check_source
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
 
+def _package(root: Path, **modules: str) -> Path:
+    """A package `pkg` under `root` holding the given modules (name -> source)."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, source in modules.items():
+        (pkg / f"{name}.py").write_text(source)
+    return pkg
+
+
 def _grades(code: str, code_selected: str) -> list[str | None]:
     found = check_source(
         HEAD + code, "<string>", {"select": [code_selected], "min-confidence": "low"}
@@ -815,17 +825,15 @@ def test_inference_script_carries_no_gradient(
 def test_selection_averaged_by_a_helper_in_another_file(
     tmp_path: Path, body: str, expected: list[str]
 ) -> None:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "utils.py").write_text(f"def reduce_loss(loss, how):\n    {body}\n")
-    (pkg / "losses.py").write_text(
-        "import torch\n"
+    pkg = _package(
+        tmp_path,
+        utils=f"def reduce_loss(loss, how):\n    {body}\n",
+        losses="import torch\n"
         "from pkg.utils import reduce_loss\n\n\n"
         "class RegionLoss(torch.nn.Module):\n"
         "    def forward(self, pred, target, mask):\n"
         "        loss = (pred - target) ** 2\n"
-        "        return reduce_loss(loss[mask == 1], 'mean')\n"
+        "        return reduce_loss(loss[mask == 1], 'mean')\n",
     )
     found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
     assert [(d.row, d.confidence) for d in found] == [(8, c) for c in expected]
@@ -936,23 +944,19 @@ def test_root_of_a_self_inner_product(product: str, expected: list[str]) -> None
 def test_norm_of_a_helper_that_returns_a_positive_value(
     tmp_path: Path, magnitude: str, expected: list[str]
 ) -> None:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "spectra.py").write_text(
-        "import torch\n\n\n"
+    pkg = _package(
+        tmp_path,
+        spectra="import torch\n\n\n"
         "def magnitude(x):\n"
         "    o = torch.stft(x, 512, return_complex=False)\n"
         "    m, p = o[..., 0], o[..., 1]\n"
-        f"    return {magnitude}\n"
-    )
-    (pkg / "losses.py").write_text(
-        "import torch\n"
+        f"    return {magnitude}\n",
+        losses="import torch\n"
         "from pkg.spectra import magnitude\n\n\n"
         "class SpectralConvergence(torch.nn.Module):\n"
         "    def forward(self, y_hat, y):\n"
         "        s_hat, s = magnitude(y_hat), magnitude(y)\n"
-        "        return torch.norm(s - s_hat) / torch.norm(s)\n"
+        "        return torch.norm(s - s_hat) / torch.norm(s)\n",
     )
     found = check_paths([pkg / "losses.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.confidence for d in found] == expected

@@ -375,14 +375,29 @@ def _reads_without_gradient(
     arithmetic, indexing and torch calls whose own reads do (`e = 20 * log10(sqrt(p))`,
     `m = e.max()`, `keep = e - m > -40`)."""
     uses = _Uses(name, harmless, carry=depth > 0)
-    handed: list[tuple[str, list[cst.CSTNode]]] = []
-    for i, s in enumerate(later):
-        s.visit(uses)
-        handed += [(other, later[i + 1 :]) for other in uses.carried]
-        uses.carried.clear()
+    handed = _visit_later(uses, later)
     if uses.count == 0 or uses.count != uses.without_gradient:
         return False
     return all(_reads_without_gradient(other, rest, harmless, depth - 1) for other, rest in handed)
+
+
+def _visit_later(
+    uses: _Uses, later: list[cst.CSTNode], thresholds: bool = False
+) -> list[tuple[str, list[cst.CSTNode]]]:
+    """Count the reads in `later` with `uses`; return the names it carried the value into,
+    each with the statements after the one assigning it. With `thresholds`, a statement that
+    only bounds the name (`r = r.clamp(max=1)`) is skipped and one rebinding it ends the
+    count."""
+    handed: list[tuple[str, list[cst.CSTNode]]] = []
+    for i, s in enumerate(later):
+        if thresholds and _bounds_itself(s, uses.name):
+            continue
+        s.visit(uses)
+        handed += [(other, later[i + 1 :]) for other in uses.carried]
+        uses.carried.clear()
+        if thresholds and assigned_name(s) == uses.name:
+            break
+    return handed
 
 
 #: Operations that only rank their input: a -inf entry just sorts last.
@@ -440,15 +455,7 @@ def only_thresholds(ctx: Context) -> bool:
         return False
     name, later = here
     uses = _Thresholds(name, frozenset(), carry=True)
-    handed: list[tuple[str, list[cst.CSTNode]]] = []
-    for i, s in enumerate(later):
-        if _bounds_itself(s, name):
-            continue
-        s.visit(uses)
-        handed += [(other, later[i + 1 :]) for other in uses.carried]
-        uses.carried.clear()
-        if assigned_name(s) == name:
-            break
+    handed = _visit_later(uses, later, thresholds=True)
     if uses.count == 0 or uses.count != uses.without_gradient:
         return False
     # `a = acos(d / n)`, `dist = n * sin(a)`, `near = dist <= tol`: names made from it

@@ -581,6 +581,16 @@ class Project:
             return None if other is None else (other, "")
         return self._lookup(other, attr, depth + 1)
 
+    def function_named(self, name: str) -> tuple[Module, Function] | None:
+        """The function a top-level name of the file being linted calls, defined there or
+        imported from another file of the project."""
+        if self.main is None:
+            return None
+        target = self._lookup(self.main, name)
+        if target is None or target[1] not in target[0].functions:
+            return None
+        return target[0], target[0].functions[target[1]]
+
     def qualname(self, mod: Module, node: ast.expr) -> str | None:
         dotted = _dotted(node)
         if dotted is None:
@@ -1852,11 +1862,10 @@ def effects(ctx: object, callee: str, call: object) -> list[Effect]:
     project = ctx.project  # type: ignore[attr-defined]
     if project is None or project.main is None:
         return []
-    target = project._lookup(project.main, callee)
-    if target is None or target[0] is project.main or target[1] not in target[0].functions:
+    found = project.function_named(callee)
+    if found is None or found[0] is project.main:
         return []
-    mod, name = target
-    f = mod.functions[name]
+    mod, f = found
     args = [ctx.code(a.value) for a in call.args if a.keyword is None]  # type: ignore[attr-defined]
     binding = dict(zip(f.params, args, strict=False))
     binding.update(
@@ -1882,10 +1891,10 @@ def averaged_parameters(ctx: object, callee: str) -> tuple[int, ...]:
 
 
 def _averaged(project: Project, callee: str) -> tuple[int, ...]:
-    target = project._lookup(project.main, callee)  # type: ignore[arg-type]
-    if target is None or target[1] not in target[0].functions:
+    found = project.function_named(callee)
+    if found is None:
         return ()
-    f = target[0].functions[target[1]]
+    f = found[1]
     averaged = set()
     for n in ast.walk(f.node):
         if not isinstance(n, ast.Call) or n.keywords:

@@ -705,7 +705,7 @@ class DivideByZeroNorm(Rule):
             return
         for operand in operands:
             mask = selection_mask(ctx, ctx.value(operand))
-            if mask is None or _host_values(ctx, operand, operand):
+            if mask is None or not_a_tensor(ctx, ctx.value(operand)):
                 continue
             if not trained(ctx):
                 return  # metrics and transforms filter on purpose; training code runs each step
