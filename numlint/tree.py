@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TypeVar
 
 import libcst as cst
 
@@ -24,6 +25,7 @@ SKIP_FIELDS = frozenset(
         "attr", "keyword", "name", "asname", "names", "module", "annotation", "returns",
     }
 )  # fmt: skip
+N = TypeVar("N", bound=cst.CSTNode)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _ALL_FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_TYPES: dict[type, bool] = {}
@@ -148,3 +150,11 @@ def call_name(call: cst.Call) -> str:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return func.value if isinstance(func, cst.Name) else ""
+
+
+def unparenthesized(node: N) -> N:
+    """`node` without its outer parentheses; an empty tuple keeps them (`()` is a tuple only
+    with them)."""
+    if not getattr(node, "lpar", None) or (isinstance(node, cst.Tuple) and not node.elements):
+        return node
+    return node.with_changes(lpar=[], rpar=[])  # type: ignore[attr-defined,no-any-return]

@@ -98,6 +98,18 @@ def test_mutated_rule_examples_never_crash():
     assert count > 300
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ny = 1 / (1 + torch.exp(()))\n",  # a fix would drop the tuple's parentheses
+        "import torch\ny = torch.log(1 + torch.exp(()))\n",
+        "import torch\nx, y = map(F.normalize, ((), ()))\nv = x + y\nz = v / v.norm()\n",
+    ],
+)
+def test_empty_tuple_operands_never_crash(source: str) -> None:
+    _no_crash(source)
+
+
 HOSTILE = {
     "crlf.py": HAZARD.replace("\n", "\r\n").encode(),
     "bom.py": b"\xef\xbb\xbf" + HAZARD.encode(),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import libcst as cst
 
 from numlint.analysis.tables import NO_GRAD
-from numlint.tree import exits
+from numlint.tree import exits, unparenthesized
 
 if TYPE_CHECKING:
     from numlint.analysis.summaries import Project
@@ -773,6 +773,5 @@ def _returns_name(ctx: Context, function: cst.FunctionDef, name: str) -> bool:
 
 def _bare_code(node: cst.BaseExpression) -> str:
     """The source of `node` without its outer parentheses and spaces."""
-    if getattr(node, "lpar", None):
-        node = node.with_changes(lpar=[], rpar=[])
+    node = unparenthesized(node)
     return re.sub(r"\s+", "", cst.Module([]).code_for_node(node))

@@ -21,7 +21,7 @@ from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
 from numlint.analysis.semantics import positional, strip
 from numlint.analysis.tables import TRANSPARENT_METHODS
-from numlint.tree import call_name, descendants, exits
+from numlint.tree import call_name, descendants, exits, unparenthesized
 
 
 def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | None]:
@@ -848,7 +848,7 @@ def _test_text(ctx: Context, mask: cst.BaseExpression) -> str | None:
     """The text of the comparison a 0/1 mask is made of (`(pred == i).float()` ->
     `pred == i`), without parentheses, so that two spellings of one test compare equal."""
     test = _mask_condition(ctx, mask)
-    return ctx.code(test.with_changes(lpar=[], rpar=[])) if test is not None else None
+    return ctx.code(unparenthesized(test)) if test is not None else None
 
 
 def _factor_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:

@@ -12,6 +12,7 @@ from numlint.analysis.ops import Op, const, op
 from numlint.analysis.semantics import needs_parens, same_bindings
 from numlint.analysis.zeros import exp_bounded
 from numlint.diagnostic import Confidence
+from numlint.tree import unparenthesized
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,12 @@ def negate(ctx: Context, expr: cst.BaseExpression) -> str:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         return bare(ctx, expr.expression)
     text = bare(ctx, expr)
-    return f"-({text})" if needs_parens(expr.with_changes(lpar=[], rpar=[])) else f"-{text}"
+    return f"-({text})" if needs_parens(unparenthesized(expr)) else f"-{text}"
 
 
 def bare(ctx: Context, expr: cst.BaseExpression) -> str:
     """Source of an expression without its outer parentheses."""
-    return ctx.code(expr.with_changes(lpar=[], rpar=[])) if expr.lpar else ctx.code(expr)
+    return ctx.code(unparenthesized(expr))
 
 
 def wrap(node: cst.CSTNode, code: str) -> str:

@@ -12,6 +12,7 @@ from numlint.analysis.ops import Op, clamp_bounds, const, op, same_code
 from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.zeros import square_of
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
+from numlint.tree import unparenthesized
 
 
 class OnePassVariance(Rule):
@@ -183,7 +184,7 @@ class OnePassVariance(Rule):
         if func is None:
             return None
         dim, keep = shapes[0]
-        parts = [ctx.code(x.with_changes(lpar=[], rpar=[]))]
+        parts = [ctx.code(unparenthesized(x))]
         if dim is not None:
             parts.append(f"dim={dim}")
         if keep is not None:
