@@ -960,3 +960,79 @@ def test_norm_of_a_helper_that_returns_a_positive_value(
     )
     found = check_paths([pkg / "losses.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.confidence for d in found] == expected
+
+
+BAND_LOSS = """
+class BandLoss(nn.Module):
+    def forward(self, {params}):
+        spec = torch.stft({signal}, 512, return_complex=True)
+        return torch.matmul(self.bands, spec.abs() ** 2).pow(0.5).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("params", "signal", "expected"),
+    [
+        # the band energy of the loss's prediction: 0 in a silent frame, with a gradient
+        ("estimate, target", "estimate", ["medium"]),
+        # the target's: data, no gradient of the prediction
+        ("estimate, target", "target", ["low"]),
+        # one input: not a (prediction, target) loss
+        ("signal", "signal", ["low"]),
+    ],
+)
+def test_root_of_a_loss_predictions_band_energy(
+    params: str, signal: str, expected: list[str]
+) -> None:
+    code = BAND_LOSS.format(params=params, signal=signal)
+    assert _grades(code, "NUM201") == expected
+
+
+def test_root_of_a_loss_embedding_is_low() -> None:
+    code = (
+        "class EmbeddingLoss(nn.Module):\n"
+        "    def forward(self, embeddings, labels):\n"
+        "        return embeddings.pow(2).sum(1).pow(0.5).mean()\n"
+    )
+    assert _grades(code, "NUM201") == ["low"]
+
+
+UNIT_ROTATION = """
+def l2norm(t):
+    return F.normalize(t, dim=-1)
+
+def rotation(x, y):
+    {prepare}
+    xy = (x + y)[..., None]
+    xy_t = xy.transpose(-1, -2)
+    return 2 * (xy @ xy_t) / (xy_t @ xy)
+"""
+
+
+@pytest.mark.parametrize(
+    ("prepare", "expected"),
+    [
+        # the sum of two unit vectors: 0 when they point in opposite directions
+        ("x, y = map(l2norm, (x, y))", ["medium"]),
+        ("x, y = map(F.normalize, (x, y))", ["medium"]),
+        # (the normalisation `y / y.norm()` is a division of its own: low)
+        ("x = F.normalize(x, dim=-1); y = y / y.norm(dim=-1, keepdim=True)", ["low", "medium"]),
+        # vectors of any length: their sum is rarely exactly 0
+        ("x, y = map(torch.tanh, (x, y))", ["low"]),
+        ("pass", ["low"]),
+    ],
+)
+def test_sum_of_unit_vectors(prepare: str, expected: list[str]) -> None:
+    assert _grades(UNIT_ROTATION.format(prepare=prepare), "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("diff", "expected"),
+    [
+        ("F.normalize(a, dim=-1) - F.normalize(b, dim=-1)", ["medium"]),
+        ("a - b", ["low"]),
+    ],
+)
+def test_norm_of_a_difference_of_unit_vectors(diff: str, expected: list[str]) -> None:
+    code = f"def chord(a, b):\n    d = {diff}\n    return d / d.norm(dim=-1, keepdim=True)\n"
+    assert _grades(code, "NUM202") == expected

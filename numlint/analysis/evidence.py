@@ -21,10 +21,19 @@ from numlint.analysis.context import Context, Value
 from numlint.analysis.gradients import module_forward, objective
 from numlint.analysis.guards import assigned_here
 from numlint.analysis.liveness import unused_option
-from numlint.analysis.ops import Op, const, names, op, unpacked_from, unpacking_call
+from numlint.analysis.ops import (
+    Op,
+    const,
+    mapped_element,
+    names,
+    op,
+    unpacked_from,
+    unpacking_call,
+)
 from numlint.analysis.semantics import dotted_name, positional, strip
 from numlint.analysis.summaries import (
     file_text,
+    origin_of,
     passed_gradient,
     passed_names,
     project_files,
@@ -244,12 +253,57 @@ def _unit_vector(ctx: Context, value: Value) -> bool:
     node = v.node
     if isinstance(node, cst.Call):
         o = op(ctx, node, v.env)
-        return o is not None and o.name == "normalize"
+        if o is not None:
+            return o.name == "normalize"
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         den = ctx.deref(Value(node.right, v.env)).node
         o = op(ctx, den, v.env) if isinstance(den, cst.Call) else None
         return o is not None and o.name in ("norm", "vector_norm")
+    if isinstance(node, cst.Name) and (applied := mapped_element(ctx, node, v.env)) is not None:
+        node = applied  # `x, y = map(l2norm, (x, y))`: `l2norm(x)`
+        if (o := op(ctx, node, v.env)) is not None:
+            return o.name == "normalize"
+    if isinstance(node, (cst.Name, cst.Call)):  # a helper that returns `F.normalize(t)`
+        return origin_of(ctx, node, ("unit",)) is not None
     return False
+
+
+def joins_unit_vectors(ctx: Context, value: Value) -> bool:
+    """A squared length `v_t @ v` (or a norm) of `v = a + b` or `a - b` with `a` and `b`
+    unit vectors (`F.normalize`, `x / x.norm()`, a helper returning one): 0 when the two
+    point in opposite directions (the sum) or the same one (the difference), which a
+    rotation between two given directions or a pair drawn from one batch reaches."""
+    node = ctx.deref(value).node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        vector: cst.BaseExpression = node.right
+    elif isinstance(node, cst.Call) and (o := op(ctx, node, value.env)) is not None:
+        if o.name not in ("norm", "vector_norm") or o.input is None:
+            return False
+        vector = o.input
+    else:
+        return False
+    inner = ctx.deref(Value(vector, value.env))
+    for _ in range(4):  # through indexing, reshapes and einops rearranges
+        if isinstance(inner.node, cst.Subscript):
+            inner = ctx.deref(Value(inner.node.value, inner.env))
+            continue
+        if not isinstance(inner.node, cst.Call):
+            break
+        callee = ctx.callee(inner.node, inner.env)
+        if callee.qualname == "einops.rearrange" and inner.node.args:
+            source = inner.node.args[0].value
+        elif callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            source = callee.receiver
+        else:
+            break
+        inner = ctx.deref(Value(source, inner.env))
+    found = inner.node
+    if not (
+        isinstance(found, cst.BinaryOperation)
+        and isinstance(found.operator, (cst.Add, cst.Subtract))
+    ):
+        return False
+    return all(_unit_vector(ctx, Value(x, inner.env)) for x in (found.left, found.right))
 
 
 def _root_of_unit_gap(ctx: Context, value: Value) -> bool:
@@ -1990,6 +2044,38 @@ def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExp
     inner, _ = strip(ctx, ctx.value(den))
     found = ctx.deref(ctx.value(den)).node, inner.node
     return any(isinstance(n, cst.Name) and n.value == row for f in found for n in descendants(f))
+
+
+#: Spectral transforms: a frame or band of a signal's spectrum is 0 where the signal is
+#: silent (digital silence, zero padding).
+_SPECTRA = frozenset({"stft", "fft", "rfft", "fft2", "rfft2", "fftn", "rfftn", "spectrogram"})
+
+
+def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
+    """A value computed from the spectrum of a loss's prediction alone: the function is what
+    training minimises and takes `(prediction, target, ...)` (torch's loss convention,
+    `self` aside); of its parameters the value reads only the first, through up to three
+    variables, and it reads a spectral transform (`y_spec = stft(est)`, then
+    `norm(y_spec) ** 2`). The estimate carries the gradient, and its band energy is 0 in a
+    silent frame. (A loss's embedding input is not: an exact zero vector is rare.)"""
+    func = ctx.function
+    if func is None or not objective(ctx):
+        return False
+    params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
+    if len(params) < 2:
+        return False
+    read: set[str] = set()
+    spectral: list[bool] = []
+
+    def hit(n: cst.CSTNode) -> bool:
+        if isinstance(n, cst.Name) and n.value in params and ctx.parameter(n.value) is not None:
+            read.add(n.value)
+        elif isinstance(n, cst.Call) and call_name(n) in _SPECTRA:
+            spectral.append(True)
+        return False
+
+    _computed_from(ctx, ctx.deref(value).node, value.env, hit)
+    return bool(spectral) and read == {params[0]}
 
 
 def root_of_features(ctx: Context, value: Value) -> bool:

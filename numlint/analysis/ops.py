@@ -402,6 +402,42 @@ def unpacking_call(
     return None if found is None else Value(found, binding.env)
 
 
+def mapped_element(ctx: Context, name: cst.Name, env: Env) -> cst.Call | None:
+    """`x` of `x, y = map(f, (a, b))` (the last such statement before the current one) as
+    the call `f(a)` it holds; None when `name` was bound otherwise."""
+    binding = ctx.lookup(name.value, env)
+    func = ctx.function
+    if binding is None or binding.value is not None or func is None:
+        return None
+    here = set(map(id, ctx.stack))
+    found: cst.Call | None = None
+    for stmt in _small_statements(ctx, func):
+        if id(stmt) in here:
+            break
+        if not isinstance(stmt, cst.Assign) or not isinstance(stmt.targets[0].target, cst.Tuple):
+            continue
+        names = [e.value for e in stmt.targets[0].target.elements]
+        if not any(isinstance(n, cst.Name) and n.value == name.value for n in names):
+            continue
+        found = None
+        call = stmt.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            continue
+        if call.func.value != "map" or len(call.args) != 2:
+            continue
+        items = call.args[1].value
+        index = next(
+            i for i, n in enumerate(names) if isinstance(n, cst.Name) and n.value == name.value
+        )
+        if isinstance(items, (cst.Tuple, cst.List)) and index < len(items.elements):
+            item = items.elements[index].value
+            try:
+                found = cst.Call(func=call.args[0].value, args=[cst.Arg(item)])
+            except cst.CSTValidationError:  # `map(f, ((), x))`: an item that needs parentheses
+                found = None
+    return found
+
+
 def _small_statements(ctx: Context, func: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
     """The simple statements of `func` in walk order, not those of functions, classes or
     lambdas inside it (read once per function of the file)."""

@@ -46,6 +46,7 @@ from numlint.positions import line_offsets
 _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
+_UNIT = frozenset({"torch.nn.functional.normalize"})
 _MODULE_KINDS = {
     **dict.fromkeys(SOFTMAX_MODULES, "softmax"),
     **dict.fromkeys(SIGMOID_MODULES, "sigmoid"),
@@ -667,6 +668,8 @@ class Project:
             return _at(here, "sigmoid", f"the sigmoid in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
+        if qual in _UNIT:
+            return _at(here, "unit", f"the normalised vector in {_where(mod, func)}")
         if qual in _NORMS or (isinstance(fn, ast.Attribute) and fn.attr == "norm" and qual is None):
             return _at(here, "norm", f"the norm in {_where(mod, func)}")
         if qual == "torch.exp" or (

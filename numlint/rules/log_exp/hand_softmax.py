@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.context import Value
+from numlint.analysis.gradients import gradient_flows, trained
 from numlint.analysis.ops import same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded
@@ -36,8 +37,10 @@ class HandWrittenSoftmax(Rule):
     reported. Values are followed within one function.
 
     Confidence:
-    high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
-    only above 88.7, which even logits rarely reach). Not reported when the exponent is
+    high in float16 code (`exp` overflows from 11.1); medium in code that trains (a module's
+    forward, a loss, or a helper only those call) where a gradient flows into the exponent:
+    learned scores (attention logits, unscaled dot products) are unbounded and nothing here
+    keeps them below float32's 88.7; low elsewhere (scores of unknown origin). Not reported when the exponent is
     bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`): nothing overflows, and 0/0 needs
     every term to underflow at once, which a window holding its centre (exp(0) = 1) never does.
     Where the exponentials are a statement of their own (`e = x.exp()`, then `e / e.sum(d)`),
@@ -201,6 +204,20 @@ class HandWrittenSoftmax(Rule):
         Invalid(
             """
             import torch
+            from torch import nn
+            class GraphAttention(nn.Module):
+                def forward(self, x, index):
+                    e = self.score(x).exp()
+                    return e / torch.zeros(8).index_add(0, index, e)[index]
+            """,
+            confidence="medium",
+            line=5,
+            column=13,
+            note="a layer's learned scores: nothing bounds them below exp's overflow at 88.7",
+        ),
+        Invalid(
+            """
+            import torch
             def attend(q, k):
                 s = (q @ k.T).half()
                 return s.exp() / s.exp().sum(-1, keepdim=True)
@@ -244,6 +261,8 @@ class HandWrittenSoftmax(Rule):
             return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
             # underflow at once (a window without its centre and a tiny sigma)
         confidence = overflow_confidence(ctx, num)
+        if confidence == "low" and trained(ctx) and gradient_flows(ctx, num.op.input):
+            confidence = "medium"  # learned scores are unbounded: no max bounds them here
         # `e = x.exp()` a statement above: the finding goes on the exp, which overflows
         at = num.op.call if ctx.deref(ctx.value(node.left)).node is not node.left else node
         if red is None:

@@ -77,8 +77,9 @@ class LogOfZero(Rule):
     0/1 indicator the function is given (usually a deliberate log-density; the log of a
     comparison it computes, `(x == v).float().log()`, is one by design and not reported),
     a ratio of norms in dB (SI-SNR, SQNR), the log of a mask the function is given added to
-    softmax scores (NaN only for a row with every entry masked, which the caller's masks
-    rarely hold),
+    scores that a softmax normalises (NaN only for a row with every entry masked, which the
+    caller's masks rarely hold; medium where a log_softmax normalises them, whose result
+    keeps every masked entry at -inf, NaN under any 0 weight),
     and a `torch.rand` draw in a constructor or parameter initialiser (a few numbers drawn
     once), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
     `p / p.sum(-1)`: its -inf logits are the masking), a module's own setting clamped into
@@ -354,10 +355,21 @@ class LogOfZero(Rule):
                 vector = vector + mask.log()
                 return torch.nn.functional.log_softmax(vector, dim=1)
             """,
-            confidence="low",
+            confidence="medium",
             line=3,
             column=23,
-            note="a mask turned into -inf scores: a fully masked row gives NaN",
+            note="a mask turned into -inf log-probabilities, which the function returns",
+        ),
+        Invalid(
+            """
+            import torch
+            def masked_attention(scores, mask):
+                return torch.softmax(scores + torch.log(mask), dim=-1)
+            """,
+            confidence="low",
+            line=3,
+            column=35,
+            note="a softmax makes masked entries 0: only a fully masked row gives NaN",
         ),
         Invalid(
             """
@@ -604,8 +616,13 @@ class LogOfZero(Rule):
                     self._probability(node, o.input, None)
             elif _infinities_replaced(ctx):
                 self._repaired(node, o.input)
-            elif _masks_scores(ctx, value) and not not_a_tensor(ctx, value):
-                self.report(node, _MASKED_SCORES, confidence="low")
+            elif (norm := _masks_scores(ctx, value)) and not not_a_tensor(ctx, value):
+                # a log_softmax keeps the -inf entries in what it returns, where a 0 weight
+                # on them (soft targets, an entropy) gives 0 * -inf = NaN; a softmax turns
+                # them into probabilities of 0 and is NaN only for a fully masked row
+                log = norm == "log_softmax"
+                message = _MASKED_SCORES + (_MASKED_LOG_PROBS if log else "")
+                self.report(node, message, confidence="medium" if log else "low")
             elif (
                 _hand_cross_entropy(ctx, node, value)
                 and not bounded_probability(ctx, value)
@@ -710,39 +727,47 @@ _MASKED_SCORES = (
     "the masked scores with a finite minimum instead "
     "(`x.masked_fill(mask == 0, torch.finfo(x.dtype).min)`)"
 )
+_MASKED_LOG_PROBS = (
+    "; a log_softmax also returns the masked entries as -inf, and any 0 weight on them "
+    "(soft targets, an entropy `p * logp`) gives 0 * -inf = NaN"
+)
 _SOFTMAXES = frozenset({"softmax", "log_softmax"})
 
 
-def _masks_scores(ctx, value: Value) -> bool:
+def _masks_scores(ctx, value: Value) -> str | None:
     """`vector + mask.log()` normalised by a softmax (in the call, or through the name the
     sum is assigned to): a 0/1 mask the function is given, turned into -inf scores; a fully
-    masked row is NaN. (The log of a comparison the code makes is a log-density by design.)"""
+    masked row is NaN. The normaliser's name ("softmax" or "log_softmax"), else None. (The
+    log of a comparison the code makes is a log-density by design.)"""
     v, _ = strip(ctx, value)
     if isinstance(v.node, cst.Comparison) or not mask_like(ctx, v):
-        return False
+        return None
     stack = ctx.stack
     i = len(stack) - 2
     while i > 0 and isinstance(stack[i], cst.BinaryOperation):
         if not isinstance(stack[i].operator, cst.Add):  # type: ignore[attr-defined]
-            return False
+            return None
         i -= 1
     if i == len(stack) - 2:
-        return False  # not a term of a sum
+        return None  # not a term of a sum
     holder = stack[i]
     if isinstance(holder, cst.Arg):
-        return isinstance(stack[i - 1], cst.Call) and call_name(stack[i - 1]) in _SOFTMAXES
+        call = stack[i - 1]
+        if isinstance(call, cst.Call) and call_name(call) in _SOFTMAXES:
+            return call_name(call)
+        return None
     if not (isinstance(holder, cst.Assign) and len(holder.targets) == 1):
-        return False
+        return None
     target = holder.targets[0].target
     if not isinstance(target, cst.Name) or ctx.function is None:
-        return False
+        return None
     for call in descendants(ctx.function):
         if isinstance(call, cst.Call) and call_name(call) in _SOFTMAXES:
             receiver = ctx.callee(call).receiver  # `x.softmax(-1)`, else `F.softmax(x, -1)`
             scores = receiver if receiver is not None else positional(call, 0, "input")
             if isinstance(scores, cst.Name) and scores.value == target.value:
-                return True
-    return False
+                return call_name(call)
+    return None
 
 
 _RAND = "a `torch.rand` draw"

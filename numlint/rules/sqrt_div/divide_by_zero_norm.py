@@ -12,6 +12,7 @@ from numlint.analysis.evidence import (
     caller_rows_cosine,
     count_tested_by_callers,
     grade,
+    joins_unit_vectors,
     masked_loss_mean,
     minibatch_std,
     own_norm_of_features,
@@ -126,7 +127,10 @@ class DivideByZeroNorm(Rule):
     `norm = torch.sqrt((x * x).sum(2))`, `f / l2_norm(f, dims=[1])` for `f` in
     `self.net(x)`): features partway through a network are a zero vector at some position (a
     centred point, a ReLU's zeros), while a loss's inputs, a model's final outputs, stay low;
-    medium for a
+    medium for the squared length or norm of a sum or difference of two unit vectors
+    (`xy = x + y` of `F.normalize`d vectors or a helper returning one, then `xy_t @ xy`): 0
+    when the two point in opposite (sum) or the same (difference) directions, which a
+    rotation between two given directions or a pair from one batch reaches; medium for a
     denominator made of a value the function tests for 0 or a small bound in an `if` that
     only calls (`if (var_x < bound).any(): warn(...)`, then `cov / (var_x * var_y).sqrt()`:
     the author expects the 0 and lets the division run); medium for the
@@ -394,6 +398,19 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch.nn.functional as F
+            def rotate_onto(x, y):
+                x, y = F.normalize(x, dim=-1), F.normalize(y, dim=-1)
+                v = (x + y)[..., None]
+                return 2 * (v @ v.mT) / (v.mT @ v)
+            """,
+            line=5,
+            column=12,
+            confidence="medium",
+            note="the sum of two unit vectors is 0 when they point in opposite directions",
+        ),
         Invalid(
             """
             import torch
@@ -784,6 +801,12 @@ class DivideByZeroNorm(Rule):
             and (gradient_flows(ctx, num) or gradient_flows(ctx, den))
         ):
             confidence = "medium"  # 0 for any constant input (silence, a flat patch)
+        elif (
+            confidence == "low"
+            and reason in ("a sum of squares", "a norm")
+            and joins_unit_vectors(ctx, ctx.value(den))
+        ):
+            confidence = "medium"  # `x + y` of unit vectors: 0 for opposite directions
         elif confidence == "low" and reason == "a norm" and _own_parameter_norm(ctx, num, den):
             confidence = "medium"  # a layer initialised to zeros has norm 0 at the first step
         elif confidence == "low" and reason == "a norm" and caller_rows_cosine(ctx, num, den):

@@ -11,6 +11,7 @@ from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     grade,
+    loss_prediction_spectrum,
     root_of_features,
     unit_bounded,
     unit_unknown,
@@ -30,7 +31,7 @@ from numlint.analysis.zeros import (
     zero_reason,
 )
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import call_name, descendants
+from numlint.tree import call_name, descendants, unparenthesized
 
 
 class SqrtAtZero(Rule):
@@ -97,6 +98,11 @@ class SqrtAtZero(Rule):
     `forward` (its input, when the module is not a loss, or what a sub-network returns,
     taken in a loop: `norm = torch.sqrt((x * x).sum(2))`): features partway through a
     network are a zero vector at some position (a centred point, a ReLU's zeros);
+    medium for the root of a spectral energy a loss computes from its prediction alone (a
+    loss taking `(prediction, target, ...)`, torch's convention; the band energies of an
+    estimate, `matmul(bands, norm(stft(est)) ** 2).pow(0.5)`): 0 in a silent frame, and the
+    prediction's gradient flows; the same root of the target, or of an embedding a loss is
+    given (an exact zero vector is rare), stays low;
     low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
     value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
@@ -495,6 +501,24 @@ class SqrtAtZero(Rule):
         Invalid(
             """
             import torch
+            from torch import nn
+            class BandLoss(nn.Module):
+                def forward(self, estimate, target):
+                    spec = torch.stft(estimate, 512, return_complex=True)
+                    bands = torch.matmul(self.bands, spec.abs() ** 2).pow(0.5)
+                    ref = torch.matmul(self.bands, torch.stft(target, 512).abs() ** 2)
+                    return (bands - ref.pow(0.5)).abs().mean()
+            """,
+            confidence="medium",
+            line=6,
+            column=17,
+            also=[(8, 25)],
+            note="a loss's prediction (its first input): a band of a silent estimate is 0; "
+            "the target's bands (line 8, low) carry no gradient of the prediction",
+        ),
+        Invalid(
+            """
+            import torch
             d = torch.sqrt(((a - b) ** 2).sum(-1))
             """,
             confidence="low",
@@ -742,6 +766,8 @@ class SqrtAtZero(Rule):
         unseen = name == "sqrt" and not expected and not gradient_evident(ctx)
         if found is not None:
             confidence = "low" if unseen else found.confidence
+            if confidence == "low" and not unseen and _of_prediction(ctx, name, arg):
+                confidence = "medium"
             self.report(node, message, None, confidence=confidence, related=related(found))
             return
         fix = self._fix(node, arg) if name == "sqrt" and not passed else None
@@ -771,6 +797,8 @@ class SqrtAtZero(Rule):
             confidence = "medium"  # `sqrt(s) + eps`: the author expects the root to be 0
         elif confidence == "low" and name == "sqrt" and root_of_features(ctx, ctx.value(arg)):
             confidence = "medium"  # a layer's features: a zero vector at a position
+        elif confidence == "low" and _of_prediction(ctx, name, arg):
+            confidence = "medium"  # a loss's prediction: a silent output is 0
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
@@ -840,7 +868,7 @@ class SqrtAtZero(Rule):
         func = ctx.spell("torch.linalg.vector_norm")
         if func is None:
             return None
-        parts = [ctx.code(base.with_changes(lpar=[], rpar=[]))]
+        parts = [ctx.code(unparenthesized(base))]
         if dim is not None:
             parts.append(f"dim={ctx.code(dim)}")
         if keep is not None:
@@ -850,6 +878,12 @@ class SqrtAtZero(Rule):
 
 
 _FLOORS = frozenset({"clamp", "clamp_min", "clip", "maximum", "max", "fmax"})
+
+
+def _of_prediction(ctx, name: str, arg: cst.BaseExpression) -> bool:
+    """The root of a band energy a loss computes from its prediction alone
+    (`evidence.loss_prediction_spectrum`): 0 in a silent frame, and its gradient flows."""
+    return name == "sqrt" and loss_prediction_spectrum(ctx, ctx.value(arg))
 
 
 def _floored_after(ctx, node: cst.CSTNode, arg: cst.BaseExpression) -> bool:
