@@ -1036,3 +1036,30 @@ def test_sum_of_unit_vectors(prepare: str, expected: list[str]) -> None:
 def test_norm_of_a_difference_of_unit_vectors(diff: str, expected: list[str]) -> None:
     code = f"def chord(a, b):\n    d = {diff}\n    return d / d.norm(dim=-1, keepdim=True)\n"
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("kernel", "expected"),
+    [
+        # a product of normalised exponentials (a separable Gaussian kernel): positive
+        ("g = torch.exp(-x**2)\n    g = g / g.sum()\n    return g[:, None] * g[None, :]", []),
+        ("g = torch.exp(-x**2)\n    return g / g.sum(-1, keepdim=True)", []),
+        # one factor of any sign: its product can be all 0
+        ("g = torch.exp(-x**2)\n    return g * torch.sin(x)", ["low"]),
+        ("return torch.sin(x) / 2", ["low"]),
+    ],
+)
+def test_weights_of_a_helper_that_returns_a_positive_kernel(
+    tmp_path: Path, kernel: str, expected: list[str]
+) -> None:
+    pkg = _package(
+        tmp_path,
+        kernels=f"import torch\n\n\ndef kernel(x):\n    {kernel}\n",
+        smooth="import torch\n"
+        "from pkg.kernels import kernel\n\n\n"
+        "def smooth(img, x, colour):\n"
+        "    w = kernel(x) * torch.exp(-colour)\n"
+        "    return (img * w).sum(-1) / w.sum(-1)\n",
+    )
+    found = check_paths([pkg / "smooth.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected

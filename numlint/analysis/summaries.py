@@ -655,6 +655,8 @@ class Project:
                 values = self._attr(mod, f.cls, expr.attr)
                 return self._all(mod, values, func, depth)
             return None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div)):
+            return self._positive_product(mod, expr, func, depth)
         if not isinstance(expr, ast.Call):
             return None
         fn = expr.func
@@ -699,6 +701,9 @@ class Project:
             if summed is not None and _square(summed):
                 found = _at(here, "sum_of_squares", f"the sum of squares in {_where(mod, func)}")
                 return replace(found, confidence=_difference_grade(summed))
+            inner = sub(mod, summed, func, depth + 1) if summed is not None else None
+            if inner is not None and inner.kind == "positive":
+                return _at(here, "positive", f"the sum of positive values in {_where(mod, func)}")
             return None
         if isinstance(fn, ast.Attribute) and qual is None:
             if fn.attr in _TRANSPARENT:
@@ -723,6 +728,17 @@ class Project:
                     return self._call_object(tmod, fn, None, None, depth)
             return None
         return self._constructed(mod, fn, func, depth)
+
+    def _positive_product(
+        self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
+    ) -> Origin | None:
+        """`a * b` or `a / b` of two positive values (`gauss / gauss.sum()`, a product of two
+        such kernels): positive; any other product has no kind here."""
+        sides = [self._kind(mod, e, func, depth + 1) for e in (expr.left, expr.right)]
+        if any(o is None or o.kind != "positive" for o in sides):
+            return None
+        here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
+        return _at(here, "positive", f"the product of positive values in {_where(mod, func)}")
 
     def _name(
         self, mod: Module, name: str, f: Function | None, func: str | None, depth: int,

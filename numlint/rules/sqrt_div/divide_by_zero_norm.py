@@ -83,7 +83,10 @@ class DivideByZeroNorm(Rule):
     reported (an all-zero row is the everyday case: an empty mask, a padded sample), while
     a sum of exp, softplus, softmax or sigmoid outputs, of a convex mixture of them
     (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, of Gaussian noise
-    (`torch.randn`), or of `x + eps` is not. A denominator tested by an enclosing
+    (`torch.randn`), or of `x + eps` is not; nor is a sum of what a project function returns
+    when its return is positive by construction (an exp, a clamp above 0, the root of one,
+    or a product or quotient of such values: a Gaussian kernel `g / g.sum()` built in a
+    helper and multiplied by another). A denominator tested by an enclosing
     `if n > 0:` / `if n != 0:` / `... if n else`, by an earlier `if n == 0: return` (or
     `if n == 0: n = ...`, which replaces it; `if (n == 0).any(): n[n == 0] = 1`), a quotient
     used only as a branch of a `where` testing the denominator (NUM110's case), by a mask
