@@ -382,59 +382,55 @@ def unpacking_call(
     """The call a name of the enclosing function was unpacked from (`xx, yy = f(...)`), in
     the last such statement before the current one (`first_only`: `name` is the first
     target); None when `name` was bound otherwise."""
+    found = _last_unpacking(ctx, name, env)
+    if found is None or (first_only and found[1] != 0):
+        return None
+    stmt, _, binding_env = found
+    return Value(stmt.value, binding_env) if isinstance(stmt.value, cst.Call) else None
+
+
+def mapped_element(ctx: Context, name: cst.Name, env: Env) -> cst.Call | None:
+    """`x` of `x, y = map(f, (a, b))` (the last unpacking of `x` before the current
+    statement) as the call `f(a)` it holds; None when `name` was bound otherwise."""
+    found = _last_unpacking(ctx, name, env)
+    if found is None:
+        return None
+    stmt, index, _ = found
+    call = stmt.value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+        return None
+    if call.func.value != "map" or len(call.args) != 2:
+        return None
+    items = call.args[1].value
+    if not isinstance(items, (cst.Tuple, cst.List)) or index >= len(items.elements):
+        return None
+    try:
+        return cst.Call(func=call.args[0].value, args=[cst.Arg(items.elements[index].value)])
+    except cst.CSTValidationError:  # `map(f, ((), x))`: an item that needs parentheses
+        return None
+
+
+def _last_unpacking(ctx: Context, name: cst.Name, env: Env) -> tuple[cst.Assign, int, Env] | None:
+    """The last statement before the current one of the enclosing function that unpacks
+    into `name` (`a, b = ...`), `name`'s place among its targets, and the binding's env;
+    None when `name` was bound otherwise."""
     binding = ctx.lookup(name.value, env)
     func = ctx.function
     if binding is None or binding.value is not None or func is None:
         return None
     here = set(map(id, ctx.stack))
-    found: cst.Call | None = None
+    found: tuple[cst.Assign, int, Env] | None = None
     for stmt in _small_statements(ctx, func):
         if id(stmt) in here:
             break  # the statement being linted: what follows it does not count
         if not isinstance(stmt, cst.Assign):
             continue
         target = stmt.targets[0].target
-        if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+        if not isinstance(target, (cst.Tuple, cst.List)):
             continue
-        elements = target.elements[:1] if first_only else target.elements
-        if any(isinstance(e.value, cst.Name) and e.value.value == name.value for e in elements):
-            found = stmt.value if isinstance(stmt.value, cst.Call) else None
-    return None if found is None else Value(found, binding.env)
-
-
-def mapped_element(ctx: Context, name: cst.Name, env: Env) -> cst.Call | None:
-    """`x` of `x, y = map(f, (a, b))` (the last such statement before the current one) as
-    the call `f(a)` it holds; None when `name` was bound otherwise."""
-    binding = ctx.lookup(name.value, env)
-    func = ctx.function
-    if binding is None or binding.value is not None or func is None:
-        return None
-    here = set(map(id, ctx.stack))
-    found: cst.Call | None = None
-    for stmt in _small_statements(ctx, func):
-        if id(stmt) in here:
-            break
-        if not isinstance(stmt, cst.Assign) or not isinstance(stmt.targets[0].target, cst.Tuple):
-            continue
-        names = [e.value for e in stmt.targets[0].target.elements]
-        if not any(isinstance(n, cst.Name) and n.value == name.value for n in names):
-            continue
-        found = None
-        call = stmt.value
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
-            continue
-        if call.func.value != "map" or len(call.args) != 2:
-            continue
-        items = call.args[1].value
-        index = next(
-            i for i, n in enumerate(names) if isinstance(n, cst.Name) and n.value == name.value
-        )
-        if isinstance(items, (cst.Tuple, cst.List)) and index < len(items.elements):
-            item = items.elements[index].value
-            try:
-                found = cst.Call(func=call.args[0].value, args=[cst.Arg(item)])
-            except cst.CSTValidationError:  # `map(f, ((), x))`: an item that needs parentheses
-                found = None
+        for i, e in enumerate(target.elements):
+            if isinstance(e.value, cst.Name) and e.value.value == name.value:
+                found = (stmt, i, binding.env)
     return found
 
 
