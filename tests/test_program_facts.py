@@ -1063,3 +1063,35 @@ def test_weights_of_a_helper_that_returns_a_positive_kernel(
     )
     found = check_paths([pkg / "smooth.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.confidence for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("squared", "expected"),
+    [
+        # a tensor's inner product with itself, in every spelling: a sum of squares
+        ("torch.einsum('bi,bi->b', x, x)", ["medium", "medium"]),
+        ("torch.einsum('...d,...d', x, x)", ["medium", "medium"]),
+        ("torch.linalg.vecdot(x, x)", ["medium", "medium"]),
+        ("torch.matmul(x, x.transpose(0, 1))", ["medium", "medium"]),
+        ("torch.dot(x[0], x[0])", ["medium", "medium"]),
+        ("x[0].dot(x[0])", ["medium", "medium"]),
+        ("(x ** 2).sum(-1, keepdim=True)", ["medium", "medium"]),  # `True` is no name
+        # not one tensor with itself, or nothing summed
+        ("torch.einsum('bi,bi->b', x, w)", []),
+        ("torch.einsum('bi,bj->b', x, x)", []),
+        ("torch.einsum('bi,bi->bi', x, x)", []),
+        ("torch.matmul(x, x)", []),
+        ("torch.dot(x[0], w[0])", []),
+    ],
+)
+def test_inner_product_with_itself(squared: str, expected: list[str]) -> None:
+    code = (
+        "class Layer(nn.Module):\n"
+        "    def forward(self, x, w):\n"
+        f"        s = {squared}\n"
+        "        return torch.sqrt(s), x / s\n"
+    )
+    found = check_source(
+        HEAD + code, "<string>", {"select": ["NUM201", "NUM202"], "min-confidence": "low"}
+    )
+    assert [d.confidence for d in sorted(found, key=lambda d: d.code)] == expected

@@ -269,10 +269,11 @@ def clamp_bounds(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression |
 
 
 def names(node: cst.CSTNode) -> set[str]:
-    """Dotted names used in an expression (`x`, `self.scale`), without call names."""
+    """Dotted names used in an expression (`x`, `self.scale`), without call names and the
+    constants `True`, `False` and `None`."""
     found: set[str] = set()
     walk(node, _Names(found))
-    return found - {"torch", "F", "nn", "th", "self"}
+    return found - {"torch", "F", "nn", "th", "self", "True", "False", "None"}
 
 
 class _Names(cst.CSTVisitor):

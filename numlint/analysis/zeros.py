@@ -336,6 +336,50 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     return None
 
 
+#: Inner products of their two arguments (not matrix products: `x @ x` is no square).
+_INNER = frozenset({"torch.dot", "torch.inner", "torch.vdot", "torch.linalg.vecdot"})
+
+
+def self_product(ctx: Context, node: cst.CSTNode, env: Env) -> bool:
+    """A tensor's inner product with itself, a sum of squares: `torch.matmul(v, v.mT)`,
+    `torch.dot(v, v)`, `v.dot(v)`, `torch.inner(v, v)`, `torch.linalg.vecdot(x, x)`,
+    `torch.einsum("bi,bi->b", x, x)` (the same subscripts, some of them summed)."""
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)
+    args = [a.value for a in node.args if a.keyword is None and not a.star]
+    if callee.qualname == "torch.einsum" and len(args) == 3:
+        return _self_contraction(ctx, args[0], args[1], args[2], env)
+    if callee.qualname in _INNER and len(args) == 2:
+        return same_value(ctx, Value(args[0], env), Value(args[1], env))
+    if callee.method in ("dot", "inner", "vdot") and callee.receiver is not None and args:
+        return same_value(ctx, Value(callee.receiver, env), Value(args[0], env))
+    o = op(ctx, node, env)
+    if o is None or o.name != "matmul" or o.input is None:
+        return False
+    other = o.arg(0, "other") or o.arg(0, "mat2")
+    return other is not None and (
+        _transpose_of(ctx, o.input, other, env) or _transpose_of(ctx, other, o.input, env)
+    )
+
+
+def _self_contraction(
+    ctx: Context, equation: cst.BaseExpression, a: cst.BaseExpression, b: cst.BaseExpression,
+    env: Env,
+) -> bool:  # fmt: skip
+    """`einsum("bi,bi->b", x, x)`: one tensor twice, with the same subscripts, and an index
+    summed (left out of the output, or the implicit output of `"bi,bi"`)."""
+    if not isinstance(equation, cst.SimpleString):
+        return False
+    text = str(equation.evaluated_value).replace(" ", "")
+    inputs, _, output = text.partition("->")
+    parts = inputs.split(",")
+    if len(parts) != 2 or parts[0] != parts[1] or not parts[0]:
+        return False
+    summed = set(parts[0]) - set(output) - {"."} if "->" in text else set(parts[0]) - {"."}
+    return bool(summed) and same_value(ctx, Value(a, env), Value(b, env))
+
+
 def _weighted_squares(left: str | None, right: str | None) -> str | None:
     """A matrix product with squares on one side (`bands @ mag**2`, `matmul(W, x**2)`): each
     entry is a weighted sum of squares, 0 wherever the squares it weights are."""
@@ -357,6 +401,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return f"a {act.kind} output"
     if _range_from_zero(ctx, node, env):
         return "a range from 0"
+    if mode == "sqrt" and self_product(ctx, node, env):
+        return _SUM_SQUARES  # `torch.matmul(v, v.transpose(1, 2))`, `torch.dot(v, v)`
     o = op(ctx, node, env)
     if o is None:
         return None
@@ -395,10 +441,6 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return sub(inp)  # `d.min(dim=1)[0]`: the nearest of squared distances is 0 where one is
     if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
         other = o.arg(0, "other") or o.arg(0, "mat2")
-        if other is not None and (
-            _transpose_of(ctx, inp, other, env) or _transpose_of(ctx, other, inp, env)
-        ):
-            return _SUM_SQUARES  # `torch.matmul(v, v.transpose(1, 2))`: a squared length
         return _weighted_squares(sub(inp), sub(other) if other is not None else None)
     if o.name in ("mul",) and inp is not None:
         other = o.arg(0, "other")
@@ -1604,6 +1646,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     if not isinstance(node, cst.Call):
         return None
+    if self_product(ctx, node, env):
+        return "a sum of squares"  # `torch.dot(v, v)`, `torch.einsum("bi,bi->b", x, x)`
     callee = ctx.callee(node, env)
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)

@@ -95,7 +95,10 @@ class DivideByZeroNorm(Rule):
     `if mask.sum() == 0: break`) is guarded.
 
     A vector's product with its own transpose (`v.T @ v`, `v_t @ v` with `v_t` a transpose or
-    an einops reordering of `v`) is a sum of squares.
+    an einops reordering of `v`, `torch.matmul(v, v.mT)`) is a sum of squares, and so is its
+    inner product with itself (`torch.dot(v, v)`, `v.dot(v)`, `torch.inner(v, v)`,
+    `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`: one tensor twice with the
+    same subscripts, an index summed).
 
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
