@@ -8,6 +8,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import is_half
+from numlint.analysis.gradients import gradient_flows, trained
 from numlint.analysis.ops import Op, const, op
 from numlint.analysis.semantics import needs_parens, same_bindings
 from numlint.analysis.zeros import exp_bounded
@@ -52,11 +53,18 @@ def unbounded_exp(
     return found
 
 
-def overflow_confidence(ctx: Context, exp: Found) -> Confidence:
-    """How likely `exp(x)` overflows: in float16 (from x = 11.1) `high`; elsewhere it needs
-    x > 88.7 (float32), which even logits rarely reach: `low`."""
+def overflow_confidence(ctx: Context, exp: Found, learned: bool = False) -> Confidence:
+    """How likely `exp(x)` overflows into a NaN: in float16 (from x = 11.1) `high`; with
+    `learned` (a form whose overflow is inf/inf or an infinite gradient: a softmax, a
+    softplus), in code that trains (a module's forward, a loss, or a helper only those call)
+    with a gradient into x `medium`: learned scores are unbounded and nothing keeps them
+    below float32's 88.7; elsewhere `low` (values of unknown origin)."""
     arg = exp.op.input
-    return "high" if arg is not None and is_half(ctx, Value(arg, exp.op.env)) else "low"
+    if arg is None:
+        return "low"
+    if is_half(ctx, Value(arg, exp.op.env)):
+        return "high"
+    return "medium" if learned and trained(ctx) and gradient_flows(ctx, arg) else "low"
 
 
 def is_one(ctx: Context, expr: cst.BaseExpression) -> bool:

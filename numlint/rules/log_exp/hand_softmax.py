@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.context import Value
-from numlint.analysis.gradients import gradient_flows, trained
 from numlint.analysis.ops import same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded
@@ -260,9 +259,7 @@ class HandWrittenSoftmax(Rule):
         if exp_bounded(ctx, num.op.input, num.op.env):
             return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
             # underflow at once (a window without its centre and a tiny sigma)
-        confidence = overflow_confidence(ctx, num)
-        if confidence == "low" and trained(ctx) and gradient_flows(ctx, num.op.input):
-            confidence = "medium"  # learned scores are unbounded: no max bounds them here
+        confidence = overflow_confidence(ctx, num, learned=True)
         # `e = x.exp()` a statement above: the finding goes on the exp, which overflows
         at = num.op.call if ctx.deref(ctx.value(node.left)).node is not node.left else node
         if red is None:

@@ -33,8 +33,10 @@ class HandWrittenSoftplus(Rule):
     `exp(x.clamp(max=c))`) are the stable formulation and not reported.
 
     Confidence:
-    high in float16 code (`exp` overflows from 11.1); low elsewhere (float32 `exp` overflows
-    only above 88.7, which even logits rarely reach).
+    high in float16 code (`exp` overflows from 11.1); medium in code that trains (a module's
+    forward, a loss, or a helper only those call) where a gradient flows into the exponent:
+    learned values are unbounded, and above 88.7 the result is inf and its gradient
+    inf/inf = NaN; low elsewhere (values of unknown origin).
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html
@@ -97,6 +99,24 @@ class HandWrittenSoftplus(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            class Scale(torch.nn.Module):
+                def forward(self, x):
+                    return torch.log(1 + torch.exp(self.proj(x)))
+            """,
+            line=4,
+            column=16,
+            confidence="medium",
+            fixed="""
+            import torch
+            class Scale(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nn.functional.softplus(self.proj(x))
+            """,
+            note="a layer's learned output: nothing keeps it below exp's overflow at 88.7",
+        ),
         Invalid(
             """
             import torch
@@ -172,7 +192,7 @@ class HandWrittenSoftplus(Rule):
             def logistic_loss(logits, y):
                 return torch.log(1 + torch.exp(-y * logits)).mean()
             """,
-            confidence="low",
+            confidence="medium",
             line=3,
             column=12,
             fixed="""
@@ -180,7 +200,7 @@ class HandWrittenSoftplus(Rule):
             def logistic_loss(logits, y):
                 return torch.nn.functional.softplus(-y * logits).mean()
             """,
-            note="float32 logits: overflow needs x > 88.7",
+            note="a loss on learned logits: a confidently wrong logit below -88.7 overflows",
         ),
         Invalid(
             """
@@ -231,7 +251,7 @@ class HandWrittenSoftplus(Rule):
         self.report(
             node,
             fix=self._fix(node, found, movable_sum),
-            confidence=overflow_confidence(ctx, found),
+            confidence=overflow_confidence(ctx, found, learned=True),
         )
 
     def _fix(self, node: cst.Call, found: Found, movable: bool) -> FixSpec | None:

@@ -796,7 +796,7 @@ class SqrtAtZero(Rule):
             and not _own_weights(ctx, ctx.value(arg))
         ):
             confidence = "medium"  # `sqrt(s) + eps`: the author expects the root to be 0
-        elif confidence == "low" and name == "sqrt" and root_of_features(ctx, ctx.value(arg)):
+        elif confidence == "low" and root_of_features(ctx, ctx.value(arg)):
             confidence = "medium"  # a layer's features: a zero vector at a position
         elif confidence == "low" and _of_prediction(ctx, name, arg):
             confidence = "medium"  # a loss's prediction: a silent output is 0
