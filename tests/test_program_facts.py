@@ -1095,3 +1095,16 @@ def test_inner_product_with_itself(squared: str, expected: list[str]) -> None:
         HEAD + code, "<string>", {"select": ["NUM201", "NUM202"], "min-confidence": "low"}
     )
     assert [d.confidence for d in sorted(found, key=lambda d: d.code)] == expected
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        ("torch.rsqrt((x * x).sum(-1, keepdim=True))", ["medium"]),  # inf for a zero vector
+        ("(x * x).sum(-1, keepdim=True).rsqrt()", ["medium"]),
+        ("torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)", []),  # RMSNorm's eps
+    ],
+)
+def test_rsqrt_of_layer_features(root: str, expected: list[str]) -> None:
+    code = f"class Norm(nn.Module):\n    def forward(self, x):\n        return x * {root}\n"
+    assert _grades(code, "NUM201") == expected
