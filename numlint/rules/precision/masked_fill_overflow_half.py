@@ -22,9 +22,20 @@ from numlint.analysis.semantics import positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 _WHERE_MESSAGE = (
-    "torch.where with a value beyond float16's range (65504) on float16 values raises an "
-    "overflow error; use `torch.finfo(x.dtype).min` instead"
+    "torch.where with a value beyond float16's range (65504) on float16 values: the result is "
+    "float16 and the value becomes -inf (or inf), so a softmax over a row with every entry "
+    "masked is NaN; use `torch.finfo(x.dtype).min` instead"
 )
+#: Calls that make a float16 or 0-dim tensor of one value (which a float16 `where` keeps in
+#: float16; a full float32 tensor, `torch.full(shape, v)`, would promote it): the value's
+#: position and keyword.
+_FILLED = {
+    "torch.tensor": (0, "data"), "torch.as_tensor": (0, "data"),
+    "torch.scalar_tensor": (0, "s"), "torch.full_like": (1, "fill_value"),
+    "new_tensor": (0, "data"), "new_full": (1, "fill_value"),
+}  # fmt: skip
+#: Methods that keep a tensor's values (a device or dtype move).
+_MOVES = frozenset({"to", "type_as", "cuda", "cpu", "float", "half", "type"})
 
 
 class MaskedFillOverflowHalf(Rule):
@@ -34,8 +45,9 @@ class MaskedFillOverflowHalf(Rule):
     Flags `scores.masked_fill(mask, v)`, `scores.masked_fill_(mask, v)`,
     `torch.masked_fill(scores, mask, v)` and `torch.where(cond, v, scores)` (either order)
     where `v` is a finite constant beyond float16's range
-    (|v| > 65504: `-1e9`, `-1e10`, `float("-1e30")`, `torch.finfo(torch.float32).min`, or a name
-    bound to one) and `scores` is float16: by its data flow in the function (`.half()`,
+    (|v| > 65504: `-1e9`, `-1e10`, `float("-1e30")`, `torch.finfo(torch.float32).min`, a name
+    bound to one, or a tensor of one: `torch.tensor(-1e9)`, `x.new_tensor(-1e9)`,
+    `torch.full_like(x, -1e9)`, also moved by `.to(device)`) and `scores` is float16: by its data flow in the function (`.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when that is unknown, because the enclosing
     class (for methods), function or module converts to float16 explicitly or enters a float16
     autocast region (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`, `dtype=torch.float16`),
@@ -49,7 +61,8 @@ class MaskedFillOverflowHalf(Rule):
     Why is this bad?
     Filling a float16 tensor with a value it cannot represent raises "value cannot be converted
     to type at::Half without overflow", typically the first time a model runs under autocast
-    or after `.half()`. `torch.finfo(scores.dtype).min` is the most negative value of whatever
+    or after `.half()`; `torch.where` (and a fill made with `torch.tensor`) instead turns it
+    into -inf silently, and a softmax over a row with every entry masked is then NaN. `torch.finfo(scores.dtype).min` is the most negative value of whatever
     dtype the scores have and masks just as well.
 
     Fix safety:
@@ -160,6 +173,26 @@ class MaskedFillOverflowHalf(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def attend(scores, mask):
+                scores = scores.half()
+                neg = torch.tensor(-1e9).to(scores.device)
+                return torch.where(mask, scores, neg).softmax(-1)
+            """,
+            line=5,
+            column=12,
+            confidence="high",
+            fixed="""
+            import torch
+            def attend(scores, mask):
+                scores = scores.half()
+                neg = torch.tensor(-1e9).to(scores.device)
+                return torch.where(mask, scores, torch.finfo(scores.dtype).min).softmax(-1)
+            """,
+            note="a 0-dim tensor keeps the where in float16: -1e9 becomes -inf",
+        ),
         Invalid(
             """
             import torch
@@ -293,7 +326,7 @@ class MaskedFillOverflowHalf(Rule):
             return
         if target is None or fill is None:
             return
-        value = constant(ctx, fill)
+        value = _fill_value(ctx, fill)
         if value is None or not math.isfinite(value) or abs(value) <= HALF_MAX:
             return
         operand = ctx.value(target)
@@ -347,11 +380,34 @@ def _where_operands(
 ) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
     """`torch.where(c, -1e6, x)` / `torch.where(c, x, -1e6)`: (x, the constant), else Nones."""
     a, b = node.args[1].value, node.args[2].value
-    if constant(ctx, a) is not None and constant(ctx, b) is None:
+    if _fill_value(ctx, a) is not None and _fill_value(ctx, b) is None:
         return b, a
-    if constant(ctx, b) is not None and constant(ctx, a) is None:
+    if _fill_value(ctx, b) is not None and _fill_value(ctx, a) is None:
         return a, b
     return None, None
+
+
+def _fill_value(ctx, expr: cst.BaseExpression, depth: int = 0) -> float | None:
+    """The number a fill holds: a constant, or a tensor made of one (`torch.tensor(-1e9)`,
+    `x.new_tensor(-1e9)`, `torch.full_like(x, -1e9)`, also moved with `.to(x.device)`,
+    through a name)."""
+    found = constant(ctx, expr)
+    if found is not None or depth > 4:
+        return found
+    node = ctx.deref(ctx.value(expr)).node
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node)
+    if callee.method in _MOVES and callee.receiver is not None:
+        return _fill_value(ctx, callee.receiver, depth + 1)
+    where = _FILLED.get(callee.qualname or "") or (
+        _FILLED.get(callee.method or "") if callee.receiver is not None else None
+    )
+    if where is None:
+        return None
+    index, keyword = where
+    arg = positional(node, index, keyword)
+    return constant(ctx, arg) if arg is not None else None
 
 
 def _plain(node: cst.BaseExpression) -> bool:
