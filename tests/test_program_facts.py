@@ -1108,3 +1108,24 @@ def test_inner_product_with_itself(squared: str, expected: list[str]) -> None:
 def test_rsqrt_of_layer_features(root: str, expected: list[str]) -> None:
     code = f"class Norm(nn.Module):\n    def forward(self, x):\n        return x * {root}\n"
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("mean", "expected"),
+    [
+        ("loss[labels > 0].mean()", ["medium"]),
+        ("loss.masked_select(labels > 0).mean()", ["medium"]),
+        ("torch.masked_select(loss, labels > 0).mean()", ["medium"]),
+        ("torch.mean(loss.masked_select(labels > 0))", ["medium"]),
+        # guarded: a selection tested for any entry first
+        ("loss[labels > 0].mean() if (labels > 0).any() else loss.sum() * 0", []),
+    ],
+)
+def test_mean_of_a_selection_in_every_spelling(mean: str, expected: list[str]) -> None:
+    code = (
+        "class FocalLoss(nn.Module):\n"
+        "    def forward(self, logits, labels):\n"
+        "        loss = F.cross_entropy(logits, labels, reduction='none')\n"
+        f"        return {mean}\n"
+    )
+    assert _grades(code, "NUM202") == expected

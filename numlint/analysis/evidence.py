@@ -1732,8 +1732,13 @@ def selection_mask(ctx: Context, value: Value) -> Value | None:
             return Value(index.value, v.env)
         return None
     if isinstance(node, cst.Call) and call_name(node) == "masked_select":
-        o = op(ctx, node, v.env)
-        m = o.arg(0, "mask") if o is not None else None
+        callee = ctx.callee(node, v.env)
+        if callee.qualname == "torch.masked_select":
+            m = positional(node, 1, "mask")  # `torch.masked_select(x, m)`
+        elif callee.method == "masked_select" and callee.receiver is not None:
+            m = positional(node, 0, "mask")  # `x.masked_select(m)`
+        else:
+            return None
         return Value(m, v.env) if m is not None and mask_like(ctx, Value(m, v.env)) else None
     return None
 
