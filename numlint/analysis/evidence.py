@@ -74,6 +74,7 @@ REASONS: dict[str, Confidence] = {
     "a variance": "low",
     "a standard deviation": "low",
     "a sum of squares": "low",
+    "a mean squared error": "low",
     "a norm": "low",
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",

@@ -336,6 +336,18 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
     return None
 
 
+MEAN_SQUARED_ERROR = "a mean squared error"
+_MSE_FUNCTIONS = frozenset({"torch.nn.functional.mse_loss"})
+_MSE_MODULES = frozenset({"torch.nn.MSELoss", "torch.nn.modules.loss.MSELoss"})
+
+
+def squared_error(ctx: Context, node: cst.Call, env: Env) -> bool:
+    """`F.mse_loss(a, b)`, `nn.MSELoss()(a, b)`, `self.criterion(a, b)` with an
+    `nn.MSELoss` criterion: a mean (or sum, or per entry) of squared differences."""
+    callee = ctx.callee(node, env)
+    return callee.qualname in _MSE_FUNCTIONS or callee.instance_of in _MSE_MODULES
+
+
 #: Inner products of their two arguments (not matrix products: `x @ x` is no square).
 _INNER = frozenset({"torch.dot", "torch.inner", "torch.vdot", "torch.linalg.vecdot"})
 
@@ -403,6 +415,8 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return "a range from 0"
     if mode == "sqrt" and self_product(ctx, node, env):
         return _SUM_SQUARES  # `torch.matmul(v, v.transpose(1, 2))`, `torch.dot(v, v)`
+    if mode == "sqrt" and squared_error(ctx, node, env):
+        return MEAN_SQUARED_ERROR  # `torch.sqrt(F.mse_loss(pred, y))`: 0 at a perfect fit
     o = op(ctx, node, env)
     if o is None:
         return None

@@ -17,13 +17,14 @@ from numlint.analysis.evidence import (
     unit_unknown,
     zero_tested,
 )
-from numlint.analysis.gradients import gradient_evident, gradient_flows
+from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, op
 from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
+    MEAN_SQUARED_ERROR,
     eps_like,
     expanded_distance,
     factors,
@@ -40,7 +41,8 @@ class SqrtAtZero(Rule):
     What it does:
     Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
     `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
-    (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`, a vector's product with its own transpose
+    (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`, a mean squared error `F.mse_loss(a, b)`
+    or an `nn.MSELoss` criterion's result, a vector's product with its own transpose
     `torch.matmul(v, v.transpose(1, 2))` or inner product with itself, `torch.dot(v, v)`,
     `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`), a square, a variance, `1 - x**2`
     (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable and
@@ -99,6 +101,9 @@ class SqrtAtZero(Rule):
     `forward` (its input, when the module is not a loss, or what a sub-network returns,
     taken in a loop: `norm = torch.sqrt((x * x).sum(2))`): features partway through a
     network are a zero vector at some position (a centred point, a ReLU's zeros);
+    medium for the root of a mean squared error in what training minimises (an RMSE loss:
+    0 wherever the prediction fits its target exactly, a padded or constant region), low
+    elsewhere (a metric);
     medium for the root of a spectral energy a loss computes from its prediction alone (a
     loss taking `(prediction, target, ...)`, torch's convention; the band energies of an
     estimate, `matmul(bands, norm(stft(est)) ** 2).pow(0.5)`): 0 in a silent frame, and the
@@ -136,6 +141,15 @@ class SqrtAtZero(Rule):
     TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def rmse_loss(pred, target, eps=1e-8):
+                return torch.sqrt(F.mse_loss(pred, target) + eps)
+            """,
+            "an RMSE loss with an eps inside the root",
+        ),
         Valid(
             """
             import torch
@@ -503,6 +517,22 @@ class SqrtAtZero(Rule):
             """
             import torch
             from torch import nn
+            class RMSELoss(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mse = nn.MSELoss()
+                def forward(self, pred, target):
+                    return torch.sqrt(self.mse(pred, target))
+            """,
+            confidence="medium",
+            line=8,
+            column=16,
+            note="an RMSE loss: the mean squared error is 0 where the prediction fits exactly",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
             class BandLoss(nn.Module):
                 def forward(self, estimate, target):
                     spec = torch.stft(estimate, 512, return_complex=True)
@@ -800,6 +830,8 @@ class SqrtAtZero(Rule):
             confidence = "medium"  # a layer's features: a zero vector at a position
         elif confidence == "low" and _of_prediction(ctx, name, arg):
             confidence = "medium"  # a loss's prediction: a silent output is 0
+        elif confidence == "low" and reason == MEAN_SQUARED_ERROR and objective(ctx):
+            confidence = "medium"  # an RMSE loss: 0 wherever the prediction fits exactly
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         self.report(node, message, fix, confidence=confidence)
