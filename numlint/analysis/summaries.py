@@ -311,6 +311,7 @@ class Module:
         #: Per callee name, its calls (calls_of).
         self._calls: dict[str, list[tuple[str | None, ast.Call]]] = {}
         self._offsets: list[int] | None = None
+        self._spellers: dict[str, Callable[[ast.AST], bool]] = {}
         self._scan(tree.body, None)
 
     def _scan(self, stmts: list[ast.stmt], cls: str | None) -> None:
@@ -393,6 +394,15 @@ class Module:
             for stmt in self._top_statements()
             for lam in ast.walk(stmt)
         )
+
+    def spells(self, node: ast.AST, name: str) -> bool:
+        """Whether the lines of `node` (a statement; a definition's decorators too) hold
+        `name` as a word (see _spelled): where they do not, no name, attribute or keyword
+        in it is `name`."""
+        spelled = self._spellers.get(name)
+        if spelled is None:
+            spelled = self._spellers[name] = self._spelled(name)
+        return spelled(node) or any(spelled(d) for d in getattr(node, "decorator_list", ()))
 
     def _spelled(self, name: str) -> Callable[[ast.AST], bool]:
         """Whether the lines of a node (a statement) hold `name` as a word: always, where the
@@ -1892,8 +1902,8 @@ def averaged_parameters(ctx: object, callee: str) -> tuple[int, ...]:
 
 def _averaged(project: Project, callee: str) -> tuple[int, ...]:
     found = project.function_named(callee)
-    if found is None:
-        return ()
+    if found is None or not found[0].spells(found[1].node, "mean"):
+        return ()  # no `.mean()` nor `torch.mean` in it: not walked
     f = found[1]
     averaged = set()
     for n in ast.walk(f.node):
