@@ -364,7 +364,7 @@ class Module:
             found = []
             for key, f in self.functions.items():
                 if spelled(f.node):
-                    found += [(key, call) for call in _body_calls(f.node, name)]
+                    found += [(key, call) for call in _body_calls(f.node, name, spelled)]
             for stmt in self._top_statements():
                 if spelled(stmt):
                     found += [(None, n) for n in ast.walk(stmt) if _calls_name(n, name)]
@@ -450,15 +450,28 @@ def _calls_name(node: ast.AST, name: str) -> bool:
     return isinstance(fn, ast.Name) and fn.id == name
 
 
-def _body_calls(func: ast.AST, name: str) -> list[ast.Call]:
-    """The calls of `name` in a function body, in _walk_body's order (its loop, inlined)."""
+def _body_calls(
+    func: ast.AST, name: str, spelled: Callable[[ast.AST], bool] | None = None
+) -> list[ast.Call]:
+    """The calls of `name` in a function body, in _walk_body's order (its loop, inlined).
+    `spelled`: Module._spelled's test for `name`; a statement whose lines do not spell it is
+    not walked into (a nested definition is: its decorators lie above its lines)."""
     found = []
     todo = list(getattr(func, "body", []))
     node_type, class_def, call = ast.AST, ast.ClassDef, ast.Call
+    statement, definition = ast.stmt, (ast.FunctionDef, ast.AsyncFunctionDef)
     while todo:
         node = todo.pop()
-        if isinstance(node, call) and _calls_name(node, name):
-            found.append(node)
+        if isinstance(node, call):
+            if _calls_name(node, name):
+                found.append(node)
+        elif (
+            spelled is not None
+            and isinstance(node, statement)
+            and not isinstance(node, definition)
+            and not spelled(node)
+        ):
+            continue  # nothing in it calls `name`
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, list):
