@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from numlint import chunks, suppress
-from numlint.analysis.context import Context
+from numlint.analysis.context import Context, steps
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
 from numlint.positions import LINE_BREAK, Positions, line_offsets
 from numlint.rule import Report, Rule, RuleSpec
@@ -36,6 +36,17 @@ class _InternalError(Rule):
     MESSAGE = "internal error"
 
 
+#: A node type's walked fields, visit and leave handlers, and context steps (see _Walker).
+_Plan = tuple[
+    tuple[str, ...],
+    Sequence[Callable[[Any], Any]],
+    Sequence[Callable[[Any], Any]],
+    Callable[..., None] | None,
+    Callable[..., None] | None,
+    bool,
+]
+
+
 class _Walker:
     """One depth-first pass over the tree calling each rule's visit_/leave_ methods.
 
@@ -47,8 +58,9 @@ class _Walker:
         self.errors: list[Report] = []
         self.visits: dict[type, list[Callable[[Any], Any]]] = {}
         self.leaves: dict[type, list[Callable[[Any], Any]]] = {}
-        #: Per node type: its walked fields, visit and leave handlers (read once per type).
-        self.plans: dict[type, tuple[tuple[str, ...], Sequence[Callable], Sequence[Callable]]] = {}
+        #: Per node type: its walked fields, visit and leave handlers, and the context's
+        #: steps on entering and leaving it (see context.steps; read once per type).
+        self.plans: dict[type, _Plan] = {}
         self.known: dict[type, bool] = {}
         for rule in rules:
             for name in rule.handlers():
@@ -62,11 +74,15 @@ class _Walker:
     def walk(self, node: cst.CSTNode) -> None:
         kind = type(node)
         ctx = self.ctx
-        ctx.enter(node)
         plan = self.plans.get(kind)
         if plan is None:
             plan = self._plan(kind)
-        names, visits, leaves = plan
+        names, visits, leaves, enter, leave, suite = plan
+        ctx.stack.append(node)  # ctx.enter(node), inlined
+        if enter is not None:
+            enter(ctx, node)
+            if ctx.answers:
+                ctx.answers = {}
         for handler in visits:
             try:
                 handler(node)
@@ -92,15 +108,22 @@ class _Walker:
                 raise
             except Exception as exc:
                 self._failed(handler, node, exc)
-        ctx.leave(node)
+        ctx.stack.pop()  # ctx.leave(node), inlined
+        if suite:
+            ctx.end_suite(node)
+        if leave is not None:
+            leave(ctx, node)
+            if ctx.answers:
+                ctx.answers = {}
 
-    def _plan(self, kind: type) -> tuple[tuple[str, ...], Sequence[Callable], Sequence[Callable]]:
-        """A node type's walked fields and its rules' handlers (the handler lists themselves,
-        which `_failed` edits in place)."""
+    def _plan(self, kind: type) -> _Plan:
+        """A node type's walked fields, its rules' handlers (the handler lists themselves,
+        which `_failed` edits in place) and the context's steps."""
         plan = self.plans[kind] = (
             fields(kind),
             self.visits.get(kind, ()),
             self.leaves.get(kind, ()),
+            *steps(kind),
         )
         return plan
 

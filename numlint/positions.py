@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from numlint.tree import descendants
+from numlint.tree import children, descendants
 
 #: A line break as CPython and libcst count lines.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -60,7 +60,8 @@ class Positions:
         """Compute the positions of `nodes`."""
         wanted = {id(n): n for n in nodes if n not in self.ranges}
         if wanted and not self.whole:
-            self.whole = not self._place(self.module.body, self.top, 0, wanted)
+            paths = _paths(self.module.body, wanted)
+            self.whole = not self._place(self.module.body, self.top, 0, wanted, paths)
         if self.whole:
             ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
             if self.lines is None:
@@ -87,15 +88,20 @@ class Positions:
         top: Sequence[ast.stmt],
         indent: int,
         wanted: dict[int, cst.CSTNode],
+        paths: dict[int, tuple[int, ...]],
+        depth: int = 0,
     ) -> bool:
-        """Positions for the statements of `body` (at column `indent`) holding wanted nodes."""
+        """Positions for the statements of `body` (at column `indent`, `depth` classes deep)
+        holding wanted nodes; `paths`: where each wanted node is (see _paths)."""
         anchors = _anchors(body, top)
         if anchors is None:
             return False
-        for stmt, group in zip(body, anchors, strict=True):
-            if not wanted:
-                break
-            inside = _within(stmt, wanted)
+        held: dict[int, dict[int, cst.CSTNode]] = {}  # the wanted nodes of each statement
+        for i, path in paths.items():
+            if i in wanted and len(path) > depth:
+                held.setdefault(path[depth], {})[i] = wanted[i]
+        for k, (stmt, group) in enumerate(zip(body, anchors, strict=True)):
+            inside = held.get(k)
             if not inside:
                 continue
             first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
@@ -104,7 +110,7 @@ class Positions:
                 # check out) from the whole class.
                 inner = indent + len(stmt.body.indent or self.module.default_indent)
                 nested = dict(inside)
-                if self._place(stmt.body.body, group[0].body, inner, nested):  # type: ignore[attr-defined]
+                if self._place(stmt.body.body, group[0].body, inner, nested, paths, depth + 1):  # type: ignore[attr-defined]
                     for i in inside.keys() - nested.keys():
                         del wanted[i]
                     inside = nested
@@ -170,16 +176,71 @@ class Positions:
         return self.source.startswith(text, at) if after else self.source.endswith(text, 0, at)
 
 
-def _within(stmt: cst.CSTNode, wanted: dict[int, cst.CSTNode]) -> dict[int, cst.CSTNode]:
-    """The wanted nodes (by id) in `stmt`, in pre-order; the walk stops once it has them all."""
-    inside: dict[int, cst.CSTNode] = {}
-    for node in descendants(stmt, every=True):
-        i = id(node)
-        if i in wanted:
-            inside[i] = wanted[i]
-            if len(inside) == len(wanted):
-                break
-    return inside
+def _paths(
+    body: Sequence[cst.BaseStatement], wanted: dict[int, cst.CSTNode]
+) -> dict[int, tuple[int, ...]]:
+    """Where each wanted node (by id) of the statements `body` is: (i,) in
+    the i-th statement, (i, j) in the j-th statement of the block of a class that is the
+    i-th (and so on for the classes in it: the statements Positions._place takes one by
+    one). One walk for all the nodes, first of the walked fields only (a quarter of the
+    nodes), then of every field for the nodes that walk did not reach; each stops once it
+    has them all."""
+    found: dict[int, tuple[int, ...]] = {}
+    for every in (False, True):
+        _find(body, wanted, every, (), found)
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def _find(
+    body: Sequence[cst.CSTNode],
+    wanted: dict[int, cst.CSTNode],
+    every: bool,
+    prefix: tuple[int, ...],
+    found: dict[int, tuple[int, ...]],
+) -> bool:
+    """Add to `found` the wanted nodes in the statements `body` (see _paths); True once it
+    has them all."""
+    for k, stmt in enumerate(body):
+        path = (*prefix, k)
+        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            block = stmt.body
+            # The class without its block's statements, then each of them.
+            for node in (stmt, block):
+                i = id(node)
+                if i in wanted and i not in found:
+                    found[i] = path
+                    if len(found) == len(wanted):
+                        return True
+            parts = [c for c in children(stmt, every) if c is not block]
+            statements = {id(s) for s in block.body}
+            parts += [c for c in children(block, every) if id(c) not in statements]
+            if any(_collect(part, wanted, every, path, found) for part in parts):
+                return True
+            if _find(block.body, wanted, every, path, found):
+                return True
+        elif _collect(stmt, wanted, every, path, found):
+            return True
+    return False
+
+
+def _collect(
+    node: cst.CSTNode,
+    wanted: dict[int, cst.CSTNode],
+    every: bool,
+    path: tuple[int, ...],
+    found: dict[int, tuple[int, ...]],
+) -> bool:
+    """Add the wanted nodes of `node` and below to `found` at `path`; True once it has them
+    all."""
+    for n in descendants(node, every):
+        i = id(n)
+        if i in wanted and i not in found:
+            found[i] = path
+            if len(found) == len(wanted):
+                return True
+    return False
 
 
 def statement_ranges(stmt: cst.CSTNode, module: cst.Module) -> dict[cst.CSTNode, CodeRange]:

@@ -95,13 +95,15 @@ def descendants(node: cst.CSTNode, every: bool = False) -> Iterator[cst.CSTNode]
     """`node` and every walked node below it (every node at all when `every`), in
     pre-order (`children` inlined: a generator per node costs more than the walk)."""
     names_of = every_field if every else fields
+    table = _ALL_FIELDS if every else _FIELDS
     known = _NODE_TYPES
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         below: list[cst.CSTNode] = []
-        for name in names_of(type(current)):
+        names = table.get(type(current))
+        for name in names_of(type(current)) if names is None else names:
             value = getattr(current, name)
             kind = type(value)
             if kind is list or kind is tuple:

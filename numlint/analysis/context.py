@@ -150,6 +150,13 @@ class Context:
             if self.answers:
                 self.answers = {}
 
+    def end_suite(self, node: cst.BaseSuite) -> None:
+        """What `leave` does for a block besides popping it (see `steps`)."""
+        if self._ifs and node is self._ifs[-1].node.body:
+            self._end_if_body()
+            if self.answers:
+                self.answers = {}
+
     def _enter_if(self, node: cst.If) -> None:
         self._ifs.append(_Arms(node, self.scope, self.scope.env))
 
@@ -711,6 +718,15 @@ _LEAVE = {
     cst.Return: Context._leave_return,
     cst.Expr: Context._record_mutation,
 }
+
+
+def steps(kind: type) -> tuple[Callable[..., None] | None, Callable[..., None] | None, bool]:
+    """For a walker that does `Context.enter` and `Context.leave` itself (a call less for
+    each node): what entering and leaving a node of type `kind` runs besides pushing and
+    popping `stack` (to be followed by clearing `answers` when it is not empty), and whether
+    such a node can end an `if` arm's body (then `end_suite` runs first when leaving it)."""
+    return _ENTER.get(kind), _LEAVE.get(kind), issubclass(kind, cst.BaseSuite)
+
 
 _BINARY_FOR_AUG = {
     cst.AddAssign: cst.Add,

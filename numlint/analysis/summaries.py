@@ -312,6 +312,7 @@ class Module:
         #: Per callee name, its calls (calls_of).
         self._calls: dict[str, list[tuple[str | None, ast.Call]]] = {}
         self._offsets: list[int] | None = None
+        self._spellers: dict[str, Callable[[ast.AST], bool]] = {}
         self._scan(tree.body, None)
 
     def _scan(self, stmts: list[ast.stmt], cls: str | None) -> None:
@@ -364,7 +365,7 @@ class Module:
             found = []
             for key, f in self.functions.items():
                 if spelled(f.node):
-                    found += [(key, call) for call in _body_calls(f.node, name)]
+                    found += [(key, call) for call in _body_calls(f.node, name, spelled)]
             for stmt in self._top_statements():
                 if spelled(stmt):
                     found += [(None, n) for n in ast.walk(stmt) if _calls_name(n, name)]
@@ -394,6 +395,15 @@ class Module:
             for stmt in self._top_statements()
             for lam in ast.walk(stmt)
         )
+
+    def spells(self, node: ast.AST, name: str) -> bool:
+        """Whether the lines of `node` (a statement; a definition's decorators too) hold
+        `name` as a word (see _spelled): where they do not, no name, attribute or keyword
+        in it is `name`."""
+        spelled = self._spellers.get(name)
+        if spelled is None:
+            spelled = self._spellers[name] = self._spelled(name)
+        return spelled(node) or any(spelled(d) for d in getattr(node, "decorator_list", ()))
 
     def _spelled(self, name: str) -> Callable[[ast.AST], bool]:
         """Whether the lines of a node (a statement) hold `name` as a word: always, where the
@@ -441,15 +451,28 @@ def _calls_name(node: ast.AST, name: str) -> bool:
     return isinstance(fn, ast.Name) and fn.id == name
 
 
-def _body_calls(func: ast.AST, name: str) -> list[ast.Call]:
-    """The calls of `name` in a function body, in _walk_body's order (its loop, inlined)."""
+def _body_calls(
+    func: ast.AST, name: str, spelled: Callable[[ast.AST], bool] | None = None
+) -> list[ast.Call]:
+    """The calls of `name` in a function body, in _walk_body's order (its loop, inlined).
+    `spelled`: Module._spelled's test for `name`; a statement whose lines do not spell it is
+    not walked into (a nested definition is: its decorators lie above its lines)."""
     found = []
     todo = list(getattr(func, "body", []))
     node_type, class_def, call = ast.AST, ast.ClassDef, ast.Call
+    statement, definition = ast.stmt, (ast.FunctionDef, ast.AsyncFunctionDef)
     while todo:
         node = todo.pop()
-        if isinstance(node, call) and _calls_name(node, name):
-            found.append(node)
+        if isinstance(node, call):
+            if _calls_name(node, name):
+                found.append(node)
+        elif (
+            spelled is not None
+            and isinstance(node, statement)
+            and not isinstance(node, definition)
+            and not spelled(node)
+        ):
+            continue  # nothing in it calls `name`
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, list):
@@ -1911,8 +1934,8 @@ def averaged_parameters(ctx: object, callee: str) -> tuple[int, ...]:
 
 def _averaged(project: Project, callee: str) -> tuple[int, ...]:
     found = project.function_named(callee)
-    if found is None:
-        return ()
+    if found is None or not found[0].spells(found[1].node, "mean"):
+        return ()  # no `.mean()` nor `torch.mean` in it: not walked
     f = found[1]
     averaged = set()
     for n in ast.walk(f.node):

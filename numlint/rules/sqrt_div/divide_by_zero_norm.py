@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.context import Value
+from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     batch_token_count,
@@ -44,7 +44,7 @@ from numlint.analysis.semantics import keyword
 from numlint.analysis.summaries import averaged_parameters
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants
 
 #: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
 #: much weaker condition than an all-zero vector.
@@ -719,10 +719,12 @@ class DivideByZeroNorm(Rule):
         o = op(ctx, node)
         if o is not None and o.name == "mean" and o.input is not None and not o.rest():
             operands = [o.input]
-        elif isinstance(node.func, cst.Name) and (
-            averaged := averaged_parameters(ctx, node.func.value)
+        elif (
+            isinstance(node.func, cst.Name)
+            and (given := [a.value for a in node.args if a.keyword is None and not a.star])
+            and any(_may_select(ctx, g) for g in given)  # before asking the project
+            and (averaged := averaged_parameters(ctx, node.func.value))
         ):
-            given = [a.value for a in node.args if a.keyword is None and not a.star]
             operands = [given[i] for i in averaged if i < len(given)]
         else:
             return
@@ -909,3 +911,12 @@ def _hand_softmax(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool
         return False
     e = op(ctx, ctx.deref(Value(d.input, d.env)).node)
     return e is not None and e.name == "exp" and same_code(ctx, e.input, n.input)
+
+
+def _may_select(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """What selection_mask needs of an operand, read from its form alone: after its names,
+    a subscript by one index or a `masked_select` call."""
+    node = ctx.deref(ctx.value(expr)).node
+    if isinstance(node, cst.Subscript):
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+    return isinstance(node, cst.Call) and call_name(node) == "masked_select"
