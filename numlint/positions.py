@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from numlint.tree import children, descendants
+from numlint.tree import children, descendants, unparenthesized
 
 #: A line break as CPython and libcst count lines.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -152,8 +152,7 @@ class Positions:
     ) -> CodeRange | None:
         if self.offsets is None:
             self.offsets = line_offsets(self.source)
-        if getattr(node, "lpar", None):  # positions leave out the parentheses
-            node = node.with_changes(lpar=[], rpar=[])
+        node = unparenthesized(node)  # positions leave out the parentheses
         code = self.module.code_for_node(node).strip()
         if not code:
             return None
