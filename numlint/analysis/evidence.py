@@ -283,21 +283,14 @@ def joins_unit_vectors(ctx: Context, value: Value) -> bool:
         vector = o.input
     else:
         return False
-    inner = ctx.deref(Value(vector, value.env))
-    for _ in range(4):  # through indexing, reshapes and einops rearranges
-        if isinstance(inner.node, cst.Subscript):
-            inner = ctx.deref(Value(inner.node.value, inner.env))
-            continue
-        if not isinstance(inner.node, cst.Call):
+    inner, _ = strip(ctx, Value(vector, value.env))  # through indexing and reshapes
+    for _ in range(4):  # and einops rearranges
+        node = inner.node
+        if not (isinstance(node, cst.Call) and node.args):
             break
-        callee = ctx.callee(inner.node, inner.env)
-        if callee.qualname == "einops.rearrange" and inner.node.args:
-            source = inner.node.args[0].value
-        elif callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
-            source = callee.receiver
-        else:
+        if ctx.callee(node, inner.env).qualname != "einops.rearrange":
             break
-        inner = ctx.deref(Value(source, inner.env))
+        inner, _ = strip(ctx, Value(node.args[0].value, inner.env))
     found = inner.node
     if not (
         isinstance(found, cst.BinaryOperation)

@@ -1656,12 +1656,12 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if isinstance(operator, cst.Subtract):
             return _own_range(ctx, node, env)
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
-            return "a sum of squares"  # `v_t @ v`: a vector's squared length
+            return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
     if not isinstance(node, cst.Call):
         return None
     if self_product(ctx, node, env):
-        return "a sum of squares"  # `torch.dot(v, v)`, `torch.einsum("bi,bi->b", x, x)`
+        return _SUM_SQUARES  # `torch.dot(v, v)`, `torch.einsum("bi,bi->b", x, x)`
     callee = ctx.callee(node, env)
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)

@@ -39,9 +39,10 @@ class HandWrittenSoftmax(Rule):
     high in float16 code (`exp` overflows from 11.1); medium in code that trains (a module's
     forward, a loss, or a helper only those call) where a gradient flows into the exponent:
     learned scores (attention logits, unscaled dot products) are unbounded and nothing here
-    keeps them below float32's 88.7; low elsewhere (scores of unknown origin). Not reported when the exponent is
-    bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`): nothing overflows, and 0/0 needs
-    every term to underflow at once, which a window holding its centre (exp(0) = 1) never does.
+    keeps them below float32's 88.7; low elsewhere (scores of unknown origin). Not reported
+    when the exponent is bounded above (a Gaussian kernel's `-d**2 / (2 s**2)`): nothing
+    overflows, and 0/0 needs every term to underflow at once, which a window holding its
+    centre (exp(0) = 1) never does.
     Where the exponentials are a statement of their own (`e = x.exp()`, then `e / e.sum(d)`),
     the finding is on that `exp`, the value that overflows; the fix still rewrites the
     division.
