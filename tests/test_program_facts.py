@@ -1129,3 +1129,53 @@ def test_mean_of_a_selection_in_every_spelling(mean: str, expected: list[str]) -
         f"        return {mean}\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # a product of norms is 0 where either is: ReLU features can be all zero
+        ("a.norm(dim=-1) * b.norm(dim=-1)", ["high"]),
+        ("torch.linalg.vector_norm(a, dim=-1) * b.norm(dim=-1)", ["high"]),
+        ("a.norm(dim=-1) * 2.0", ["high"]),
+        # norms of a layer's outputs without an activation that zeroes them
+        ("u.norm(dim=-1) * w.norm(dim=-1)", ["low"]),
+    ],
+)
+def test_product_of_norms_graded_by_its_factors(den: str, expected: list[str]) -> None:
+    code = (
+        "class Sim(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.f = nn.Linear(3, 3)\n"
+        "    def forward(self, x, y):\n"
+        "        a, b = F.relu(self.f(x)), F.relu(self.f(y))\n"
+        "        u, w = self.f(x), self.f(y)\n"
+        f"        return (x * y).sum(-1) / ({den})\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"),
+    [
+        # the row's maximum is at least half of itself: every row counts >= 1 entry
+        ("(s >= peaks / 2.0).float().sum(1)", []),
+        ("(s >= 0.5 * s.max(dim=1, keepdim=True)[0]).float().sum(1)", []),
+        ("(s == s.max(dim=1, keepdim=True).values).float().sum(1)", []),
+        ("(peaks / 2 <= s).float().sum(1)", []),
+        # strictly above the maximum: nothing is
+        ("(s > peaks).float().sum(1)", ["high"]),
+        # a fraction of a maximum that may be negative lies above it
+        ("(x >= x.max(dim=1, keepdim=True)[0] / 2.0).float().sum(1)", ["high"]),
+    ],
+)
+def test_count_of_entries_near_the_row_maximum(count: str, expected: list[str]) -> None:
+    code = (
+        "def widths(x, coeff):\n"
+        "    s = torch.sqrt(x)\n"
+        "    peaks, _ = torch.max(s, dim=1, keepdim=True)\n"
+        f"    n = {count}\n"
+        "    return coeff / n\n"
+    )
+    assert _grades(code, "NUM202") == expected

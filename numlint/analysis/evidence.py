@@ -422,9 +422,20 @@ def _source_grade(ctx: Context, value: Value) -> Confidence:
     return max(grades, key=confidence_rank)
 
 
-def _one_source_grade(ctx: Context, value: Value) -> Confidence:
+def _one_source_grade(ctx: Context, value: Value, depth: int = 0) -> Confidence:
+    found = ctx.deref(value)
+    parts = factors(found.node)
+    if len(parts) > 1 and depth < 3 and not _same_factors(parts):
+        # `a.norm(dim=-1) * b.norm(dim=-1)`: a product is 0 where any factor is
+        grades = [_one_source_grade(ctx, Value(f, found.env), depth + 1) for f in parts]
+        return max(grades, key=confidence_rank)
     inner = reduced(ctx, value)
     return "low" if inner is None else _summed_grade(ctx, inner)
+
+
+def _same_factors(parts: list[cst.BaseExpression]) -> bool:
+    """`x * x`: a square, graded by what it is the square of."""
+    return all(p.deep_equals(parts[0]) for p in parts[1:])
 
 
 def _summed_grade(ctx: Context, inner: Value) -> Confidence:

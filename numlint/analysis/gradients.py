@@ -926,10 +926,11 @@ _CONSTANT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$|^(pi|e|tau|inf)$")
 
 
 def constant_table(ctx: Context, value: Value, depth: int = 0) -> bool:
-    """A value built only from literals, module constants (`penn.PITCH_BINS`, `math.pi`) and
-    deterministic tensor constructors (`torch.meshgrid(torch.arange(N), ...)`): the same on
-    every call, so a 0 in it would show on the first run. Parameters, attributes of `self`
-    and shapes are inputs, not constants."""
+    """A value built only from literals, module constants (`penn.PITCH_BINS`, `math.pi`),
+    parameters annotated as Python numbers (`sigma: float`) and deterministic tensor
+    constructors (`torch.meshgrid(torch.arange(N), ...)`): the same on every call with the
+    same settings, so a 0 in it would show on the first run. Tensor parameters, attributes
+    of `self` and shapes are inputs, not constants."""
     if depth > 12:
         return False
     value = ctx.deref(value)
@@ -952,6 +953,8 @@ def constant_table(ctx: Context, value: Value, depth: int = 0) -> bool:
         qual = ctx.qualname(node, env)
         return qual is not None and bool(_CONSTANT_NAME.match(node.attr.value))
     if isinstance(node, cst.Name):
+        if _number_parameter(ctx, node.value, integers=False):
+            return True
         source = unpacking_call(ctx, node, env)  # `xx, yy = torch.meshgrid(...)`
         return source is not None and constant_table(ctx, source, depth + 1)
     if not isinstance(node, cst.Call):

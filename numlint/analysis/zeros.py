@@ -1060,24 +1060,66 @@ def _hits_of_own_extreme(ctx: Context, mask: Value, dim: cst.BaseExpression | No
         node, env = found.node, found.env
     if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
         return False
-    if not isinstance(node.comparisons[0].operator, cst.Equal):
-        return False
+    operator = node.comparisons[0].operator
     left, right = node.left, node.comparisons[0].comparator
-    for a, b in ((left, right), (right, left)):
-        extreme = ctx.deref(Value(b, env)).node if isinstance(b, cst.Name) else b
-        if isinstance(extreme, cst.Subscript):  # `torch.max(x, 0, keepdim=True)[0]`
-            extreme = extreme.value
-        elif isinstance(extreme, cst.Attribute) and extreme.attr.value == "values":
-            extreme = extreme.value
-        o = op(ctx, extreme, env)
+    pairs = {
+        cst.Equal: ((left, right), (right, left)),
+        cst.GreaterThanEqual: ((left, right),),  # `x >= x.max(1, keepdim=True)[0] / 2`
+        cst.LessThanEqual: ((right, left),),
+    }.get(type(operator), ())
+    for a, b in pairs:
+        at_least = not isinstance(operator, cst.Equal)
+        extreme, fraction = _extreme_call(ctx, Value(b, env), scaled=at_least)
+        o = op(ctx, extreme, env) if extreme is not None else None
         if o is None or o.name not in _EXTREMES or o.input is None:
             continue
-        if ctx.code(o.input) != ctx.code(a):
+        if ctx.code(o.input) != ctx.code(a) or (at_least and o.name not in ("max", "amax")):
             continue
+        if fraction and not _nonnegative_op(ctx, Value(o.input, env)):
+            continue  # a fraction of a negative maximum lies above it
         axis = o.arg(0, "dim")
         if dim is None or (axis is not None and const(ctx, axis, env) == const(ctx, dim, env)):
             return True
     return False
+
+
+def _extreme_call(
+    ctx: Context, value: Value, scaled: bool
+) -> tuple[cst.BaseExpression | None, bool]:
+    """The reduction a row's extreme is read from (`torch.max(x, 0, keepdim=True)[0]`,
+    `x.max(1).values`, `peaks` of `peaks, _ = torch.max(x, 1)`), and whether the value is a
+    fraction of it: with `scaled`, `peaks / 2` and `0.5 * peaks` count too, which every
+    row's maximum still reaches when the values are not negative."""
+    found = ctx.deref(value) if isinstance(value.node, cst.Name) else value
+    node, env = found.node, found.env
+    if scaled and isinstance(node, cst.BinaryOperation):
+        left, right = node.left, node.right
+        if isinstance(node.operator, cst.Divide) and (const(ctx, right, env) or 0) >= 1:
+            return _extreme_call(ctx, Value(left, env), False)[0], True
+        if isinstance(node.operator, cst.Multiply):
+            for k, m in ((left, right), (right, left)):
+                if 0 < (const(ctx, k, env) or 0) <= 1:
+                    return _extreme_call(ctx, Value(m, env), False)[0], True
+        return None, False
+    if isinstance(node, cst.Subscript):
+        return node.value, False
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return node.value, False
+    if isinstance(value.node, cst.Name):
+        source = unpacked_from(ctx, value.node, value.env)  # `peaks, _ = torch.max(x, 1)`
+        if source is not None:
+            return source.node, False
+    return node, False
+
+
+_NONNEGATIVE_OPS = frozenset({"sqrt", "abs", "exp", "softmax", "sigmoid", "relu", "square"})
+
+
+def _nonnegative_op(ctx: Context, value: Value) -> bool:
+    """Made by an op whose values are never negative (`torch.sqrt`, `abs`, `relu`, ...)."""
+    found = ctx.deref(value)
+    o = op(ctx, found.node, found.env)
+    return o is not None and o.name in _NONNEGATIVE_OPS
 
 
 def _range_from_zero(ctx: Context, node: cst.Call, env: Env) -> bool:

@@ -104,7 +104,14 @@ class DivideByZeroNorm(Rule):
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
     a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
     Python integers and not reported. Nor are rows a test kept because they are not 0
-    (`f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`). Whether
+    (`f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`), a count of the
+    entries at least a fraction of their row's maximum (`(s >= s.max(1, keepdim=True)[0] / 2)
+    .sum(1)` of values that are not negative: the maximum counts itself), nor a denominator
+    computed only from settings (literals, module constants, parameters annotated as Python
+    numbers and deterministic constructors: `w = torch.linspace(-a, a, size: int) ** 2`), the
+    same on every call, so a 0 in it shows on the first run. A product of denominators is
+    graded by its most likely zero factor (`a.norm(dim=-1) * b.norm(dim=-1)` of ReLU
+    features: high). Whether
     `x / (x.norm() + 1e-8)` survives half precision is NUM4xx's concern.
 
     Confidence:
@@ -771,6 +778,8 @@ class DivideByZeroNorm(Rule):
             return
         if rows_kept_nonzero(ctx, ctx.value(den)):
             return  # `f = x[x.sum(1) != 0]; f / f.norm(dim=1)`
+        if constant_table(ctx, ctx.value(den)):
+            return  # the same on every call with the same settings: a 0 shows on the first run
         if replaced_by_where(ctx, den):
             return  # `s = a / n`, then `s = torch.where(n > 0, s, 0)`
         fix = self._fix(node, num, den) if fixable else None
@@ -798,8 +807,6 @@ class DivideByZeroNorm(Rule):
             return  # a NaN ratio makes a comparison False, not a NaN value
         elif batch_token_count(ctx, ctx.value(den)):
             confidence = "low"  # 0 only if every token of the batch is ignored
-        elif constant_table(ctx, ctx.value(den)):
-            confidence = "low"  # the same on every call: a 0 would show on the first run
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
         elif (
