@@ -1179,3 +1179,32 @@ def test_count_of_entries_near_the_row_maximum(count: str, expected: list[str]) 
         "    return coeff / n\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("grad", "expected"),
+    [
+        # a gradient penalty differentiates through the input gradient: sqrt'(0) is inf
+        ("torch.autograd.grad(out.sum(), x, create_graph=True)[0]", ["medium"]),
+        (
+            "autograd.grad(outputs=out, inputs=x, grad_outputs=torch.ones_like(out), "
+            "create_graph=True, retain_graph=True)[0]",
+            ["medium"],
+        ),
+        # a gradient only read (no second derivative): the root's gradient is never taken
+        ("torch.autograd.grad(out.sum(), x)[0]", ["low"]),
+        # the gradient of a loss the function is given: 0 only at a stationary point
+        ("torch.autograd.grad(loss, x, create_graph=True)[0]", ["low"]),
+    ],
+)
+def test_root_of_a_differentiated_input_gradient(grad: str, expected: list[str]) -> None:
+    code = (
+        "from torch import autograd\n"
+        "def gradient_penalty(critic, x, loss):\n"
+        "    out = critic(x)\n"
+        f"    g = {grad}\n"
+        "    g = g.view(g.size(0), -1)\n"
+        "    slopes = torch.sqrt(torch.sum(g ** 2, dim=1))\n"
+        "    return ((slopes - 1) ** 2).mean()\n"
+    )
+    assert _grades(code, "NUM201") == expected

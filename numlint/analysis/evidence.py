@@ -30,7 +30,7 @@ from numlint.analysis.ops import (
     unpacked_from,
     unpacking_call,
 )
-from numlint.analysis.semantics import dotted_name, positional, strip
+from numlint.analysis.semantics import dotted_name, keyword, positional, strip
 from numlint.analysis.summaries import (
     file_text,
     origin_of,
@@ -444,6 +444,8 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
         return "high"  # positives other than the sample itself: a class seen once has none
     if gradient_tensor(ctx, inner):
         return "high"  # a frozen, unused or dead parameter's gradient is all zeros
+    if differentiated_input_gradient(ctx, inner):
+        return "medium"  # a gradient penalty: a flat critic region gives a zero gradient
     if mask_like(ctx, inner):
         return "high" if mask_computed(ctx, inner) else "low"
     found = ctx.deref(inner)
@@ -477,6 +479,34 @@ def gradient_tensor(ctx: Context, value: Value) -> bool:
     if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
         return passed_gradient(ctx, node.value)  # `normalized(p.grad)` at a call site
     return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+
+
+def differentiated_input_gradient(ctx: Context, value: Value) -> bool:
+    """The gradient of a network's output with respect to its input, taken with
+    `torch.autograd.grad(critic(x), x, create_graph=True)` (through names, indexing and
+    reshapes): zero where the network is flat (dead ReLUs), and differentiated again (a
+    gradient penalty), so a root of its sum of squares gives an infinite second
+    derivative. The gradient of a loss the function is given is 0 only at a stationary
+    point: not counted."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if not isinstance(node, cst.Call):
+        return False
+    if ctx.qualname(node.func, v.env) != "torch.autograd.grad":
+        return False
+    graph = keyword(node, "create_graph")
+    if not (isinstance(graph, cst.Name) and graph.value == "True"):
+        return False
+    outputs = positional(node, 0, "outputs")
+    if outputs is None:
+        return False
+    out = ctx.deref(Value(outputs, v.env))
+    for _ in range(4):  # `critic(x).sum()`, `out.mean()`
+        o = op(ctx, out.node, out.env)
+        if o is None or o.name not in ("sum", "mean") or o.input is None:
+            break
+        out = ctx.deref(Value(o.input, out.env))
+    return isinstance(out.node, cst.Call) and op(ctx, out.node, out.env) is None
 
 
 def diagonal_cleared(ctx: Context, value: Value, depth: int = 0) -> bool:

@@ -104,6 +104,10 @@ class SqrtAtZero(Rule):
     medium for the root of a mean squared error in what training minimises (an RMSE loss:
     0 wherever the prediction fits its target exactly, a padded or constant region), low
     elsewhere (a metric);
+    medium for the root of a sum of squares of a network's input gradient taken with
+    `torch.autograd.grad(critic(x), x, create_graph=True)` (a gradient penalty: 0 where the
+    network is flat, and differentiated again); the gradient of a loss the function is
+    given, 0 only at a stationary point, stays low;
     medium for the root of a spectral energy a loss computes from its prediction alone (a
     loss taking `(prediction, target, ...)`, torch's convention; the band energies of an
     estimate, `matmul(bands, norm(stft(est)) ** 2).pow(0.5)`): 0 in a silent frame, and the
