@@ -1208,3 +1208,100 @@ def test_root_of_a_differentiated_input_gradient(grad: str, expected: list[str])
         "    return ((slopes - 1) ** 2).mean()\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+SETTINGS_KERNELS = """import functools
+import math
+
+import torch
+
+from pkg.core import tensor
+
+
+def pascal_row(n: int):
+    row = [1.0]
+    for _ in range(n - 1):
+        row = [a + b for a, b in zip([0.0, *row], [*row, 0.0])]
+    return tensor(row)
+
+
+def pascal_2d(k: int, device=None):
+    f = pascal_row(k)[:, None] * pascal_row(k)[None, :]
+    return f / f.sum()
+
+
+def erf_kernel(size: int, sigma: float | torch.Tensor):
+    x = torch.arange(size, dtype=torch.float32) - size // 2
+    t = 0.7071 / abs(sigma)
+    g = 0.5 * ((t * (x + 0.5)).erf() - (t * (x - 0.5)).erf())
+    return g / g.sum()
+
+
+def notch(freq: float, width: int = 101):
+    pad = width // 2
+    inputs = torch.arange(width) - pad
+
+    def sinc(x):
+        return torch.cat([torch.sin(x[:pad]) / x[:pad], torch.ones(1), torch.sin(x[pad + 1 :]) / x[pad + 1 :]])
+
+    h = sinc(3 * freq * inputs)
+    h *= torch.hamming_window(width)
+    h /= torch.sum(h)
+    return h
+
+
+@functools.lru_cache(maxsize=None)
+def basis(l):
+    c = torch.randn(2 * l + 1, 2 * l + 1, dtype=torch.float64)
+    return c / torch.norm(c)
+
+
+def data_kernel(weights: torch.Tensor):
+    return weights / weights.sum()
+
+
+def loaded_kernel(path: str):
+    k = torch.load(path)
+    return k / k.sum()
+
+
+def smoothing(x, size: int):
+    w = x[:, :size]
+    w = w * torch.hann_window(size)
+    return w / w.sum(dim=1, keepdim=True)
+"""
+
+
+def test_kernels_computed_from_settings_only(tmp_path: Path) -> None:
+    """A row normalised by its own sum where every input is a setting (number parameters,
+    constants, helpers of the project called with them, a library alias) is the same on
+    every call: a 0 shows on the first run. Data and files stay reported."""
+    pkg = _package(
+        tmp_path, core="import torch\n\ntensor = torch.tensor\n", kernels=SETTINGS_KERNELS
+    )
+    found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
+    lines = SETTINGS_KERNELS.splitlines()
+    flagged = sorted({lines[d.row - 1].strip() for d in found})
+    assert flagged == [
+        "return k / k.sum()",
+        "return w / w.sum(dim=1, keepdim=True)",
+        "return weights / weights.sum()",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("window(0.25)", []),  # every caller passes a number: a setting
+        ("window(torch.tensor([0.25]))", ["low"]),  # a tensor a test builds: users pass data
+    ],
+)
+def test_parameter_every_caller_sets_to_a_number(call: str, expected: list[str]) -> None:
+    code = (
+        "def window(alpha, size=64):\n"
+        "    w = torch.linspace(-1.0, 1.0, size) ** 2 + alpha\n"
+        "    return w / w.sum()\n"
+        "def build():\n"
+        f"    return {call}\n"
+    )
+    assert _grades(code, "NUM202") == expected

@@ -41,6 +41,7 @@ from numlint.analysis.guards import (
 )
 from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.semantics import keyword
+from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
@@ -49,6 +50,10 @@ from numlint.tree import call_name, descendants
 #: A spread is 0 wherever its input is constant (silence, a flat patch, a dead feature): a
 #: much weaker condition than an all-zero vector.
 _SPREADS = frozenset({"a standard deviation", "a variance"})
+#: Reasons that reduce a whole row: a row of a table that is 0 spoils every use of the row,
+#: where an entry that is 0 (`1 / sqrt(1 - alphas_cumprod)`) spoils only the calls that
+#: index it.
+_REDUCTIONS = frozenset({"a sum", "a norm", "a sum of squares", "a count", *_SPREADS})
 #: A value the function tests for 0 (or a small bound) and only warns about.
 _WARNED = "a value the code tests for 0 and only warns about"
 
@@ -106,10 +111,13 @@ class DivideByZeroNorm(Rule):
     Python integers and not reported. Nor are rows a test kept because they are not 0
     (`f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`), a count of the
     entries at least a fraction of their row's maximum (`(s >= s.max(1, keepdim=True)[0] / 2)
-    .sum(1)` of values that are not negative: the maximum counts itself), nor a denominator
-    computed only from settings (literals, module constants, parameters annotated as Python
-    numbers and deterministic constructors: `w = torch.linspace(-a, a, size: int) ** 2`), the
-    same on every call, so a 0 in it shows on the first run. A product of denominators is
+    .sum(1)` of values that are not negative: the maximum counts itself), nor a sum, norm or
+    count computed only from settings: literals, module constants, parameters annotated as
+    Python numbers (also `float | Tensor`), with a number default, of a cached function, or
+    set to a number literal by every caller, torch / math / NumPy functions of them and the
+    project's helpers (nested or in other files) called with them (a Gaussian, Pascal or
+    windowed-sinc kernel normalised by its sum). It is the same on every call, so a 0 in it
+    shows on the first run; a tensor the code is given or loads is data. A product of denominators is
     graded by its most likely zero factor (`a.norm(dim=-1) * b.norm(dim=-1)` of ReLU
     features: high). Whether
     `x / (x.norm() + 1e-8)` survives half precision is NUM4xx's concern.
@@ -778,8 +786,10 @@ class DivideByZeroNorm(Rule):
             return
         if rows_kept_nonzero(ctx, ctx.value(den)):
             return  # `f = x[x.sum(1) != 0]; f / f.norm(dim=1)`
-        if constant_table(ctx, ctx.value(den)):
-            return  # the same on every call with the same settings: a 0 shows on the first run
+        if reason in _REDUCTIONS and (
+            constant_table(ctx, ctx.value(den)) or settings_only(ctx, den)
+        ):
+            return  # a kernel normalised by its sum: the same on every call, a 0 shows at once
         if replaced_by_where(ctx, den):
             return  # `s = a / n`, then `s = torch.where(n > 0, s, 0)`
         fix = self._fix(node, num, den) if fixable else None
