@@ -1256,6 +1256,25 @@ def basis(l):
     return c / torch.norm(c)
 
 
+@functools.lru_cache(maxsize=None)
+def coefficients(l):
+    from math import factorial
+
+    def f(n):
+        return factorial(n)
+
+    c = torch.tensor([f(l + k) / f(k) for k in range(l + 1)], dtype=torch.float64)
+    return c / torch.norm(c)
+
+
+def rows_of(x, size: int):
+    def first():
+        return x[:, :size]
+
+    w = first()
+    return w / w.norm(dim=1, keepdim=True)
+
+
 def data_kernel(weights: torch.Tensor):
     return weights / weights.sum()
 
@@ -1284,6 +1303,7 @@ def test_kernels_computed_from_settings_only(tmp_path: Path) -> None:
     flagged = sorted({lines[d.row - 1].strip() for d in found})
     assert flagged == [
         "return k / k.sum()",
+        "return w / w.norm(dim=1, keepdim=True)",
         "return w / w.sum(dim=1, keepdim=True)",
         "return weights / weights.sum()",
     ]

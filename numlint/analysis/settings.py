@@ -21,7 +21,9 @@ _BUILTINS = frozenset(
 _ATTRIBUTES = frozenset({"shape", "device", "dtype", "T", "mT", "real", "imag", "ndim"})
 #: Functions that read data from outside the program.
 _READERS = frozenset({"load", "loadtxt", "fromfile", "from_file", "genfromtxt", "read_csv"})
-_LIBRARIES = frozenset({"torch", "math", "numpy", "scipy"})
+_LIBRARIES = frozenset(
+    {"torch", "math", "cmath", "numpy", "scipy", "fractions", "decimal", "itertools", "operator"}
+)
 _NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
 #: Keywords that place or type a result without giving it values.
 _PLACEMENT = frozenset(
@@ -168,7 +170,7 @@ class _Reader:
 
         args = [*call.args, *(k.value for k in call.keywords if k.arg not in _PLACEMENT)]
         fn = call.func
-        qual = self._library(mod, fn)
+        qual = self._library(mod, fn) or self._local_import(fn, f)
         if qual is not None:
             return qual.rsplit(".", 1)[-1] not in _READERS and all(sub(a) for a in args)
         if isinstance(fn, ast.Attribute):
@@ -185,7 +187,7 @@ class _Reader:
         if callee is None:
             return False
         cmod, cf = callee
-        returns = cf.returns
+        returns = list(_own_returns(cf.node))
         params = frozenset(cf.params)
         return bool(returns) and all(self.value(cmod, r, cf, params, depth + 1) for r in returns)
 
@@ -205,6 +207,19 @@ class _Reader:
         quals = [self.project.qualname(tmod, v) for v in values]
         if values and all(q is not None and q.split(".")[0] in _LIBRARIES for q in quals):
             return quals[0]
+        return None
+
+    def _local_import(self, fn: ast.expr, f: Function | None) -> str | None:
+        """A library function imported inside the function or one around it (`from math
+        import factorial` in the body)."""
+        while f is not None and isinstance(fn, ast.Name):
+            for node in ast.walk(f.node):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    for alias in node.names:
+                        if (alias.asname or alias.name) == fn.id:
+                            qual = f"{node.module}.{alias.name}"
+                            return qual if qual.split(".")[0] in _LIBRARIES else None
+            f = self.outer[id(f)][0] if id(f) in self.outer else None
         return None
 
     def _function(
@@ -243,6 +258,17 @@ def _setting_parameter(f: Function, name: str) -> bool:
     if isinstance(default, ast.UnaryOp):
         default = default.operand
     return isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
+
+
+def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    """The values `func` itself returns (not those of functions nested in it)."""
+    todo: list[ast.AST] = list(func.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            yield node.value
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def _number_literal(node: ast.expr | None) -> bool:
