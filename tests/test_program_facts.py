@@ -1275,6 +1275,16 @@ def rows_of(x, size: int):
     return w / w.norm(dim=1, keepdim=True)
 
 
+def box(size: tuple[int, int] | int, mode: str = "box"):
+    b = torch.ones(size, size) * (0.5 if mode == "box" else 1.0)
+    return b / b.sum()
+
+
+def batch_mean(batch: dict[str, torch.Tensor], key: str = "x"):
+    m = batch["mask"]
+    return (batch[key] * m).sum(1) / m.sum(1)
+
+
 def data_kernel(weights: torch.Tensor):
     return weights / weights.sum()
 
@@ -1300,8 +1310,9 @@ def test_kernels_computed_from_settings_only(tmp_path: Path) -> None:
     )
     found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
     lines = SETTINGS_KERNELS.splitlines()
-    flagged = sorted({lines[d.row - 1].strip() for d in found})
+    flagged = sorted(lines[d.row - 1].strip() for d in found)
     assert flagged == [
+        "return (batch[key] * m).sum(1) / m.sum(1)",
         "return k / k.sum()",
         "return w / w.norm(dim=1, keepdim=True)",
         "return w / w.sum(dim=1, keepdim=True)",

@@ -24,7 +24,7 @@ _READERS = frozenset({"load", "loadtxt", "fromfile", "from_file", "genfromtxt", 
 _LIBRARIES = frozenset(
     {"torch", "math", "cmath", "numpy", "scipy", "fractions", "decimal", "itertools", "operator"}
 )
-_NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
+_NUMBER_TYPES = frozenset({"int", "float", "bool", "complex", "str"})
 #: Keywords that place or type a result without giving it values.
 _PLACEMENT = frozenset(
     {"device", "dtype", "layout", "requires_grad", "memory_format", "pin_memory"}
@@ -246,7 +246,7 @@ def _setting_parameter(f: Function, name: str) -> bool:
     are hashable settings)."""
     annotation = f.annotations.get(name)
     if annotation is not None:
-        return bool(_NUMBER_TYPES & {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)})
+        return _setting_annotation(annotation)
     if any("cache" in ast.unparse(d) for d in f.node.decorator_list):
         return True
     args = f.node.args
@@ -257,7 +257,26 @@ def _setting_parameter(f: Function, name: str) -> bool:
     default = defaults.get(name)
     if isinstance(default, ast.UnaryOp):
         default = default.operand
-    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
+    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float, str))
+
+
+def _setting_annotation(node: ast.expr) -> bool:
+    """`int`, `str`, `tuple[int, int] | int`, `Optional[float]`, `float | Tensor`: a number,
+    a string, a sequence of them, or a union with one (not `dict[str, Tensor]`)."""
+    if isinstance(node, ast.Name | ast.Attribute):
+        return (node.id if isinstance(node, ast.Name) else node.attr) in _NUMBER_TYPES
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _setting_annotation(node.left) or _setting_annotation(node.right)
+    if not isinstance(node, ast.Subscript):
+        return False
+    base = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    items = [i for i in items if not (isinstance(i, ast.Constant) and i.value is Ellipsis)]
+    if base in ("Optional", "Union"):
+        return any(_setting_annotation(i) for i in items)
+    if base in ("tuple", "Tuple", "list", "List", "Sequence"):
+        return bool(items) and all(_setting_annotation(i) for i in items)
+    return False
 
 
 def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
