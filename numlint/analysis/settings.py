@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from numlint.analysis.summaries import Function, Module, Project, _argument, function_key
+from numlint.analysis.summaries import Function, Module, Project, argument, function_key
 
 #: Builtins whose result is a setting when their arguments are.
 _BUILTINS = frozenset(
@@ -158,8 +158,8 @@ class _Reader:
         if id(f) in self.outer or f.cls is not None:
             return False
         index = f.params.index(name)
-        calls = self.project._known_calls(mod, f)
-        args = [_argument(call, index, name) for _, _, call in calls]
+        calls = self.project.known_calls(mod, f)
+        args = [argument(call, index, name) for _, _, call in calls]
         return bool(args) and all(_number_literal(a) for a in args)
 
     def _call(
@@ -199,7 +199,7 @@ class _Reader:
             return qual
         if not isinstance(fn, ast.Name):
             return None
-        target = self.project._lookup(mod, fn.id)
+        target = self.project.lookup(mod, fn.id)
         if target is None or target[1] not in target[0].globals:
             return None
         tmod, name = target
@@ -234,7 +234,7 @@ class _Reader:
                         found = self.nested[id(node)] = Function(node, None)
                         self.outer[id(found)] = (f, bound)
                     return mod, found
-        target = self.project._lookup(mod, name)
+        target = self.project.lookup(mod, name)
         if target is None or target[1] not in target[0].functions:
             return None
         return target[0], target[0].functions[target[1]]

@@ -591,7 +591,7 @@ class Project:
         self._modules[dotted] = found
         return found
 
-    def _lookup(self, mod: Module, name: str, depth: int = 0) -> tuple[Module, str] | None:
+    def lookup(self, mod: Module, name: str, depth: int = 0) -> tuple[Module, str] | None:
         """Where a top-level name of `mod` is defined: (module, name), following imports."""
         if name in mod.functions or name in mod.classes or name in mod.globals:
             return mod, name
@@ -603,14 +603,14 @@ class Project:
         if other is None:
             other = self._module(target)  # `from pkg import module`
             return None if other is None else (other, "")
-        return self._lookup(other, attr, depth + 1)
+        return self.lookup(other, attr, depth + 1)
 
     def function_named(self, name: str) -> tuple[Module, Function] | None:
         """The function a top-level name of the file being linted calls, defined there or
         imported from another file of the project."""
         if self.main is None:
             return None
-        target = self._lookup(self.main, name)
+        target = self.lookup(self.main, name)
         if target is None or target[1] not in target[0].functions:
             return None
         return target[0], target[0].functions[target[1]]
@@ -742,7 +742,7 @@ class Project:
                 return self._method(mod, f.cls, "forward", depth)
             if f is not None and (fn.id in f.assigned or fn.id in f.params):
                 return self._call_object(mod, fn, f, func, depth)
-            target = self._lookup(mod, fn.id)
+            target = self.lookup(mod, fn.id)
             if target is not None:
                 tmod, tname = target
                 if tname in tmod.functions:
@@ -828,7 +828,7 @@ class Project:
             if f is not None and fn.id in f.assigned:
                 cls = self._instance(mod, fn, f, func, depth)
                 return self._method_returns(*cls, "forward") if cls else None
-            target = self._lookup(mod, fn.id)
+            target = self.lookup(mod, fn.id)
             if target and target[1] in target[0].functions:
                 tmod, tname = target
                 return tmod, tname, tmod.functions[tname].returns
@@ -900,7 +900,7 @@ class Project:
             return False
         fn = expr.func
         if isinstance(fn, ast.Name) and not (f is not None and fn.id in f.assigned):
-            target = self._lookup(mod, fn.id)
+            target = self.lookup(mod, fn.id)
             if target is not None and target[1] in target[0].functions:
                 tmod, tname = target
                 return self._all_arrays(tmod, tname, tmod.functions[tname].returns, depth)
@@ -954,8 +954,8 @@ class Project:
         index = f.params.index(name) - _bound_offset(f)
         args = [
             (cmod, caller, arg)
-            for cmod, caller, call in self._known_calls(mod, f)
-            if (arg := _argument(call, index, name)) is not None
+            for cmod, caller, call in self.known_calls(mod, f)
+            if (arg := argument(call, index, name)) is not None
         ]
         return bool(args) and all(self._array(m, a, c, depth + 1) for m, c, a in args)
 
@@ -971,7 +971,7 @@ class Project:
         if depth > 4:
             return out
         for base in mod.classes.get(cls, []):
-            target = self._lookup(mod, base.split(".")[0]) if base else None
+            target = self.lookup(mod, base.split(".")[0]) if base else None
             if target and target[1] in target[0].classes:
                 out.extend(self._mro(target[0], target[1], depth + 1))
         return out
@@ -1016,7 +1016,7 @@ class Project:
             for caller, call in cmod.calls_of(f.node.name):
                 if not self._calls_this(cmod, call, f, mod, caller):
                     continue
-                arg = _argument(call, index, param)
+                arg = argument(call, index, param)
                 if arg is None:
                     continue
                 cf = cmod.functions.get(caller) if caller else None
@@ -1032,7 +1032,7 @@ class Project:
         dotted = _dotted(node)
         if dotted is None or "." in dotted:
             return None
-        target = self._lookup(mod, dotted)
+        target = self.lookup(mod, dotted)
         if target and target[1] in target[0].classes:
             return target
         return None
@@ -1094,7 +1094,7 @@ class Project:
             for caller, call in cmod.calls_of(name):
                 if not self._calls_this(cmod, call, f, mod, caller):
                     continue
-                arg = _argument(call, index, param)
+                arg = argument(call, index, param)
                 if arg is None:
                     continue
                 found = self._kind(cmod, arg, caller, depth + 1)
@@ -1102,7 +1102,7 @@ class Project:
                     return _crossed(found)
         return None
 
-    def _known_calls(
+    def known_calls(
         self, mod: Module, f: Function, templates: bool = False
     ) -> list[tuple[Module, str | None, ast.Call]]:
         """The calls of `f` (of module `mod`): (calling module, calling function's key, call).
@@ -1157,7 +1157,7 @@ class Project:
         f = mod.functions.get(func)
         found = False
         if f is not None and depth <= 3:
-            calls = self._known_calls(mod, f, templates=True)
+            calls = self.known_calls(mod, f, templates=True)
             found = bool(calls) and all(
                 caller is not None
                 and (
@@ -1209,7 +1209,7 @@ class Project:
                     cmod.loss_lambda(call)
                     if caller is None
                     else self._differentiated(cmod, caller, depth + 1)
-                    for cmod, caller, call in self._known_calls(mod, f)
+                    for cmod, caller, call in self.known_calls(mod, f)
                 )
         self._differentiated_memo[key] = found
         return found
@@ -1242,7 +1242,7 @@ class Project:
             return True
         return depth < 2 and any(
             cmod.loss_lambda(call) if caller is None else self._objective(cmod, caller, depth + 1)
-            for cmod, caller, call in self._known_calls(mod, f)
+            for cmod, caller, call in self.known_calls(mod, f)
         )
 
     def module_forward(self, func: str) -> bool:
@@ -1273,7 +1273,7 @@ class Project:
         f = mod.functions.get(func)
         if f is None or depth >= 2:
             return False
-        calls = self._known_calls(mod, f)
+        calls = self.known_calls(mod, f)
         return bool(calls) and all(
             cmod.loss_lambda(call)
             if caller is None
@@ -1295,7 +1295,7 @@ class Project:
                 full = imported + base[len(root) :] if imported else base
                 if full.startswith("torch.nn."):
                     return True
-                target = self._lookup(cmod, root) if base else None
+                target = self.lookup(cmod, root) if base else None
                 if target and target[1] in target[0].classes:
                     continue  # the project's own `Module`: its bases (in the MRO) decide
                 if full.endswith("Module"):
@@ -1311,7 +1311,7 @@ class Project:
             for base in cmod.classes.get(name, []):
                 if base.split("[")[0].rsplit(".", 1)[-1] in _PLAIN_BASES:
                     continue
-                target = self._lookup(cmod, base.split(".")[0]) if base else None
+                target = self.lookup(cmod, base.split(".")[0]) if base else None
                 if not (target and target[1] in target[0].classes):
                     return False
                 own += 1
@@ -1339,7 +1339,7 @@ class Project:
         for cmod in self._neighbours(f.node.name):
             for caller, call in cmod.calls_of(f.node.name):
                 if self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
-                    arg = _argument(call, index, param)
+                    arg = argument(call, index, param)
                     if arg is not None:
                         out.append((cmod, caller, arg))
         return out
@@ -1378,7 +1378,7 @@ class Project:
             name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
             if name in _CLAMPS:
                 return True
-            target = self._lookup(mod, fn.id) if isinstance(fn, ast.Name) else None
+            target = self.lookup(mod, fn.id) if isinstance(fn, ast.Name) else None
             if target is not None and target[1] in target[0].functions:
                 tmod, tname = target
                 returns = tmod.functions[tname].returns
@@ -1423,7 +1423,7 @@ class Project:
                     k.arg is None for k in call.keywords
                 ):
                     return False
-                if _argument(call, index, param) is not None:
+                if argument(call, index, param) is not None:
                     return False
                 calls += 1
         return calls > 0
@@ -1443,7 +1443,7 @@ class Project:
                 imported = cmod.imports.get(fn.id)
                 if _names_target(imported, f"{target.name}.{f.node.name}"):
                     return True
-                found = self._lookup(cmod, fn.id) if imported else None  # a package's re-export
+                found = self.lookup(cmod, fn.id) if imported else None  # a package's re-export
                 return (
                     found is not None and found[0].path == target.path and found[1] == f.node.name
                 )
@@ -1618,7 +1618,7 @@ def _names_target(qualified: str | None, target: str) -> bool:
     return "." in qualified and target.endswith("." + qualified)
 
 
-def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
+def argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == name:
             return kw.value
@@ -1998,7 +1998,7 @@ def _events(project: Project, mod: Module, f: Function, depth: int) -> list[Effe
             elif fn.attr == "zero_grad":
                 out.append(("zero-grad", recv, None))
         elif isinstance(fn, ast.Name) and depth < 2:
-            target = project._lookup(mod, fn.id)
+            target = project.lookup(mod, fn.id)
             if target is not None and target[1] in target[0].functions:
                 inner_f = target[0].functions[target[1]]
                 if inner_f is not f:
