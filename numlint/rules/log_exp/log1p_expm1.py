@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.context import Value
+from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.gradients import no_gradient
 from numlint.analysis.ops import const, op
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -33,7 +34,9 @@ class Log1pExpm1Precision(Rule):
     `log(1 + exp(x))` is NUM104 (softplus). Sums reached through variables are reported
     without a fix. Whole numbers are not reported (`1 + n` is exact): integer constructors
     (`torch.arange`) and counts (`bincount`, `count_nonzero`, graph node degrees), also cast,
-    reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`). Nor is a log
+    reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`), and values cast
+    to float right before the sum from a dtype the code does not show as floating
+    (`torch.log(durations.float() + 1)`). Nor is a log
     added to a constant of magnitude 0.5 or more (`-math.log(math.pi) - torch.log(1 + x**2)`):
     that sum rounds away what `log1p` would keep. Nor a value stepped by 1 in place (`x = x +
     1` in a loop, then `x.log()`): a shift or a counter, not `1 + small`.
@@ -150,6 +153,14 @@ class Log1pExpm1Precision(Rule):
             """,
             "rounded to whole numbers right away",
         ),
+        Valid(
+            """
+            import torch
+            def log_durations(durations):
+                return torch.log(durations.float() + 1)
+            """,
+            "counts cast to float before the log: `1 + n` is exact",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -216,6 +227,23 @@ class Log1pExpm1Precision(Rule):
             """
             import torch
             def f(x):
+                y = x.half().float()
+                return torch.log(y + 1)
+            """,
+            line=4,
+            column=12,
+            fixed="""
+            import torch
+            def f(x):
+                y = x.half().float()
+                return torch.log1p(y)
+            """,
+            note="a cast of a value already floating: not a count",
+        ),
+        Invalid(
+            """
+            import torch
+            def f(x):
                 s = x + 1
                 return torch.log(s)
             """,
@@ -254,6 +282,8 @@ class Log1pExpm1Precision(Rule):
             return
         if no_gradient(ctx, Value(x, inner.env), integers=True):
             return  # whole numbers (`torch.arange` offsets): `1 + x` is exact
+        if _cast_from_whole(ctx, Value(x, inner.env)):
+            return  # `torch.log(durations.float() + 1)`: counts cast to float
         fix = None
         if inner.node is o.input:
             if o.spelling == "method":
@@ -294,6 +324,28 @@ class Log1pExpm1Precision(Rule):
             code = f"-{code}"
         fix = self.fix("unsafe", "Replace with `expm1`", (node, wrap(node, code)))
         self.report(node, fix=fix)
+
+
+def _cast_from_whole(ctx, value: Value) -> bool:
+    """`n.float()`, `n.to(torch.float32)`: a value cast to float right before `1 + n`, when
+    nothing shows it was floating already: the cast is what whole numbers (counts,
+    durations, lengths) need before a log, and `1 + n` is exact for them."""
+    found = ctx.deref(value)
+    node = found.node
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    method = node.func.attr.value
+    if method in ("float", "double") and not node.args:
+        cast = True
+    elif method in ("to", "type") and len(node.args) == 1:
+        qual = ctx.qualname(node.args[0].value, found.env) or ""
+        cast = qual in ("torch.float32", "torch.float", "torch.float64", "torch.double")
+    else:
+        cast = False
+    if not cast:
+        return False
+    source = traced_dtype(ctx, Value(node.func.value, found.env))
+    return source is None or not source.startswith(("float", "bfloat"))
 
 
 def _absorbed(ctx, node: cst.Call) -> bool:
