@@ -1336,3 +1336,29 @@ def test_parameter_every_caller_sets_to_a_number(call: str, expected: list[str])
         f"    return {call}\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("loop", "expected"),
+    [
+        # a training loop draws batches of data: sqrt(0) = 0 forward, nothing differentiates it
+        ("for pts, y in loader:", []),
+        ("for i, (pts, y) in enumerate(loader):", []),
+        ("for batch in loader:\n        pts, y = batch['pts'], batch['y']", []),
+        # the batch made differentiable, or the model's own tensors: the NaN gradient is real
+        ("for pts, y in loader:\n        pts.requires_grad_(True)", ["high"]),
+        ("for pts, y in loader:\n        pts = pts.clone().requires_grad_()", ["high"]),
+        ("for x, y in loader:\n        pts = model.encoder(x)", ["high"]),
+        ("for pts in model.parameters():", ["high"]),
+    ],
+)
+def test_batches_of_a_training_loop_carry_no_gradient(loop: str, expected: list[str]) -> None:
+    code = (
+        "def train(loader, model, opt, y=None):\n"
+        f"    {loop}\n"
+        "        d = torch.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))\n"
+        "        loss = F.mse_loss(model(d), y)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    assert _grades(code, "NUM201") == expected

@@ -5,7 +5,9 @@ does not apply where none can flow: under `torch.no_grad()`, in a value that is 
 turned into a Python number or NumPy array (`.item()`, `.cpu().numpy()`, `float(...)`), in
 a detached value, in code that PyTorch Lightning runs without gradients
 (`validation_step`, `test_step`, `predict_step`), in a constructor, in a derivative written by
-hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in a script that
+hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in the batches a
+training loop draws (`for x, y in loader:` around `loss.backward()`, unless made
+differentiable with `requires_grad_()`), in a script that
 never trains and no other file imports (a `demo.py`), in values built
 only from constants, or in values taken from an operation without a derivative
 (`torch.unique`, `argmax`, rounding).
@@ -19,7 +21,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.context import Context, Value
+from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code
@@ -745,6 +747,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         if node.value.value == "self" and not integers:
             return _buffer_value(ctx, node.attr.value)
         return False
+    if isinstance(node, cst.Name) and not integers and batch_of_training_loop(ctx, node, env):
+        return True  # `for pts, y in loader: ... loss.backward()`: a batch of data
     if isinstance(node, cst.Name) and not integers:
         source = unpacking_call(ctx, node, env)  # `vals, idx = torch.unique(x, ...)`
         if source is not None and isinstance(source.node, cst.Call):
@@ -787,11 +791,51 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return all(sub(a) for a in tensors)
     if callee.method in ("detach", "size", "numel", "dim"):
         return True
+    if callee.method == "requires_grad_":
+        return bool(args) and isinstance(args[0], cst.Name) and args[0].value == "False"
     if callee.method is not None and callee.receiver is not None:
         if callee.method in _SHAPE_METHODS:
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+def batch_of_training_loop(ctx: Context, name: cst.Name, env: Env) -> bool:
+    """`name` is what an enclosing training loop draws (`for pts, y in loader:`, also through
+    `enumerate`), unchanged since: a loop whose body calls `backward()` iterates over batches
+    of data, which carry no gradient. A loop over `range(...)` draws step numbers."""
+    found = ctx.deref(Value(name, env))
+    if found.node is not name or found.mutations:
+        return False  # assigned or changed since the loop drew it (`x.requires_grad_()`)
+    for parent in ctx.ancestors():
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if not isinstance(parent, cst.For):
+            continue
+        targets = {n.value for n in descendants(parent.target) if isinstance(n, cst.Name)}
+        if name.value not in targets:
+            continue
+        if not isinstance(parent.iter, (cst.Name, cst.Attribute, cst.Call)):
+            return False  # `for x in (a, b)`: the code's own values
+        if isinstance(parent.iter, cst.Call) and _not_batches(call_name(parent.iter)):
+            return False
+        cache = ctx.shared.setdefault("training_loops", {})
+        trains = cache.get(id(parent))
+        if trains is None:
+            trains = cache[id(parent)] = any(
+                isinstance(n, cst.Call)
+                and isinstance(n.func, cst.Attribute)
+                and n.func.attr.value == "backward"
+                for n in descendants(parent.body)
+            )
+        return trains
+    return False
+
+
+def _not_batches(called: str) -> bool:
+    """`range(n)` draws step numbers, `model.parameters()` and its kind the model's own
+    tensors."""
+    return called == "range" or called.endswith(("parameters", "modules", "children", "buffers"))
 
 
 def _size_like(node: cst.BaseExpression) -> bool:

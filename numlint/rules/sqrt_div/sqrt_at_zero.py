@@ -69,8 +69,10 @@ class SqrtAtZero(Rule):
 
     Known limitations:
     The hazard is in the gradient only: `sqrt` inside `torch.no_grad()` / `inference_mode()`
-    (or a function decorated with them), or of a tensor built only from constructors and
-    constants (`torch.arange(n) ** 2`), is not reported; `rsqrt(0) = inf` always is.
+    (or a function decorated with them), of a tensor built only from constructors and
+    constants (`torch.arange(n) ** 2`), or of a batch a training loop draws (`for pts, y in
+    loader:` around `loss.backward()`, unless the code calls `pts.requires_grad_()`), is not
+    reported; `rsqrt(0) = inf` always is.
     An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
     are not guards, and are reported. The root of a sigmoid output is not reported unless
     the value is float16 (a float32 sigmoid is exactly 0 only below a logit of -103, float16
