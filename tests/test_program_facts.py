@@ -1362,3 +1362,22 @@ def test_batches_of_a_training_loop_carry_no_gradient(loop: str, expected: list[
         "        opt.step()\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # the number of samples of each class: 0 for a class the batch does not hold
+        ("torch.bincount(y, minlength=10).float()", ["medium"]),
+        ("y.bincount(minlength=10)", ["medium"]),
+        ("F.one_hot(y, 10).float().sum(0)", ["medium"]),
+        # every sample counted: the total is the number of samples
+        ("torch.bincount(y, minlength=10).float().sum()", []),
+        ("F.one_hot(y, 10).float().sum()", []),
+        # each sample's own class counts the sample
+        ("torch.bincount(y)[y]", []),
+    ],
+)
+def test_count_per_class(den: str, expected: list[str]) -> None:
+    code = f"def class_means(feats, y):\n    counts = {den}\n    return feats / counts\n"
+    assert _grades(code, "NUM202") == expected

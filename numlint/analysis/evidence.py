@@ -62,6 +62,7 @@ REASONS: dict[str, Confidence] = {
     "a `torch.where` with a 0 branch": "high",
     "`1 - x**2`": "high",
     "a count": "high",
+    "a count per class": "medium",
     "a `torch.rand` draw": "high",
     "a range from 0": "high",
     "a value its guard does not keep from 0 (a negative lower bound)": "high",

@@ -854,13 +854,45 @@ def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) ->
     return dim is None or const(ctx, dim, found.env) == -1
 
 
+#: The number of samples of each class: 0 for a class the batch does not hold.
+_PER_CLASS = "a count per class"
+
+
+def _one_hot(ctx: Context, value: Value) -> bool:
+    """A one-hot encoding of labels (through casts), not edited since."""
+    found, _ = strip(ctx, value)
+    node = found.node
+    return (
+        isinstance(node, cst.Call)
+        and ctx.qualname(node.func, found.env) == "torch.nn.functional.one_hot"
+        and not _zero_written(ctx, found)
+    )
+
+
+def _counts_of_own_entries(ctx: Context, node: cst.Subscript, env: Env) -> bool:
+    """`counts[y]` with `counts = torch.bincount(y)`: the histogram read at the values it
+    counted, each at least 1."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    found, _ = strip(ctx, Value(node.value, env))
+    hist = found.node
+    if not (isinstance(hist, cst.Call) and _histogram(ctx, found)):
+        return False
+    callee = ctx.callee(hist, found.env)
+    counted = callee.receiver if callee.receiver is not None else positional(hist, 0, "input")
+    index = node.slice[0].slice.value
+    return counted is not None and same_code(ctx, counted, index)
+
+
 def _histogram(ctx: Context, value: Value) -> bool:
     """`torch.bincount(y)` / `y.bincount()` without weights: every entry of `y` adds 1 to some
-    bin, so some bin is nonzero (a tensor without entries has nothing to average)."""
-    node = ctx.deref(value).node
+    bin, so some bin is nonzero (a tensor without entries has nothing to average). Followed
+    through names and casts (`torch.bincount(y).float()`)."""
+    found, _ = strip(ctx, value)
+    node = found.node
     if not isinstance(node, cst.Call):
         return False
-    callee = ctx.callee(node, value.env)
+    callee = ctx.callee(node, found.env)
     if callee.qualname == "torch.bincount":
         return positional(node, 1, "weights") is None
     return callee.method == "bincount" and positional(node, 0, "weights") is None
@@ -1684,6 +1716,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if isinstance(node, cst.Subscript):
         if indexed_by_nonzero(ctx, node, env) or _kept_by_own_test(ctx, node, env):
             return None  # `n[(n != 0).nonzero()]`, `n[valid]` with `valid = n != 0`
+        if _counts_of_own_entries(ctx, node, env):
+            return None  # `torch.bincount(y)[y]`: each sample's class counts the sample
         return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
     if isinstance(node, cst.BinaryOperation):
         operator = node.operator
@@ -1707,6 +1741,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     callee = ctx.callee(node, env)
     if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
+    if _histogram(ctx, Value(node, env)):
+        return _PER_CLASS  # `x.sum(0) / torch.bincount(y, minlength=k)`: a class not drawn
     o = op(ctx, node, env)
     if o is None and user_call(ctx, node, env):
         found = origin_of(ctx, node, ("norm", "sum_of_squares"))
@@ -1744,6 +1780,10 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return None  # `rank = (x >= x[i]).float().sum()`: entry i counts itself
         if _one_hot_rows(ctx, Value(o.input, env), o.arg(0, "dim")):
             return None  # `F.one_hot(y, k).sum()`: one 1 per row (a class column can be 0)
+        if _histogram(ctx, Value(o.input, env)):
+            return None  # `torch.bincount(y).sum()`: one per sample
+        if _one_hot(ctx, Value(o.input, env)):
+            return _PER_CLASS  # `F.one_hot(y, k).sum(0)`: a class no sample has
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
         if o.name == "pow":

@@ -135,7 +135,9 @@ class DivideByZeroNorm(Rule):
     and the guard does not stop it); and high where the function tests the denominator (or
     what its root is taken of) against 0 elsewhere (`where(sin_sq > 0, k_pos, ...)`: the
     author expects exact zeros; a test of a sum's or norm's entries, `p > 0`, does not
-    count); medium for the range of each row of a tensor (`x.amax(-1) - x.amin(-1)`,
+    count); medium for the number of samples of each class (`torch.bincount(y, minlength=k)`,
+    `F.one_hot(y, k).sum(0)`: a class the batch does not hold counts 0; their total, and a
+    class's count read at the samples' own labels, `counts[y]`, are positive); medium for the range of each row of a tensor (`x.amax(-1) - x.amin(-1)`,
     `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
     blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
@@ -219,6 +221,7 @@ class DivideByZeroNorm(Rule):
         " @ ",
         "mean(",
         "mask",
+        "bincount",
     )
     ALSO_REQUIRES = ("/", "div", "mean(", "mask")
 
@@ -419,6 +422,18 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def class_centres(feats, labels, k):
+                sums = torch.zeros(k, feats.shape[1]).index_add_(0, labels, feats)
+                return sums / torch.bincount(labels, minlength=k)[:, None]
+            """,
+            line=4,
+            column=12,
+            confidence="medium",
+            note="the number of samples of each class: 0 for a class the batch does not hold",
+        ),
         Invalid(
             """
             import torch.nn.functional as F
