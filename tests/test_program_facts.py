@@ -618,7 +618,7 @@ def test_each_division_of_the_function_sees_its_warning() -> None:
             "def means(x, y, k):\n"
             "    t = F.one_hot(y, k).float()\n"
             "    return (x.T @ t) / t.sum(0)\n",
-            ["low"],
+            ["medium"],
         ),
         # ranks 1..n picked by index_select, raised to a power: positive weights
         (
