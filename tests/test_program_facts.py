@@ -1381,3 +1381,29 @@ def test_batches_of_a_training_loop_carry_no_gradient(loop: str, expected: list[
 def test_count_per_class(den: str, expected: list[str]) -> None:
     code = f"def class_means(feats, y):\n    counts = {den}\n    return feats / counts\n"
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("param", "expected"),
+    [
+        # a parameter the distribution validates as positive: its sum is > 0
+        ("concentration", []),
+        # declared real: an all-zero row is possible
+        ("logits", ["low"]),
+    ],
+)
+def test_distribution_parameter_declared_positive(param: str, expected: list[str]) -> None:
+    code = (
+        "from torch.distributions import constraints\n"
+        "class DirichletCounts(torch.distributions.Distribution):\n"
+        "    def __init__(self, concentration, logits):\n"
+        "        self.concentration, self.logits = concentration, logits\n"
+        "    arg_constraints = {\n"
+        '        "concentration": constraints.independent(constraints.positive, 1),\n'
+        '        "logits": constraints.real,\n'
+        "    }\n"
+        "    @property\n"
+        "    def mean(self):\n"
+        f"        return self.{param} / self.{param}.sum(-1, keepdim=True)\n"
+    )
+    assert _grades(code, "NUM202") == expected

@@ -674,6 +674,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         return sub(node.value)  # `x.topk(k).values`
     if isinstance(node, cst.Attribute) and node.attr.value == "shape":
         return True  # `x.shape[1]`: a size (a tensor with no entries has no values to divide)
+    if _declared_positive(ctx, node):
+        return True  # `self.concentration` of a distribution constrained positive
     if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
@@ -2130,6 +2132,35 @@ def _non_positive(ctx: Context, value: Value, depth: int = 0) -> bool:
         return low is not None and low <= 0 and _non_negative(ctx, right, depth + 1)
     low = const(ctx, node, env)
     return low is not None and low <= 0
+
+
+def _declared_positive(ctx: Context, node: cst.BaseExpression) -> bool:
+    """`self.<attr>` of a distribution class whose `arg_constraints` declare that parameter
+    positive (`"concentration": constraints.positive`, also `independent(constraints.positive,
+    1)` or `greater_than(0.)`): the distribution validates it."""
+    if not (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and ctx.class_scope is not None
+    ):
+        return False
+    body = ctx.class_scope.node.body  # type: ignore[attr-defined]
+    lines = [s for s in getattr(body, "body", ()) if isinstance(s, cst.SimpleStatementLine)]
+    for stmt in lines:
+        for small in stmt.body:
+            if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Dict)):
+                continue
+            target = small.targets[0].target
+            if not (isinstance(target, cst.Name) and target.value == "arg_constraints"):
+                continue
+            for element in small.value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                if not isinstance(key, cst.SimpleString) or key.evaluated_value != node.attr.value:
+                    continue
+                text = ctx.code(element.value)
+                return bool(re.search(r"\bpositive\b(?!_)|greater_than\(\s*0", text))
+    return False
 
 
 def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:

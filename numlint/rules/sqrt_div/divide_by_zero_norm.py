@@ -88,7 +88,8 @@ class DivideByZeroNorm(Rule):
     reported (an all-zero row is the everyday case: an empty mask, a padded sample), while
     a sum of exp, softplus, softmax or sigmoid outputs, of a convex mixture of them
     (`(1 - g) * p + g * q`), of their top-k / sorted / gathered parts, of Gaussian noise
-    (`torch.randn`), or of `x + eps` is not; nor is a sum of what a project function returns
+    (`torch.randn`), of a distribution's parameter its `arg_constraints` declare positive
+    (`self.concentration`), or of `x + eps` is not; nor is a sum of what a project function returns
     when its return is positive by construction (an exp, a clamp above 0, the root of one,
     or a product or quotient of such values: a Gaussian kernel `g / g.sum()` built in a
     helper and multiplied by another). A denominator tested by an enclosing
