@@ -13,7 +13,7 @@ from numlint import api, engine
 from numlint.config import Config
 from numlint.diagnostic import Diagnostic, Edit, Fix
 from numlint.incremental import Incremental
-from numlint.lsp.edits import _CONVERTER, diagnostic_json, to_diagnostic
+from numlint.lsp.edits import CONVERTER, diagnostic_json, to_diagnostic
 from numlint.lsp.text import TextIndex
 
 SOURCE = (
@@ -29,7 +29,7 @@ SOURCE = (
 
 
 def _same(d: Diagnostic, index: TextIndex) -> None:
-    want = _CONVERTER.unstructure(to_diagnostic(d, index))
+    want = CONVERTER.unstructure(to_diagnostic(d, index))
     assert json.dumps(diagnostic_json(d, index), sort_keys=True) == json.dumps(want, sort_keys=True)
 
 

@@ -315,7 +315,7 @@ def same_value(ctx: Context, a: Value, b: Value) -> bool:
     return same_code(ctx, da.node, db.node) and same_code(ctx, a.node, b.node)
 
 
-_TENSOR_LITERALS = frozenset(
+TENSOR_LITERALS = frozenset(
     {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"}
 )
 

@@ -12,9 +12,9 @@ import libcst as cst
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
-    _TENSOR_LITERALS,
     FLOAT32_HALF_ULP_BELOW_ONE,
     HOLDS,
+    TENSOR_LITERALS,
     Op,
     clamp_bounds,
     const,
@@ -716,7 +716,7 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
             return (
                 low is not None and low > 0 and (step is None or (const(ctx, step, env) or 0) > 0)
             )
-    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in _TENSOR_LITERALS:
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, env) in TENSOR_LITERALS:
         data = positional(node, 0, "data")
         if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
             return all(

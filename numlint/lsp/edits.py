@@ -20,14 +20,14 @@ from numlint.suppress import commentable_rows
 logger = logging.getLogger("numlint.lsp")
 
 FIX_ALL_KIND = f"{lsp.CodeActionKind.SourceFixAll.value}.numlint"
-_CONVERTER = default_converter()
+CONVERTER = default_converter()
 _NOQA_CODES = re.compile(r"#\s*noqa:\s*[\w-]+(?:\s*,\s*[\w-]+)*", re.IGNORECASE)
 _NOQA_BARE = re.compile(r"#\s*noqa(?!:)", re.IGNORECASE)
 
 
 def to_diagnostic(d: Diagnostic, index: TextIndex) -> lsp.Diagnostic:
     """`numlint.output.lsp.to_lsp` as an lsprotocol Diagnostic, in the client's encoding."""
-    out = _CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
+    out = CONVERTER.structure(to_lsp(d), lsp.Diagnostic)
     out.range = index.range(d.row, d.column, d.end_row, d.end_column)
     return out
 

@@ -39,7 +39,7 @@ from numlint.config import Config, ConfigError
 from numlint.diagnostic import PARSE_ERROR, Diagnostic
 from numlint.incremental import Incremental
 from numlint.lsp.edits import (
-    _CONVERTER,
+    CONVERTER,
     FIX_ALL_KIND,
     diagnostic_json,
     quick_fixes,
@@ -359,7 +359,7 @@ class NumlintServer(LanguageServer):
         send = getattr(self.protocol, "_send_data", None)
         if send is None:  # pragma: no cover (a pygls without it)
             self.text_document_publish_diagnostics(
-                _CONVERTER.structure(params, lsp.PublishDiagnosticsParams)
+                CONVERTER.structure(params, lsp.PublishDiagnosticsParams)
             )
             return
         method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS

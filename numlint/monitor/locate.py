@@ -30,7 +30,7 @@ from numlint.monitor.stats import (
 )
 
 
-def _autocast_now() -> list[tuple[str, torch.dtype]]:
+def autocast_now() -> list[tuple[str, torch.dtype]]:
     try:
         return [
             (dev, torch.get_autocast_dtype(dev))
@@ -42,7 +42,7 @@ def _autocast_now() -> list[tuple[str, torch.dtype]]:
 
 
 # Whether any autocast mode is on: one call, so the per-device query runs only when one is.
-_any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
+any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
 
 
 @dataclass
@@ -60,7 +60,7 @@ class ForwardState:
         cuda = None
         if torch.cuda.is_initialized():  # cheap test first: no CUDA state to save otherwise
             cuda = torch.cuda.get_rng_state_all()
-        autocast = _autocast_now() if _any_autocast() else []
+        autocast = autocast_now() if any_autocast() else []
         return cls(torch.default_generator.get_state(), cuda, autocast)
 
     def restore(self) -> None:

@@ -49,7 +49,7 @@ from numlint.monitor.findings import Finding, param_findings, to_event
 from numlint.monitor.grads import ParamGroup
 from numlint.monitor.hooks import FlagRecorder
 from numlint.monitor.incidents import Incidents, NumlintWarning
-from numlint.monitor.locate import ForwardState, _any_autocast, _autocast_now, draws_random
+from numlint.monitor.locate import ForwardState, any_autocast, autocast_now, draws_random
 from numlint.monitor.lossrun import LossRun
 from numlint.monitor.stats import flat_tensors, read_floats
 
@@ -478,7 +478,7 @@ class Monitor:
             cpu = _cpu_rng_state()
             if _cuda._initialized and _cuda.is_initialized():  # (a flag read first)
                 cuda = _cuda.get_rng_state_all()
-        self._rng = (cpu, cuda, _autocast_now() if _any_autocast() else ())
+        self._rng = (cpu, cuda, autocast_now() if any_autocast() else ())
         self.grad_enabled = _grad_enabled()
         rec.out_grads = None
         rec._queued = False  # in case a backward pass died before its end callback
