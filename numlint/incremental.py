@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from numlint.chunks import DEFS, unit_start
 from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets
+from numlint.reparse import Reparser
 from numlint.rule import RuleSpec
 
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
@@ -91,6 +92,8 @@ class Incremental:
         #: Other files (and directories) the findings were read from (numlint.analysis):
         #: when one changes, the buffer is linted again in full.
         self.dependencies: set[str] = set()
+        #: The buffer's last ast, parsed again only where an edit changed it.
+        self.syntax_tree = Reparser().syntax_tree
 
     def reset(self) -> None:
         """The buffer does not parse: the next lint is a full one."""

@@ -11,6 +11,7 @@ import pytest
 from numlint import engine
 from numlint.config import Config
 from numlint.incremental import Incremental
+from numlint.reparse import Reparser
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = Config().rules_for("x.py")
@@ -206,3 +207,30 @@ def test_a_helper_is_linted_again_when_its_caller_changes():
     assert got == engine.lint(trained, "x.py", RULES)
     assert [d.code for d in got] == ["NUM201"]
     assert _relint(inc, compared, "x.py", RULES) == []
+
+
+#: Lines an edit may type: blocks opened and closed, strings left open, continuations.
+TYPED = ["x = 1", "    y = 2", "", "z = (", ")", "@dec", "'''", "def g():", "    pass", "# c",
+         "x = 1 \\", "a = 1; b = 2", "f'{a!r:>{w}}'", "else:", "from __future__ import annotations"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", FILES[:8], ids=lambda p: p.name)
+def test_the_reparsed_tree_is_the_whole_parse(path: Path) -> None:
+    """Edit by edit, the tree parsed again only where the edit changed the buffer (positions
+    included) and the syntax errors are those of a parse of the whole text."""
+    rng = random.Random(path.name)
+    lines = path.read_text().split("\n")
+    reparser = Reparser()
+    for _ in range(40):
+        i = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.6 or i == len(lines):
+            lines.insert(i, rng.choice(TYPED))
+        else:
+            del lines[i]
+        text = "\n".join(lines)
+        got, want = reparser.syntax_tree(text, "x.py"), engine.syntax_tree(text, "x.py")
+        if isinstance(want, list):
+            assert got == want
+        else:
+            assert isinstance(got, ast.Module)
+            assert ast.dump(got, include_attributes=True) == ast.dump(want, include_attributes=True)
