@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import random
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
 from numlint import engine
 from numlint.config import Config
-from numlint.incremental import Incremental
+from numlint.incremental import Incremental, _moved
 from numlint.reparse import Reparser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,3 +235,14 @@ def test_the_reparsed_tree_is_the_whole_parse(path: Path) -> None:
         else:
             assert isinstance(got, ast.Module)
             assert ast.dump(got, include_attributes=True) == ast.dump(want, include_attributes=True)
+
+
+def test_a_moved_finding_is_the_finding_replaced() -> None:
+    """incremental._moved builds the Diagnostic field by field: it equals dataclasses.replace
+    (a field added to Diagnostic must be added there too)."""
+    d = engine.lint(f"import torch\n{HAZARD}\n", "x.py", RULES)[0]
+    moved = _moved(d, 3)
+    assert moved == replace(d, row=d.row + 3, end_row=d.end_row + 3, fix=moved.fix)
+    assert [
+        getattr(moved, f.name) for f in fields(d) if f.name not in ("row", "end_row", "fix")
+    ] == [getattr(d, f.name) for f in fields(d) if f.name not in ("row", "end_row", "fix")]
