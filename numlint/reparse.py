@@ -7,14 +7,14 @@ moved, and the lines between are parsed alone. That is the tree a parse of the w
 gives: a top-level statement starts at column 0 on a line of its own, and text that parses
 alone closes its brackets, strings and blocks. Whatever does not parse alone, and any
 `__future__` import (it changes the grammar), is compiled whole, so that a syntax error is
-reported as numlint.engine.syntax_tree reports it.
+reported as a parse of the whole text (numlint.engine.syntax_tree) reports it.
 """
 
 from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from numlint.chunks import unit_start
 from numlint.diagnostic import Diagnostic
@@ -27,13 +27,14 @@ class Reparser:
         self._lines: list[str] = []
         self._tree: ast.Module | None = None
 
-    def syntax_tree(self, source: str, path: str) -> ast.Module | list[Diagnostic]:
-        """The ast of `source` (as engine.syntax_tree gives it) or why there is none."""
-        from numlint.engine import syntax_tree
-
+    def syntax_tree(
+        self, source: str, path: str, whole: Callable[[str, str], ast.Module | list[Diagnostic]]
+    ) -> ast.Module | list[Diagnostic]:
+        """The ast of `source` or why there is none, as `whole` (engine.syntax_tree) gives
+        them for the whole text."""
         lines = source.split("\n")
         tree = self._stitched(lines, source, path) if self._tree is not None else None
-        found = syntax_tree(source, path) if tree is None else tree
+        found = whole(source, path) if tree is None else tree
         if isinstance(found, ast.Module):
             self._lines, self._tree = lines, found
         else:
