@@ -303,7 +303,11 @@ def _lint(
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
     # over, or crash on (a 10,000-long `not` chain overflows libcst's native stack).
     if tree is None:
-        tree = syntax_tree(source, path)
+        tree = (
+            syntax_tree(source, path)
+            if reuse is None
+            else reuse.syntax_tree(source, path, syntax_tree)
+        )
     if isinstance(tree, list):
         if reuse is not None:
             reuse.reset()

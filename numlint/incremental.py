@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from numlint.chunks import DEFS, unit_start
 from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets
+from numlint.reparse import Reparser
 from numlint.rule import RuleSpec
 
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
@@ -91,6 +92,8 @@ class Incremental:
         #: Other files (and directories) the findings were read from (numlint.analysis):
         #: when one changes, the buffer is linted again in full.
         self.dependencies: set[str] = set()
+        #: The buffer's last ast, parsed again only where an edit changed it.
+        self.syntax_tree = Reparser().syntax_tree
 
     def reset(self) -> None:
         """The buffer does not parse: the next lint is a full one."""
@@ -268,12 +271,16 @@ def _within(c: _Chunk, found: Sequence[Diagnostic], rows: Sequence[int]) -> list
 
 
 def _moved(d: Diagnostic, by: int) -> Diagnostic:
-    """`d` (and its fix) `by` lines further down."""
+    """`d` (and its fix) `by` lines further down (what dataclasses.replace gives, built
+    directly: a moved function's every finding is moved on each edit above it)."""
     fix = d.fix
     if fix is not None:
         edits = tuple(replace(e, row=e.row + by, end_row=e.end_row + by) for e in fix.edits)
         fix = replace(fix, edits=edits)
-    return replace(d, row=d.row + by, end_row=d.end_row + by, fix=fix)
+    return Diagnostic(
+        d.code, d.name, d.message, d.filename, d.row + by, d.column, d.end_row + by,
+        d.end_column, fix, d.extra, d.confidence, d.related,
+    )  # fmt: skip
 
 
 def _rules_key(rules: Sequence[RuleSpec]) -> tuple[object, ...]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import random
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
 from numlint import engine
 from numlint.config import Config
-from numlint.incremental import Incremental
+from numlint.incremental import Incremental, _moved
+from numlint.reparse import Reparser
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = Config().rules_for("x.py")
@@ -206,3 +208,42 @@ def test_a_helper_is_linted_again_when_its_caller_changes():
     assert got == engine.lint(trained, "x.py", RULES)
     assert [d.code for d in got] == ["NUM201"]
     assert _relint(inc, compared, "x.py", RULES) == []
+
+
+#: Lines an edit may type: blocks opened and closed, strings left open, continuations.
+TYPED = ["x = 1", "    y = 2", "", "z = (", ")", "@dec", "'''", "def g():", "    pass", "# c",
+         "x = 1 \\", "a = 1; b = 2", "f'{a!r:>{w}}'", "else:", "from __future__ import annotations"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", FILES[:8], ids=lambda p: p.name)
+def test_the_reparsed_tree_is_the_whole_parse(path: Path) -> None:
+    """Edit by edit, the tree parsed again only where the edit changed the buffer (positions
+    included) and the syntax errors are those of a parse of the whole text."""
+    rng = random.Random(path.name)
+    lines = path.read_text().split("\n")
+    reparser = Reparser()
+    for _ in range(40):
+        i = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.6 or i == len(lines):
+            lines.insert(i, rng.choice(TYPED))
+        else:
+            del lines[i]
+        text = "\n".join(lines)
+        got = reparser.syntax_tree(text, "x.py", engine.syntax_tree)
+        want = engine.syntax_tree(text, "x.py")
+        if isinstance(want, list):
+            assert got == want
+        else:
+            assert isinstance(got, ast.Module)
+            assert ast.dump(got, include_attributes=True) == ast.dump(want, include_attributes=True)
+
+
+def test_a_moved_finding_is_the_finding_replaced() -> None:
+    """incremental._moved builds the Diagnostic field by field: it equals dataclasses.replace
+    (a field added to Diagnostic must be added there too)."""
+    d = engine.lint(f"import torch\n{HAZARD}\n", "x.py", RULES)[0]
+    moved = _moved(d, 3)
+    assert moved == replace(d, row=d.row + 3, end_row=d.end_row + 3, fix=moved.fix)
+    assert [
+        getattr(moved, f.name) for f in fields(d) if f.name not in ("row", "end_row", "fix")
+    ] == [getattr(d, f.name) for f in fields(d) if f.name not in ("row", "end_row", "fix")]

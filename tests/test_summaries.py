@@ -499,3 +499,19 @@ def test_array_kind_across_functions_and_files(tmp_path: Path) -> None:
         "r4 = m / m.sum()",
         "return v / v.sum()",
     ]
+
+
+def test_files_that_cannot_call_the_function_are_not_read() -> None:
+    """summaries._may_call: a file that only calls its own `f` (no import binding `f`, no
+    module named like the callee's) or only `super().f(...)` is left out of the callers."""
+    from numlint.analysis.summaries import _may_call
+
+    own = "def f(x):\n    return x\n\n\ndef g(y):\n    return f (y)\n"
+    assert not _may_call(own, "f", "pkg.losses", method=False)
+    assert _may_call("from pkg.losses import f\nf(1)\n", "f", "pkg.losses", method=False)
+    assert _may_call("from pkg import (\n    f,\n)\nf(1)\n", "f", "pkg.losses", method=False)
+    assert _may_call("import pkg.losses as L\nL.f(1)\n", "f", "pkg.losses", method=False)
+    sub = "class B(A):\n    def forward(self, x):\n        return super().forward(x)\n"
+    assert not _may_call(sub, "forward", "pkg.model", method=True)
+    assert _may_call(sub + "y = net.forward(x)\n", "forward", "pkg.model", method=True)
+    assert _may_call("ｆ = 1\nf(2)\n", "f", "pkg.losses", method=False)  # not ASCII

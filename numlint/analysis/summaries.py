@@ -567,7 +567,7 @@ class Project:
         self._differentiated_memo: dict[tuple[str, str], bool] = {}
         self.averaged: dict[str, tuple[int, ...]] = {}  # see averaged_parameters
         self._trained_memo: dict[str, bool] = {}
-        self._neighbours_of: dict[str, list[Module]] = {}
+        self._neighbours_of: dict[tuple[str, str | None, bool], list[Module]] = {}
 
     # ---- modules ----
 
@@ -1012,7 +1012,7 @@ class Project:
         """The project class whose instances every known caller passes as `param`."""
         index = f.params.index(param) - _bound_offset(f)
         found: list[tuple[Module, str] | None] = []
-        for cmod in self._neighbours(f.node.name):
+        for cmod in self._neighbours(f.node.name, f, mod):
             for caller, call in cmod.calls_of(f.node.name):
                 if not self._calls_this(cmod, call, f, mod, caller):
                     continue
@@ -1090,7 +1090,7 @@ class Project:
         method = f.cls is not None
         if method:
             index -= 1  # `self`
-        for cmod in self._neighbours(name):
+        for cmod in self._neighbours(name, f, mod):
             for caller, call in cmod.calls_of(name):
                 if not self._calls_this(cmod, call, f, mod, caller):
                     continue
@@ -1108,7 +1108,7 @@ class Project:
         """The calls of `f` (of module `mod`): (calling module, calling function's key, call).
         A method's callers are looked for in its own file (`self.m(...)`), a function's in
         the project; `templates`: also a base class's `self.m(...)` in another file."""
-        modules = [mod] if f.cls is not None else self._neighbours(f.node.name)
+        modules = [mod] if f.cls is not None else self._neighbours(f.node.name, f, mod)
         found = [
             (cmod, caller, call)
             for cmod in modules
@@ -1336,7 +1336,7 @@ class Project:
             return []
         index = f.params.index(param) - _bound_offset(f)
         out = []
-        for cmod in self._neighbours(f.node.name):
+        for cmod in self._neighbours(f.node.name, f, mod):  # type: ignore[arg-type]
             for caller, call in cmod.calls_of(f.node.name):
                 if self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
                     arg = argument(call, index, param)
@@ -1415,7 +1415,7 @@ class Project:
             return False
         index = f.params.index(param) - _bound_offset(f)
         calls = 0
-        for cmod in [mod] if f.cls is not None else self._neighbours(f.node.name):
+        for cmod in [mod] if f.cls is not None else self._neighbours(f.node.name, f, mod):  # type: ignore[arg-type]
             for caller, call in cmod.calls_of(f.node.name):
                 if not self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
                     continue
@@ -1463,14 +1463,22 @@ class Project:
         cls = self._instance(cmod, fn.value, cf, caller, 4)
         return cls is not None and cls[0] is target and cls[1] == f.cls
 
-    def _neighbours(self, name: str) -> list[Module]:
+    def _neighbours(
+        self, name: str, f: Function | None = None, target: Module | None = None
+    ) -> list[Module]:
         """The file being linted, then the project's files whose text calls `name(`: the
         project is the nearest directory above holding a pyproject.toml, setup.py,
-        setup.cfg or .git (else the file's package), at most _PROJECT_FILES files."""
-        found = self._neighbours_of.get(name)
+        setup.cfg or .git (else the file's package), at most _PROJECT_FILES files. With the
+        function `f` of module `target` (the callee that _calls_this then tests each call
+        against), a file other than the target's own whose text shows that none of its
+        calls can be of `f` (see _may_call) is left out unread."""
+        within = target.path if f is not None and target is not None else None
+        method = f is not None and f.cls is not None
+        key = (name, within, method)
+        found = self._neighbours_of.get(key)
         if found is not None:
             return found
-        out = self._neighbours_of[name] = [self.main] if self.main is not None else []
+        out = self._neighbours_of[key] = [self.main] if self.main is not None else []
         if self.path.startswith("<"):
             return out
         files, directories = project_files(project_root(self.path))
@@ -1486,6 +1494,8 @@ class Project:
             self.dependencies.add(p)
             if not call.search(text):
                 continue  # `name(` only where it is defined: not parsed
+            if within not in (None, p) and not _may_call(text, name, target.name, method):  # type: ignore[union-attr]
+                continue
             mod = _load(p)
             if mod is not None and mod.calls_of(name):
                 out.append(mod)
@@ -1578,6 +1588,25 @@ def project_files(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 break
         found = _PROJECTS[root] = (tuple(files[:_PROJECT_FILES]), tuple(dirs))
     return found
+
+
+def _may_call(text: str, name: str, module: str, method: bool) -> bool:
+    """Whether a file's text (not the file of dotted `module`) may call function `name` of
+    `module` as _calls_this sees it. A function: through an import binding `name` (spelled
+    then not followed by `(` on its line, as it is in an import statement), or through an
+    imported module or package whose dotted name ends in the module's last name (spelled as
+    a word). A method (`method`): on a receiver _instance can follow, which `super()` is not,
+    so `name` spelled other than in `super().name(` and `def name(`. A text that is not
+    ASCII may spell an identifier otherwise: always."""
+    if not text.isascii():
+        return True
+    if method:
+        rest = text.replace(f"super().{name}(", "").replace(f"def {name}(", "")
+        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", rest) is not None
+    last = re.escape(module.rsplit(".", 1)[-1])
+    if re.search(rf"(?<!\w){last}(?!\w)", text):
+        return True
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)(?![ \t]*\()", text) is not None
 
 
 def _call_pattern(name: str) -> re.Pattern[str]:
