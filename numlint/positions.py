@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, count
 from operator import add
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -290,3 +291,16 @@ def _anchors(
         out.append(group)
         i += count
     return out if i == len(top) else None
+
+
+def common_ends(old: Sequence[Any], new: Sequence[Any]) -> tuple[int, int]:
+    """How many items two sequences (texts, lists of lines) share at their start, and then
+    at their end (not overlapping the start): an edit changed what lies between."""
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < limit - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    return start, end

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from numlint.chunks import unit_start
 from numlint.diagnostic import Diagnostic
+from numlint.positions import common_ends
 
 
 class Reparser:
@@ -48,13 +49,7 @@ class Reparser:
         assert tree is not None
         if "__future__" in source or "\r" in source:
             return None  # `\r` breaks lines too
-        same = min(len(old), len(lines))
-        top = 0
-        while top < same and old[top] == lines[top]:
-            top += 1
-        bottom = 0
-        while bottom < same - top and old[-1 - bottom] == lines[-1 - bottom]:
-            bottom += 1
+        top, bottom = common_ends(old, lines)
         if top == len(old) == len(lines):
             return tree  # the same text
         # Old lines top+1 .. len(old)-bottom changed (1-based); the rest are the same text

@@ -1,10 +1,23 @@
 """What an imported name means, read from CPython's ast: one import table for every reader
-of ast trees (the cross-function summaries and the probe's reading of user expressions).
-The libcst traversal resolves names the same way in numlint.analysis.context."""
+of ast trees (the cross-function summaries and the probe's reading of user expressions),
+and the names an assignment target binds. The libcst traversal resolves names the same way
+in numlint.analysis.context."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+
+
+def bound_names(target: ast.expr) -> Iterator[str]:
+    """The names an assignment or loop target binds (`a`, `(a, (b, *c))`)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from bound_names(target.value)
 
 
 def import_one(

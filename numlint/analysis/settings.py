@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from numlint.analysis.names import bound_names
 from numlint.analysis.summaries import Function, Module, Project, argument, function_key
 
 #: Builtins whose result is a setting when their arguments are.
@@ -102,7 +103,7 @@ class _Reader:
             for gen in e.generators:
                 if not sub(gen.iter):
                     return False
-                inner.update(_targets(gen.target))
+                inner.update(bound_names(gen.target))
             return self.value(mod, e.elt, f, frozenset(inner), depth + 1)
         if isinstance(e, ast.Name):
             return self._name(mod, e.id, f, bound, depth)
@@ -296,14 +297,6 @@ def _number_literal(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
 
 
-def _targets(target: ast.expr) -> Iterator[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for e in target.elts:
-            yield from _targets(e)
-
-
 def _writes(f: Function, name: str) -> Iterator[ast.expr]:
     """Every value written to `name` in `f`: assignments, augmented assignments, stores into
     its entries, the iterables it loops over, and the arguments of methods called on it as
@@ -311,7 +304,7 @@ def _writes(f: Function, name: str) -> Iterator[ast.expr]:
     for node in ast.walk(f.node):
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                if name in _targets(t):
+                if name in bound_names(t):
                     yield node.value
                 elif isinstance(t, ast.Subscript) and _is(t.value, name):
                     yield node.value
@@ -319,7 +312,7 @@ def _writes(f: Function, name: str) -> Iterator[ast.expr]:
             t = node.target
             if _is(t, name) or (isinstance(t, ast.Subscript) and _is(t.value, name)):
                 yield node.value
-        elif isinstance(node, (ast.For, ast.comprehension)) and name in _targets(node.target):
+        elif isinstance(node, (ast.For, ast.comprehension)) and name in bound_names(node.target):
             yield node.iter
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             fn = node.value.func
@@ -327,7 +320,7 @@ def _writes(f: Function, name: str) -> Iterator[ast.expr]:
                 yield from node.value.args
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
-                if item.optional_vars is not None and name in _targets(item.optional_vars):
+                if item.optional_vars is not None and name in bound_names(item.optional_vars):
                     yield item.context_expr
 
 

@@ -845,15 +845,7 @@ def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) ->
     """A one-hot encoding (through casts) summed over everything or over its last axis:
     every row holds one 1, so the sum is positive. A sum over the samples (`dim=0`) counts
     a class, which can be absent."""
-    found, _ = strip(ctx, value)
-    node = found.node
-    if not isinstance(node, cst.Call):
-        return False
-    if ctx.qualname(node.func, found.env) != "torch.nn.functional.one_hot":
-        return False
-    if _zero_written(ctx, found):
-        return False
-    return dim is None or const(ctx, dim, found.env) == -1
+    return _one_hot(ctx, value) and (dim is None or const(ctx, dim, value.env) == -1)
 
 
 #: The number of samples of each class: 0 for a class the batch does not hold.

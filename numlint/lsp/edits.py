@@ -15,6 +15,7 @@ from pygls.protocol import default_converter
 from numlint.diagnostic import Diagnostic, Edit
 from numlint.lsp.text import TextIndex
 from numlint.output.lsp import to_lsp
+from numlint.positions import common_ends
 from numlint.suppress import commentable_rows
 
 logger = logging.getLogger("numlint.lsp")
@@ -69,13 +70,7 @@ def edit_to_lsp(e: Edit, index: TextIndex) -> lsp.TextEdit:
 
 def replace_edit(old: str, new: str, index: TextIndex) -> lsp.TextEdit:
     """One edit turning `old` into `new`: the span between their common prefix and suffix."""
-    limit = min(len(old), len(new))
-    start = 0
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end = 0
-    while end < limit - start and old[-1 - end] == new[-1 - end]:
-        end += 1
+    start, end = common_ends(old, new)
     if 0 < start < len(old) and old[start - 1] == "\r" and old[start] == "\n":
         start -= 1  # never split a \r\n: LSP cannot address the point between them
     old_end, new_end = len(old) - end, len(new) - end

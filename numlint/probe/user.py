@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from numlint.analysis.names import module_imports
+from numlint.analysis.names import bound_names, module_imports
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
 from numlint.probe import runner, templates, thresholds
@@ -146,16 +146,6 @@ def _walk_scope(node: ast.AST) -> Iterator[ast.AST]:
             yield from _walk_scope(child)
 
 
-def _target_names(target: ast.expr) -> Iterator[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for el in target.elts:
-            yield from _target_names(el)
-    elif isinstance(target, ast.Starred):
-        yield from _target_names(target.value)
-
-
 def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
     defs: dict[str, list[_Def]] = {}
 
@@ -191,7 +181,7 @@ def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                     add(target.value.id, _Def(start, end, "mutation"))
                 else:
-                    for name in _target_names(target):
+                    for name in bound_names(target):
                         add(name, _Def(start, end, "unknown"))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             kind = "value" if node.value is not None else "unknown"
@@ -207,10 +197,10 @@ def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
         elif isinstance(node, ast.NamedExpr):
             add(node.target.id, _Def(start, end, "value", node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            for name in _target_names(node.target):
+            for name in bound_names(node.target):
                 add(name, _Def(start, end, "unknown"))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            for name in _target_names(node.optional_vars):
+            for name in bound_names(node.optional_vars):
                 add(name, _Def(_pos(node.context_expr), _pos(node.context_expr), "unknown"))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
