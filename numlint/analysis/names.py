@@ -9,6 +9,18 @@ import ast
 from collections.abc import Iterator
 
 
+def parameters(args: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
+    """A function's positional and keyword-only parameters in order, each with its default
+    (None: it has none)."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += args.defaults
+    return [
+        *zip(positional, defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+
+
 def bound_names(target: ast.expr) -> Iterator[str]:
     """The names an assignment or loop target binds (`a`, `(a, (b, *c))`)."""
     if isinstance(target, ast.Name):

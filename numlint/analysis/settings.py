@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from numlint.analysis.names import bound_names
+from numlint.analysis.names import bound_names, parameters
 from numlint.analysis.summaries import Function, Module, Project, argument, function_key
 
 #: Builtins whose result is a setting when their arguments are.
@@ -115,8 +115,7 @@ class _Reader:
         self, mod: Module, name: str, f: Function | None, bound: frozenset[str], depth: int
     ) -> bool:
         if f is None:
-            values = mod.globals.get(name)
-            return bool(values) and all(self.value(mod, v, None, bound, depth + 1) for v in values)
+            return self._global(mod, name, bound, depth)
         key = (id(f), name, bound)
         if key in self.known:
             return self.known[key]
@@ -149,9 +148,13 @@ class _Reader:
             around, names = self.outer[id(f)]
             return self._name(mod, name, around, names, depth + 1)
         if not sources:
-            values = mod.globals.get(name)
-            return bool(values) and all(self.value(mod, v, None, bound, depth + 1) for v in values)
+            return self._global(mod, name, bound, depth)
         return all(sub(v) for v in sources)
+
+    def _global(self, mod: Module, name: str, bound: frozenset[str], depth: int) -> bool:
+        """A module-level name every assignment of which is a setting."""
+        values = mod.globals.get(name)
+        return bool(values) and all(self.value(mod, v, None, bound, depth + 1) for v in values)
 
     def _passed_settings(self, mod: Module, f: Function, name: str) -> bool:
         """Every known caller of `f` passes a number literal as `name` (`notch_filter(0.25)`;
@@ -250,12 +253,7 @@ def _setting_parameter(f: Function, name: str) -> bool:
         return _setting_annotation(annotation)
     if any("cache" in ast.unparse(d) for d in f.node.decorator_list):
         return True
-    args = f.node.args
-    positional = [*args.posonlyargs, *args.args]
-    with_default = [a.arg for a in positional][len(positional) - len(args.defaults) :]
-    defaults: dict[str, ast.expr | None] = dict(zip(with_default, args.defaults, strict=True))
-    defaults.update(zip((a.arg for a in args.kwonlyargs), args.kw_defaults, strict=True))
-    default = defaults.get(name)
+    default = next((d for a, d in parameters(f.node.args) if a.arg == name), None)
     if isinstance(default, ast.UnaryOp):
         default = default.operand
     return isinstance(default, ast.Constant) and isinstance(default.value, (int, float, str))

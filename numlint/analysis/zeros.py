@@ -1101,7 +1101,7 @@ def _hits_of_own_extreme(ctx: Context, mask: Value, dim: cst.BaseExpression | No
             continue
         if ctx.code(o.input) != ctx.code(a) or (at_least and o.name not in ("max", "amax")):
             continue
-        if fraction and not _nonnegative_op(ctx, Value(o.input, env)):
+        if fraction and not _non_negative(ctx, Value(o.input, env)):
             continue  # a fraction of a negative maximum lies above it
         axis = o.arg(0, "dim")
         if dim is None or (axis is not None and const(ctx, axis, env) == const(ctx, dim, env)):
@@ -1136,16 +1136,6 @@ def _extreme_call(
         if source is not None:
             return source.node, False
     return node, False
-
-
-_NONNEGATIVE_OPS = frozenset({"sqrt", "abs", "exp", "softmax", "sigmoid", "relu", "square"})
-
-
-def _nonnegative_op(ctx: Context, value: Value) -> bool:
-    """Made by an op whose values are never negative (`torch.sqrt`, `abs`, `relu`, ...)."""
-    found = ctx.deref(value)
-    o = op(ctx, found.node, found.env)
-    return o is not None and o.name in _NONNEGATIVE_OPS
 
 
 def _range_from_zero(ctx: Context, node: cst.Call, env: Env) -> bool:

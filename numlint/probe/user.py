@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from numlint.analysis.names import bound_names, module_imports
+from numlint.analysis.names import bound_names, module_imports, parameters
 from numlint.diagnostic import Diagnostic
 from numlint.engine import line_offsets
 from numlint.probe import runner, templates, thresholds
@@ -154,14 +154,7 @@ def _scope_defs(scope: ast.AST) -> dict[str, list[_Def]]:
 
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = scope.args
-        positional = [*args.posonlyargs, *args.args]
-        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
-        defaults += list(args.defaults)
-        pairs = [
-            *zip(positional, defaults, strict=True),
-            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-        ]
-        for arg, default in pairs:
+        for arg, default in parameters(args):
             constant = default is not None and _is_number(default)
             add(
                 arg.arg,
@@ -335,13 +328,8 @@ def _numeric_default(cls: ast.ClassDef, name: str) -> ast.expr | None:
     """The numeric default of `__init__`'s parameter `name` (None when it has none)."""
     for node in cls.body:
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            args = node.args
-            positional = [*args.posonlyargs, *args.args]
-            with_default = positional[len(positional) - len(args.defaults) :]
-            pairs = list(zip(with_default, args.defaults, strict=True))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
-            for arg, default in pairs:
-                if arg.arg == name and _is_number(default):
+            for arg, default in parameters(node.args):
+                if arg.arg == name and default is not None and _is_number(default):
                     return default
     return None
 
