@@ -1335,6 +1335,8 @@ class Project:
         if f is None or param not in f.params:
             return []
         index = f.params.index(param) - _bound_offset(f)
+        if index < 0:
+            return []  # `self` of a method: no call passes it as an argument
         out = []
         for cmod in self._neighbours(f.node.name, f, mod):  # type: ignore[arg-type]
             for caller, call in cmod.calls_of(f.node.name):
