@@ -8,8 +8,8 @@ top-level statement that is not a definition (imports, assignments, script code)
 data tables (see DATA_TABLE_LINES), a class's own body statements and `__init__`, and,
 transitively, any definition whose name is called in kept text (a helper, a model class, a
 method called through `self`). Each rule says how much code around a trigger it needs
-(`Rule.CHUNK`): "function" (the default), "class" (the whole enclosing top-level class) or
-"module" (the whole file).
+(`Rule.CHUNK`): "function" (the default), "class" (a method holding a trigger, the words the
+rule also requires anywhere in its top-level class) or "module" (the whole file).
 """
 
 from __future__ import annotations
@@ -62,10 +62,13 @@ class _Unit:
         return self.selfs
 
 
-def _hits(rule: type[Rule], text: str, extra: Extra) -> bool:
+def _hits(rule: type[Rule], text: str, extra: Extra, scope: str | None = None) -> bool:
+    """Whether `text` holds one of the rule's triggers and `scope` (default: `text`) one of
+    the words it also requires."""
     triggers = rule.TRIGGERS + tuple(extra.get(rule, ()))
     return any(t in text for t in triggers) and (
-        not rule.ALSO_REQUIRES or any(t in text for t in rule.ALSO_REQUIRES)
+        not rule.ALSO_REQUIRES
+        or any(t in (text if scope is None else scope) for t in rule.ALSO_REQUIRES)
     )
 
 
@@ -115,14 +118,15 @@ def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], ext
     names = set(_CALLED.findall(kept_text))
     for u in units:
         if any(_hits(r, u.text, extra) for r in rules):
-            _keep(u, names, any(_hits(r, u.text, extra) for r in whole_class), rules, extra)
+            scoped = [r for r in whole_class if _hits(r, u.text, extra)]
+            _keep(u, names, scoped, rules, extra)
     changed = True
     while changed:
         changed = False
         for u in units:
             if not u.kept and u.name in names:
                 # A class kept for its name is a model a loss may read: keep its forward().
-                _keep(u, names, False, rules, extra, _CALLABLE)
+                _keep(u, names, (), rules, extra, _CALLABLE)
                 changed = True
             if u.kept and u.methods:
                 own = set(u.self_calls(u.skeleton))
@@ -133,21 +137,23 @@ def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], ext
                     own |= _CALLABLE
                 for m in u.methods:
                     if not m.kept and m.name in own:
-                        _keep(m, names, True, rules, extra)
+                        _keep(m, names, (), rules, extra)
                         changed = True
 
 
 def _keep(
     u: _Unit,
     names: set[str],
-    whole: bool,
+    scoped: Sequence[type[Rule]],
     rules: Sequence[type[Rule]],
     extra: Extra,
     wanted: frozenset[str] = frozenset(),
 ) -> None:
     """Keep `u`; of a class, its body statements, `__init__`-like methods, the methods in
-    `wanted` and those holding a trigger, counting the attributes the rest sets (all of it
-    when `whole`)."""
+    `wanted` and those holding a trigger, counting the attributes the rest sets. For the
+    rules in `scoped` (CHUNK "class", which the class's text passes), a method needs only a
+    trigger, the words they also require may lie anywhere in the class (`dtype=torch.float16`
+    in `__init__`, the eps in `forward`), and a method spelling their EVIDENCE is kept."""
     u.kept = True
     u.skeleton = u.text
     for m in u.methods:
@@ -161,12 +167,13 @@ def _keep(
     merged = {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
     for m in u.methods:
         if (
-            whole
-            or m.name in _ALWAYS
+            m.name in _ALWAYS
             or m.name in wanted
             or any(_hits(r, m.text, merged) for r in rules)
+            or any(_hits(r, m.text, merged, u.text) for r in scoped)
+            or any(w in m.text for r in scoped for w in r.EVIDENCE)
         ):
-            _keep(m, names, True, rules, extra)
+            _keep(m, names, (), rules, extra)
 
 
 def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:

@@ -137,9 +137,13 @@ class Rule:
     #: And, when set, one of these must occur too (e.g. a division as well as a norm).
     ALSO_REQUIRES: ClassVar[tuple[str, ...]] = ()
     #: How much code around a trigger the rule reads (numlint.chunks): "function" (the
-    #: enclosing function; definitions are kept for their names), "class" (the whole
-    #: enclosing top-level class) or "module" (the whole file).
+    #: enclosing function; definitions are kept for their names), "class" (the methods
+    #: holding a trigger, ALSO_REQUIRES looked for in the whole enclosing top-level class)
+    #: or "module" (the whole file).
     CHUNK: ClassVar[str] = "function"
+    #: With CHUNK "class": the methods spelling one of these are kept too, where they do not
+    #: hold a trigger (the class-level evidence the rule reads: a `.half()` in another method).
+    EVIDENCE: ClassVar[tuple[str, ...]] = ()
     #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
     NEEDS_TORCH: ClassVar[bool] = True
     DEFAULT_ENABLED: ClassVar[bool] = True

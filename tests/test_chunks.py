@@ -39,6 +39,35 @@ def _both(source: str) -> tuple[list, list]:
     )
 
 
+def _own_examples() -> list:
+    out = []
+    for rule in all_rules():
+        for i, ex in enumerate((*rule.VALID, *rule.INVALID)):
+            out.append(pytest.param(rule.CODE, ex.source, id=f"{rule.CODE}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize(("code", "source"), _own_examples())
+def test_each_rule_alone_same_with_and_without_chunks(code: str, source: str) -> None:
+    """What a rule finds does not depend on the code other rules' triggers keep (a `.half()`
+    in another method of the class, an eps in `forward` with `dtype=torch.float16` in
+    `__init__`)."""
+    rules = Config(select=(code,)).rules_for("x.py")
+    chunked = engine.lint(source, "x.py", rules, chunked=True)
+    assert chunked == engine.lint(source, "x.py", rules, chunked=False)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if p.stem.startswith("NUM")], ids=lambda p: p.name
+)
+def test_each_fixture_alone_same_with_and_without_chunks(path: Path) -> None:
+    rules = Config(select=(path.stem[:6],)).rules_for("x.py")
+    source = path.read_text()
+    chunked = engine.lint(source, "x.py", rules, chunked=True)
+    whole = engine.lint(source, "x.py", rules, chunked=False)
+    assert whole and chunked == whole
+
+
 @pytest.mark.parametrize("source", _examples())
 def test_rule_examples_same_with_and_without_chunks(source):
     chunked, whole = _both(source)

@@ -37,6 +37,11 @@ from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.semantics import keyword, number, positional, string_value
 from numlint.tree import descendants, walk
 
+#: What float16 conversions spell (`.half()`, `torch.HalfTensor`, `torch.float16`,
+#: `autocast(`): the methods the NUM4xx rules keep for their class's evidence (Rule.EVIDENCE).
+#: A dtype held in a name bound elsewhere (`x.to(DTYPE)`) is missed in a method without them.
+HALF_WORDS = ("half", "Half", "float16", "autocast")
+
 #: Below this (2**-25) a positive literal rounds to 0 in float16.
 HALF_ZERO = 2.0**-25
 HALF_MAX = 65504.0

@@ -7,7 +7,7 @@ import os
 import libcst as cst
 
 from numlint.analysis.context import Context, Value
-from numlint.analysis.dtypes import constant, evidence, traced_dtype
+from numlint.analysis.dtypes import HALF_WORDS, constant, evidence, traced_dtype
 from numlint.analysis.precision_mode import AUTOCAST, HALF, project_evidence, project_grade
 from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
@@ -69,6 +69,7 @@ class AdamEpsHalf(Rule):
         "or pass `eps=1e-4` or larger"
     )
     CHUNK = "class"
+    EVIDENCE = HALF_WORDS
     TRIGGERS = ("Adam",)
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
     OPTIONS = {"min_eps": 1e-4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.context import Value
-from numlint.analysis.dtypes import HALF_ZERO, constant, is_half, traced_dtype
+from numlint.analysis.dtypes import HALF_WORDS, HALF_ZERO, constant, is_half, traced_dtype
 from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, project_grade
 from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
@@ -95,13 +95,15 @@ class HalfPrecisionEps(Rule):
         "(6.1e-5) or compute in float32"
     )
     CHUNK = "class"
+    EVIDENCE = HALF_WORDS
     #: an eps literal is a power of ten below 1e-7 (`1e-8`, `1E-12`): its exponent's digits
     TRIGGERS = ("half", "Half", "float16", "eps", "EPS", "tiny", "normalize", "cosine_similarity",
                 *(f"{e}-{d}" for e in "eE" for d in "0123456789"))  # fmt: skip
-    #: float16 in the file (a conversion, autocast), or an op that autocast runs in float16
-    #: (where the project's evidence lies in another file)
+    #: float16 in the file (a conversion, autocast), or, where the project's evidence lies in
+    #: another file, an op that autocast runs in float16 or a model's `forward` (any value
+    #: there is float16 when the project converts its model)
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
-                     "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
+                     "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm", "forward")  # fmt: skip
 
     VALID = [
         Valid(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.dtypes import dtype_branch, evidence, is_half, traced_dtype
+from numlint.analysis.dtypes import HALF_WORDS, dtype_branch, evidence, is_half, traced_dtype
 from numlint.analysis.precision_mode import HALF, in_autocast, project_grade
 from numlint.analysis.semantics import format_args, keyword, positional
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
@@ -68,6 +68,7 @@ class HalfSoftmaxWithoutFloat32(Rule):
         "precision, breaking a later log or sampling; pass `dtype=torch.float32`"
     )
     CHUNK = "class"
+    EVIDENCE = HALF_WORDS
     TRIGGERS = ("softmax",)
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast")
 

@@ -7,7 +7,14 @@ import math
 import libcst as cst
 
 from numlint.analysis.context import Value
-from numlint.analysis.dtypes import HALF_MAX, constant, dtype_branch, is_half, traced_dtype
+from numlint.analysis.dtypes import (
+    HALF_MAX,
+    HALF_WORDS,
+    constant,
+    dtype_branch,
+    is_half,
+    traced_dtype,
+)
 from numlint.analysis.evidence import project_mentions
 from numlint.analysis.gradients import gradient_evident
 from numlint.analysis.precision_mode import (
@@ -100,6 +107,7 @@ class MaskedFillOverflowHalf(Rule):
         "overflow error; fill with `torch.finfo(x.dtype).min` instead"
     )
     CHUNK = "class"
+    EVIDENCE = HALF_WORDS
     TRIGGERS = ("masked_fill", "where(")
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
                      "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
