@@ -203,8 +203,9 @@ class DivideByZeroNorm(Rule):
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
     #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a guard by a
-    #: maximum, the range max - min), and a division; or a mean of a selection (a mask
-    #: handed to a helper that takes the mean)
+    #: maximum, the range max - min), and a division; or a mean of a selection (spelled with
+    #: `mean(`, or a selection by a mask handed to a helper that takes the mean:
+    #: `x[mask == 1]`, `x[~m]`, `x[fg_mask.bool()]`, `masked_select`)
     TRIGGERS = (
         "norm",
         "std",
@@ -224,7 +225,8 @@ class DivideByZeroNorm(Rule):
         "mask",
         "bincount",
     )
-    ALSO_REQUIRES = ("/", "div", "mean(", "mask")
+    ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
+                     "masked_select")  # fmt: skip
 
     VALID = [
         Valid(
