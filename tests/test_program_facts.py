@@ -1407,3 +1407,27 @@ def test_distribution_parameter_declared_positive(param: str, expected: list[str
         f"        return self.{param} / self.{param}.sum(-1, keepdim=True)\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("noise", "expected"),
+    [
+        # the square of a continuous random draw is never exactly 0: the root is > 0
+        ("torch.tensor(rng.normal(0.0, std, size=img.shape).astype(np.float32))", []),
+        ("torch.from_numpy(np.random.normal(0.0, std, size=img.shape))", []),
+        ("torch.randn_like(img) * std", []),
+        # scaled by 0 or by a mask, or data that only looks like noise: the sum can be 0
+        ("torch.randn_like(img) * 0", ["low"]),
+        ("torch.randn_like(img) * (img > 0)", ["low"]),
+        ("img.new_zeros(img.shape)", ["low"]),
+        ("std", ["low"]),
+    ],
+)
+def test_square_of_a_random_draw(noise: str, expected: list[str]) -> None:
+    code = (
+        "import numpy as np\n"
+        "def rician(img, rng, std: float = 0.1):\n"
+        f"    n = {noise}\n"
+        "    return torch.sqrt(img ** 2 + n ** 2)\n"
+    )
+    assert _grades(code, "NUM201") == expected

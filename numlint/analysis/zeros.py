@@ -28,6 +28,7 @@ from numlint.analysis.ops import (
     unpacking_call,
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
+from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import bounded_by_callers, origin_of
 from numlint.analysis.tables import TRANSPARENT_FUNCTIONS, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
@@ -1161,15 +1162,25 @@ _POSITIVE_FILLS = {
     "torch.logspace": ((0, "start"),),
 }
 _CONTINUOUS_RANDOM = frozenset(
-    f"torch.{name}" for name in ("randn", "randn_like", "rand", "rand_like", "normal")
+    {
+        *(f"torch.{name}" for name in ("randn", "randn_like", "rand", "rand_like", "normal")),
+        *(f"numpy.random.{name}" for name in ("normal", "randn", "standard_normal", "uniform")),
+    }
 )
-_CONTINUOUS_RANDOM_METHODS = frozenset({"normal_", "uniform_", "exponential_"})
+#: In-place draws of a tensor, and the draws of a NumPy Generator or RandomState
+#: (`rng.normal(0, s, size=n)`; a tensor has no method of these names).
+_CONTINUOUS_RANDOM_METHODS = frozenset(
+    {"normal_", "uniform_", "exponential_", "normal", "standard_normal", "randn"}
+)
+#: A NumPy array made a tensor, or cast: the same values.
+_AS_TENSOR = frozenset({*TENSOR_LITERALS, "torch.from_numpy"})
 
 
 def random_sample(ctx: Context, value: Value, depth: int = 0) -> bool:
-    """A continuous random sample (`torch.randn(...)`, `torch.rand_like(x)`, `t.normal_()`)
-    through reshaping, `abs`, squaring and scaling by constants: a whole sample of it is
-    never exactly 0."""
+    """A continuous random sample (`torch.randn(...)`, `torch.rand_like(x)`, `t.normal_()`,
+    `np.random.normal(...)`, `rng.normal(...)` made a tensor) through reshaping, casts, `abs`,
+    squaring and scaling by nonzero constants or number settings: a whole sample of it is
+    never exactly 0. (A draw's own scale is not read: noise of scale 0 is no noise.)"""
     if depth > 8:
         return False
     value = ctx.deref(value)
@@ -1182,22 +1193,29 @@ def random_sample(ctx: Context, value: Value, depth: int = 0) -> bool:
         if isinstance(node.operator, cst.Power):
             return sub(node.left)
         if isinstance(node.operator, (cst.Multiply, cst.Divide)):
-            if const(ctx, node.right, env) is not None:
-                return sub(node.left)
-            if const(ctx, node.left, env) is not None:
-                return sub(node.right)
-            return isinstance(node.operator, cst.Multiply) and sub(node.left) and sub(node.right)
+            if (c := const(ctx, node.right, env)) is not None:
+                return c != 0 and sub(node.left)
+            if (c := const(ctx, node.left, env)) is not None:
+                return c != 0 and sub(node.right)
+            if not isinstance(node.operator, cst.Multiply):
+                return False
+            return any(  # `torch.randn_like(x) * std` with a number setting, or two draws
+                sub(a) and (sub(b) or settings_only(ctx, b))
+                for a, b in ((node.left, node.right), (node.right, node.left))
+            )
         return False
     if not isinstance(node, cst.Call):
         return False
     callee = ctx.callee(node, env)
     if callee.qualname in _CONTINUOUS_RANDOM:
         return True
+    if callee.qualname in _AS_TENSOR:
+        return sub(positional(node, 0, "data"))  # `torch.tensor(rng.normal(0, s, n))`
     if callee.receiver is None:
         return False
     if callee.method in _CONTINUOUS_RANDOM_METHODS:
         return True
-    if callee.method in TRANSPARENT_METHODS or callee.method in ("abs", "square", "pow"):
+    if callee.method in TRANSPARENT_METHODS or callee.method in ("abs", "square", "pow", "astype"):
         return sub(callee.receiver)
     return False
 
@@ -1422,6 +1440,8 @@ def _square(ctx: Context, base: cst.BaseExpression, env: Env) -> str | None:
     0 needs x - y to equal -eps exactly)."""
     if _eps_like(ctx, base, env):
         return None
+    if random_sample(ctx, Value(base, env)):
+        return None  # the square of a continuous random draw (Rician noise) is never 0
     found = ctx.deref(Value(base, env))
     node = found.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):

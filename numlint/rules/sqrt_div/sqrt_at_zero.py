@@ -73,6 +73,9 @@ class SqrtAtZero(Rule):
     constants (`torch.arange(n) ** 2`), or of a batch a training loop draws (`for pts, y in
     loader:` around `loss.backward()`, unless the code calls `pts.requires_grad_()`), is not
     reported; `rsqrt(0) = inf` always is.
+    A sum holding the square of a continuous random draw (Rician noise, `(x + n1) ** 2 +
+    n2 ** 2` with `n2 = torch.tensor(rng.normal(0, std, size))` or `torch.randn_like(x) *
+    std`) is never 0 and is not reported.
     An eps added outside the root (`torch.sqrt(s) + eps`) and `clamp(min=0)` before the root
     are not guards, and are reported. The root of a sigmoid output is not reported unless
     the value is float16 (a float32 sigmoid is exactly 0 only below a logit of -103, float16
