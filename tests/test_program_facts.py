@@ -1431,3 +1431,23 @@ def test_square_of_a_random_draw(noise: str, expected: list[str]) -> None:
         "    return torch.sqrt(img ** 2 + n ** 2)\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("init", "expected"),
+    [
+        # filled with random numbers in place, last: its norm is not 0
+        ("torch.nn.init.orthogonal_(w.data)", []),
+        ("nn.init.kaiming_uniform_(w, a=math.sqrt(5))", []),
+        ("w.data.normal_(0, 0.02)", []),
+        # drawn, then overwritten; or not drawn at all
+        ("torch.nn.init.orthogonal_(w)\n    torch.nn.init.zeros_(w)", ["low"]),
+        ("torch.nn.init.zeros_(w)", ["low"]),
+        ("pass", ["low"]),
+    ],
+)
+def test_tensor_drawn_in_place(init: str, expected: list[str]) -> None:
+    code = (
+        f"import math\nfrom torch import nn\ndef rescale(w):\n    {init}\n    return w / w.norm()\n"
+    )
+    assert _grades(code, "NUM202") == expected

@@ -599,16 +599,23 @@ class Context:
             self._mutate(node.target.value, node)
 
     def _record_mutation(self, stmt: cst.Expr) -> None:
+        """`x.clamp_(...)`, `x.data.normal_()` and `torch.nn.init.orthogonal_(x)` change `x`."""
         call = stmt.value
-        if (
+        if not (
             isinstance(call, cst.Call)
             and isinstance(call.func, cst.Attribute)
             and call.func.attr.value.endswith("_")
             and not call.func.attr.value.startswith("_")
         ):
+            return
+        if (self.qualname(call.func) or "").startswith("torch.nn.init.") and call.args:
+            self._mutate(call.args[0].value, stmt)
+        else:
             self._mutate(call.func.value, stmt)
 
     def _mutate(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            target = target.value  # `w.data`: the same storage as `w`
         if not isinstance(target, cst.Name):
             return
         scope = self.scope

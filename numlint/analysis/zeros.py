@@ -1185,6 +1185,8 @@ def random_sample(ctx: Context, value: Value, depth: int = 0) -> bool:
         return False
     value = ctx.deref(value)
     node, env = value.node, value.env
+    if value.mutations and _drawn_in_place(ctx, value.mutations[-1], env):
+        return True  # `torch.nn.init.orthogonal_(w)`, `w.data.normal_(0, s)` last
 
     def sub(expr: cst.BaseExpression | None) -> bool:
         return expr is not None and random_sample(ctx, Value(expr, env), depth + 1)
@@ -1218,6 +1220,26 @@ def random_sample(ctx: Context, value: Value, depth: int = 0) -> bool:
     if callee.method in TRANSPARENT_METHODS or callee.method in ("abs", "square", "pow", "astype"):
         return sub(callee.receiver)
     return False
+
+
+#: The initialisers that fill a tensor with continuous random numbers.
+_RANDOM_INITS = frozenset(
+    f"torch.nn.init.{name}"
+    for name in ("normal_", "uniform_", "orthogonal_", "trunc_normal_", "xavier_uniform_",
+                 "xavier_normal_", "kaiming_uniform_", "kaiming_normal_")
+)  # fmt: skip
+
+
+def _drawn_in_place(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
+    """An in-place change (see Context._record_mutation) that fills the tensor with random
+    numbers."""
+    call = stmt.value if isinstance(stmt, cst.Expr) else None
+    if not isinstance(call, cst.Call):
+        return False
+    callee = ctx.callee(call, env)
+    if callee.qualname is not None:
+        return callee.qualname in _RANDOM_INITS
+    return callee.method in _CONTINUOUS_RANDOM_METHODS
 
 
 def nonzero_selected(ctx: Context, value: Value) -> bool:

@@ -112,7 +112,9 @@ class DivideByZeroNorm(Rule):
     Python integers and not reported. Nor are rows a test kept because they are not 0
     (`f = x[x.sum(dim=1) != 0]`, then `f / f.norm(dim=1, keepdim=True)`), a count of the
     entries at least a fraction of their row's maximum (`(s >= s.max(1, keepdim=True)[0] / 2)
-    .sum(1)` of values that are not negative: the maximum counts itself), nor a sum, norm or
+    .sum(1)` of values that are not negative: the maximum counts itself), nor the norm,
+    variance or sum of a tensor an initialiser has just filled with random numbers
+    (`torch.nn.init.orthogonal_(w)`, `w.data.normal_(0, s)`, then `w / w.norm()`), nor a sum, norm or
     count computed only from settings: literals, module constants, parameters annotated as
     Python numbers (also `float | Tensor`), with a number default, of a cached function, or
     set to a number literal by every caller, torch / math / NumPy functions of them and the
