@@ -92,7 +92,7 @@ class Positions:
         paths: dict[int, tuple[int, ...]],
         depth: int = 0,
     ) -> bool:
-        """Positions for the statements of `body` (at column `indent`, `depth` classes deep)
+        """Positions for the statements of `body` (at column `indent`, `depth` _BLOCKS deep)
         holding wanted nodes; `paths`: where each wanted node is (see _paths)."""
         anchors = _anchors(body, top)
         if anchors is None:
@@ -106,9 +106,9 @@ class Positions:
             if not inside:
                 continue
             first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
-            if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-                # Method by method; what is left (the class line, a method that does not
-                # check out) from the whole class.
+            if isinstance(stmt, _BLOCKS) and isinstance(stmt.body, cst.IndentedBlock):
+                # Statement by statement (a class's methods, a function's statements); what
+                # is left (the header, a statement that does not check out) from the whole.
                 inner = indent + len(stmt.body.indent or self.module.default_indent)
                 nested = dict(inside)
                 if self._place(stmt.body.body, group[0].body, inner, nested, paths, depth + 1):  # type: ignore[attr-defined]
@@ -176,13 +176,18 @@ class Positions:
         return self.source.startswith(text, at) if after else self.source.endswith(text, 0, at)
 
 
+#: The statements whose block's statements are placed one by one (their code generated
+#: alone): the rest of a long method is not generated to place one finding.
+_BLOCKS = (cst.ClassDef, cst.FunctionDef)
+
+
 def _paths(
     body: Sequence[cst.BaseStatement], wanted: dict[int, cst.CSTNode]
 ) -> dict[int, tuple[int, ...]]:
     """Where each wanted node (by id) of the statements `body` is: (i,) in
-    the i-th statement, (i, j) in the j-th statement of the block of a class that is the
-    i-th (and so on for the classes in it: the statements Positions._place takes one by
-    one). One walk for all the nodes, first of the walked fields only (a quarter of the
+    the i-th statement, (i, j) in the j-th statement of the block of a class or function
+    that is the i-th (and so on for the _BLOCKS in it: the statements Positions._place takes
+    one by one). One walk for all the nodes, first of the walked fields only (a quarter of the
     nodes), then of every field for the nodes that walk did not reach; each stops once it
     has them all."""
     found: dict[int, tuple[int, ...]] = {}
@@ -204,9 +209,9 @@ def _find(
     has them all."""
     for k, stmt in enumerate(body):
         path = (*prefix, k)
-        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+        if isinstance(stmt, _BLOCKS) and isinstance(stmt.body, cst.IndentedBlock):
             block = stmt.body
-            # The class without its block's statements, then each of them.
+            # The class or function without its block's statements, then each of them.
             for node in (stmt, block):
                 i = id(node)
                 if i in wanted and i not in found:

@@ -25,10 +25,11 @@ FILES = sorted((ROOT / "tests" / "fixtures").glob("*.py")) + sorted(
 
 
 def _examples() -> list:
+    """Every rule example, with its rule's code."""
     out = []
     for rule in all_rules():
         for i, ex in enumerate((*rule.VALID, *rule.INVALID)):
-            out.append(pytest.param(ex.source, id=f"{rule.CODE}-{i}"))
+            out.append(pytest.param(rule.CODE, ex.source, id=f"{rule.CODE}-{i}"))
     return out
 
 
@@ -39,15 +40,7 @@ def _both(source: str) -> tuple[list, list]:
     )
 
 
-def _own_examples() -> list:
-    out = []
-    for rule in all_rules():
-        for i, ex in enumerate((*rule.VALID, *rule.INVALID)):
-            out.append(pytest.param(rule.CODE, ex.source, id=f"{rule.CODE}-{i}"))
-    return out
-
-
-@pytest.mark.parametrize(("code", "source"), _own_examples())
+@pytest.mark.parametrize(("code", "source"), _examples())
 def test_each_rule_alone_same_with_and_without_chunks(code: str, source: str) -> None:
     """What a rule finds does not depend on the code other rules' triggers keep (a `.half()`
     in another method of the class, an eps in `forward` with `dtype=torch.float16` in
@@ -68,8 +61,8 @@ def test_each_fixture_alone_same_with_and_without_chunks(path: Path) -> None:
     assert whole and chunked == whole
 
 
-@pytest.mark.parametrize("source", _examples())
-def test_rule_examples_same_with_and_without_chunks(source):
+@pytest.mark.parametrize(("code", "source"), _examples())
+def test_rule_examples_same_with_and_without_chunks(code: str, source: str) -> None:
     chunked, whole = _both(source)
     assert chunked == whole
 
