@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from numlint.positions import LINE_BREAK
+from numlint.positions import LINE_BREAK, unit_start
 from numlint.rule import Rule
 
 #: A name called in kept text (`helper(`, `Model(`): its top-level definition is kept. The
@@ -105,11 +105,6 @@ def _stored(stmts: list[ast.stmt]) -> set[str]:
             elif isinstance(value, list):
                 todo.extend(v for v in value if isinstance(v, ast.AST))
     return out
-
-
-def unit_start(node: ast.stmt) -> int:
-    """First line of a statement, decorators included."""
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
 
 
 def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], extra: Extra) -> None:

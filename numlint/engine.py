@@ -20,7 +20,7 @@ import libcst as cst
 from numlint import chunks, suppress
 from numlint.analysis.context import Context, steps
 from numlint.diagnostic import PARSE_ERROR, Diagnostic, Edit, Fix, parse_error
-from numlint.positions import LINE_BREAK, Positions, line_offsets
+from numlint.positions import LINE_BREAK, Positions, line_offsets, unit_start
 from numlint.rule import Report, Rule, RuleSpec
 from numlint.tree import fields, is_node
 
@@ -559,7 +559,7 @@ def _part(
     text = _blanked(source, offsets, blank)
     gone = {id(s) for s in blank}
     part_tree = ast.Module(body=[s for s in body if id(s) not in gone], type_ignores=[])
-    only = frozenset(chunks.unit_start(s) for s in part if isinstance(s, chunks.DEFS))
+    only = frozenset(unit_start(s) for s in part if isinstance(s, chunks.DEFS))
     text_offsets = line_offsets(text)
     reduced = _reduced(text, part_tree, active, chunked, only, text_offsets)
     found, failed = _parsed(reduced, text, path, active, part_tree, dependencies, text_offsets)

@@ -26,9 +26,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from numlint.chunks import DEFS, unit_start
+from numlint.chunks import DEFS
 from numlint.diagnostic import Diagnostic
-from numlint.positions import line_offsets
+from numlint.positions import line_offsets, unit_start
 from numlint.reparse import Reparser
 from numlint.rule import RuleSpec
 

@@ -28,6 +28,11 @@ from numlint.tree import children, descendants, unparenthesized
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def unit_start(node: ast.stmt) -> int:
+    """First line of a statement, decorators included."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
 def line_offsets(source: str) -> list[int]:
     """Offset of the start of each line (index 0 is line 1)."""
     if "\r" in source:

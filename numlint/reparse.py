@@ -16,9 +16,8 @@ import ast
 import warnings
 from collections.abc import Callable, Sequence
 
-from numlint.chunks import unit_start
 from numlint.diagnostic import Diagnostic
-from numlint.positions import common_ends
+from numlint.positions import common_ends, unit_start
 
 
 class Reparser:

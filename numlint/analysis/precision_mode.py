@@ -39,7 +39,7 @@ from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import dtype_branch
 from numlint.analysis.semantics import keyword
 from numlint.diagnostic import Confidence
-from numlint.positions import line_offsets
+from numlint.positions import line_offsets, unit_start
 
 #: Evidence kinds: mixed precision (float32 weights) and float16 weights.
 AUTOCAST = "autocast"
@@ -154,8 +154,7 @@ def _breadth_first(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:
     def wanted(item: ast.AST) -> bool:
         if not isinstance(item, statement):
             return isinstance(item, node_type)
-        first = min([item.lineno] + [d.lineno for d in getattr(item, "decorator_list", ())])
-        i = bisect_left(lines, first)
+        i = bisect_left(lines, unit_start(item))
         return i < len(lines) and lines[i] <= (item.end_lineno or item.lineno)
 
     while todo:
