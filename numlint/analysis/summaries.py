@@ -1086,10 +1086,7 @@ class Project:
         if func is None or depth > 4:
             return None
         name = f.node.name
-        index = f.params.index(param)
-        method = f.cls is not None
-        if method:
-            index -= 1  # `self`
+        index = f.params.index(param) - _bound_offset(f)
         for cmod in self._neighbours(name, f, mod):
             for caller, call in cmod.calls_of(name):
                 if not self._calls_this(cmod, call, f, mod, caller):
