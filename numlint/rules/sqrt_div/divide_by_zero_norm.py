@@ -234,6 +234,15 @@ class DivideByZeroNorm(Rule):
         Valid(
             """
             import torch
+            def init_unit_rows(w):
+                torch.nn.init.normal_(w)
+                return w / w.norm(dim=-1, keepdim=True)
+            """,
+            "a tensor just filled with random numbers has no zero row",
+        ),
+        Valid(
+            """
+            import torch
             def ratio(v, w):
                 return (v.T @ w) / (w.T @ v + 1e-8)
             """,

@@ -153,6 +153,16 @@ class SqrtAtZero(Rule):
         Valid(
             """
             import torch
+            def rician_noise(img, std: float = 0.1):
+                n1 = torch.randn_like(img) * std
+                n2 = torch.randn_like(img) * std
+                return torch.sqrt((img + n1) ** 2 + n2 ** 2)
+            """,
+            "the square of a continuous random draw is never 0",
+        ),
+        Valid(
+            """
+            import torch
             import torch.nn.functional as F
             def rmse_loss(pred, target, eps=1e-8):
                 return torch.sqrt(F.mse_loss(pred, target) + eps)
