@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "recall"
 BUGS = DATA / "bugs.tsv"
 PINS = DATA / "pins.tsv"
+CONTEXT = DATA / "context.tsv"
 WORK = HERE / ".recall"
 DIST = WORK / "dist"
 SRC = WORK / "src"
@@ -89,6 +90,17 @@ def load_pins() -> dict[str, str]:
     return pins
 
 
+def load_context() -> list[tuple[str, str]]:
+    """Files a GitHub pin's finding reads beside the bug's own (the model a training script
+    imports): (source, path), from benchmarks/recall/context.tsv."""
+    rows = []
+    for line in CONTEXT.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            source, path = line.split("\t")[:2]
+            rows.append((source, path))
+    return rows
+
+
 def root_of(source: str) -> Path:
     """Where a pin's files lie: `src/NAME==VER` or `src/OWNER__REPO@SHA7`."""
     kind, _, ref = source.partition(":")
@@ -98,8 +110,9 @@ def root_of(source: str) -> Path:
     return SRC / f"{repo.replace('/', '__')}@{sha[:7]}"
 
 
-def archive_of(requirement: str) -> Path | None:
-    """The downloaded wheel or sdist of `NAME==VER`, if present."""
+def archive_of(requirement: str, digest: str | None = None) -> Path | None:
+    """The downloaded wheel or sdist of `NAME==VER`, if present: the one whose sha256 is
+    `digest` when that is given (an index may offer a wheel beside the pinned sdist)."""
     name, version = requirement.split("==")
     prefix = f"{_dist_name(name)}_{_dist_name(version)}"
     found = [
@@ -108,6 +121,8 @@ def archive_of(requirement: str) -> Path | None:
         if _dist_name(f.name).startswith(prefix) and f.name.endswith((".whl", ".tar.gz", ".zip"))
     ]
     found.sort(key=lambda f: not f.name.endswith(".whl"))
+    if digest:
+        found = [f for f in found if hashlib.sha256(f.read_bytes()).hexdigest() == digest]
     return found[0] if found else None
 
 
@@ -118,12 +133,15 @@ def fetch(bugs: list[Bug]) -> int:
     bad = 0
     for source in sorted({b.source for b in bugs if b.source.startswith("pypi:")}):
         req = source.removeprefix("pypi:")
-        if archive_of(req) is None:
+        pinned = pins.get(source) if pins.get(source) not in (None, "", "-") else None
+        if archive_of(req, pinned) is None:
             cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(DIST)]
-            if subprocess.run([*cmd, req], check=False).returncode:
-                cmd.extend(["--no-binary", ":all:"])
+            if subprocess.run([*cmd, req], check=False).returncode or (
+                pinned and archive_of(req, pinned) is None
+            ):
+                cmd.extend(["--no-binary", ":all:"])  # the pin is the sdist
                 subprocess.run([*cmd, req], check=False)
-        archive = archive_of(req)
+        archive = archive_of(req, pinned) or archive_of(req)
         if archive is None:
             print(f"{source}: not downloaded", file=sys.stderr)
             bad += 1
@@ -145,6 +163,10 @@ def fetch(bugs: list[Bug]) -> int:
     for b in bugs:
         if b.source.startswith("github:") and not (root_of(b.source) / b.path).exists():
             print(f"{b.id}: missing {root_of(b.source) / b.path} (save it from {b.source})")
+            bad += 1
+    for source, path in load_context():
+        if not (root_of(source) / path).exists():
+            print(f"context: missing {root_of(source) / path} (save it from {source})")
             bad += 1
     return 1 if bad else 0
 
