@@ -365,7 +365,19 @@ def report(
     hidden_real = [
         findings[i] for i in verdicts if i not in shown_set and verdicts[i].verdict == "real"
     ]
-    lost_real = [j for j in lost if j.verdict == "real"]
+    # a hazard another rule now reports on the same line, judged real there, is not lost
+    # (`where(n != 0, v / n, 0)`: a division by 0 once, a where-branch NaN gradient now)
+    real_lines = {
+        (findings[i].project, findings[i].path, findings[i].line)
+        for i, j in verdicts.items()
+        if j.verdict == "real"
+    }
+    moved = [j for j in lost if j.verdict == "real" and (j.project, j.path, j.line) in real_lines]
+    lost_real = [j for j in lost if j.verdict == "real" and j not in moved]
+    if moved:
+        print(f"\n{len(moved)} judged real hazards are reported on the same line by another rule:")
+        for j in moved:
+            print(f"  {j.project}/{j.path}:{j.line} {j.code} {j.text}")
     if lost_real:
         print(f"\n!!! {len(lost_real)} judged REAL hazards are no longer reported:")
         for j in lost_real:
