@@ -1451,3 +1451,130 @@ def test_tensor_drawn_in_place(init: str, expected: list[str]) -> None:
         f"import math\nfrom torch import nn\ndef rescale(w):\n    {init}\n    return w / w.norm()\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+DECOMPOSED = """
+def _decompose(a):
+    {helper}
+    vals, vecs = torch.linalg.eigh(a)
+    return vecs, vals
+
+class Beam(nn.Module):
+    def forward(self, cov):
+        {source}
+        vecs, _ = _decompose(uniq)
+        return vecs / torch.sum(vecs[..., 0] ** 2, dim=-1, keepdim=True) ** 0.5
+"""
+
+
+@pytest.mark.parametrize(
+    ("helper", "source", "expected"),
+    [
+        # torch.unique has no derivative, and the helper makes its results from its argument
+        ("pass", "uniq, idx = torch.unique(cov, return_inverse=True, dim=1)", []),
+        # the input itself: a gradient flows through the helper
+        ("pass", "uniq = cov * 2", ["low"]),
+        # the helper makes its argument require grad: its results carry a gradient
+        (
+            "a.requires_grad_()",
+            "uniq, idx = torch.unique(cov, return_inverse=True, dim=1)",
+            ["low"],
+        ),
+    ],
+)
+def test_helper_of_data_returns_data(helper: str, source: str, expected: list[str]) -> None:
+    """A module-level function of this project (or a staticmethod) that makes no tensor
+    requiring grad returns values with a gradient only through its arguments: a root of
+    what it computes from data has no gradient to break."""
+    assert _grades(DECOMPOSED.format(helper=helper, source=source), "NUM201") == expected
+
+
+UPSAMPLE = """
+def upsample(feats, durs, pace=1.0):
+    return [
+        torch.repeat_interleave(feats[i], {repeats}, dim=0) for i in range(len(durs))
+    ]
+
+def infer(feats, log_durs):
+    durs = torch.clamp(torch.exp(log_durs) - 1, 0)
+    {use}
+    return upsample(feats, durs)
+"""
+
+
+@pytest.mark.parametrize(
+    ("repeats", "use", "expected"),
+    [
+        # every read of the value is rounded in the function it is handed to
+        ("(pace * durs[i]).long()", "pass", []),
+        ("torch.round(durs[i] * pace).int()", "frames = durs.round()", []),
+        # the callee keeps the fraction
+        ("pace * durs[i]", "pass", ["low"]),
+        # a read here keeps it too
+        ("(pace * durs[i]).long()", "total = durs.sum()", ["low"]),
+    ],
+)
+def test_expm1_of_values_rounded_later(repeats: str, use: str, expected: list[str]) -> None:
+    """`exp(x) - 1` whose every later use is rounded to whole numbers, here or in the
+    project function it is passed to: the digits `expm1` would keep are discarded."""
+    code = UPSAMPLE.format(repeats=repeats, use=use)
+    assert _grades(code, "NUM108") == expected
+
+
+DURATIONS = """
+def process(code):
+    counts = []
+    for row in code:
+        _, count = torch.unique_consecutive(row, return_counts=True)
+        counts.append({part})
+    return code, torch.cat(counts).float()
+
+class Model(nn.Module):
+    def forward(self, code):
+        feats, dur = process(code)
+        return torch.log(dur + 1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("part", "expected"),
+    [
+        # counts of torch.unique, gathered in a list, concatenated and cast in a helper
+        ("count[1:-1]", []),
+        ("count", []),
+        # something else gathered: a fraction may be small
+        ("count / row.numel()", ["low"]),
+    ],
+)
+def test_log1p_of_counts_a_helper_returns(part: str, expected: list[str]) -> None:
+    """`log(1 + n)` is exact for whole numbers: counts followed through a list filled by
+    `.append`, `torch.cat`, a cast and a helper's returned tuple are whole."""
+    assert _grades(DURATIONS.format(part=part), "NUM108") == expected
+
+
+NEAR = """
+{imp}
+
+def near(junctions, start, tol):
+    vecs = junctions[None, ...] - start.unsqueeze(1)
+    n = torch.norm(vecs, dim=-1)
+    angles = torch.acos(vecs.sum(-1) / n)
+    dists = n * sin(angles)
+    return dists <= tol
+"""
+
+
+@pytest.mark.parametrize(
+    ("imp", "expected"),
+    [
+        # a NaN angle makes `dists <= tol` False: the ratio only feeds a threshold
+        ("from torch import sin", []),
+        # not torch's sin: what it does with a NaN is not known
+        ("from math import sin", ["low"]),
+        ("def sin(x):\n    return x", ["low"]),
+    ],
+)
+def test_ratio_only_thresholded_through_imported_torch_names(imp: str, expected: list[str]) -> None:
+    """A ratio carried through torch functions called by an imported name (`sin(a)` after
+    `from torch import sin`) into a comparison only: a NaN there is a False, not a value."""
+    assert _grades(NEAR.format(imp=imp), "NUM202") == expected

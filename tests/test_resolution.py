@@ -209,3 +209,32 @@ def test_no_grad_context():
 
     module.visit(Walk())
     assert seen == [True, True, True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        # the project's own package binds torch's functions under its names
+        ("import torch\nlog = torch.log\nsoftmax = torch.softmax\n", ["NUM101"]),
+        ("from torch import log, softmax\n", ["NUM101"]),
+        # functions of its own by the same names: not torch's
+        ("def log(x):\n    return x\n\ndef softmax(x, d):\n    return x\n", []),
+    ],
+)
+def test_project_reexports_of_torch_resolve(tmp_path, backend: str, expected: list[str]) -> None:
+    """`from pkg.core import log, softmax`, where pkg/core re-exports `log = torch.log` from
+    a backend module: the names are torch's."""
+    from numlint.api import check_paths
+
+    core = tmp_path / "pkg" / "core"
+    core.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (core / "_backend.py").write_text(backend)
+    (core / "__init__.py").write_text("from pkg.core._backend import log, softmax\n")
+    user = tmp_path / "pkg" / "use.py"
+    user.write_text(
+        "import torch\nfrom pkg.core import log, softmax\n\n"
+        "def f(x: torch.Tensor):\n    return log(softmax(x, 1))\n"
+    )
+    found = check_paths([str(user)], config={"select": ["NUM101"]})
+    assert [d.code for d in found] == expected

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
-from numlint.analysis.tables import NO_GRAD
+from numlint.analysis.tables import HOST_MODULES, NO_GRAD, TORCH_ALIASES
 from numlint.tree import exits, unparenthesized
 
 if TYPE_CHECKING:
@@ -657,7 +657,19 @@ class Context:
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self._bind_import(local, f"{module}.{name}")
+            self._bind_import(local, self._reexported(f"{module}.{name}"))
+
+    def _reexported(self, target: str) -> str:
+        """`from kornia.core import sin`, where the project's own package binds `sin =
+        torch.sin` (or imports it from torch): the torch name; else `target`."""
+        root, _, name = target.rpartition(".")
+        if name not in TORCH_ALIASES or target.startswith(("torch.", *HOST_MODULES)):
+            return target
+        if self.path.startswith("<"):
+            return target
+        project = self.project
+        found = project.torch_alias(target) if project is not None else None
+        return found or target
 
     def _bind_import(self, local: str, target: str) -> None:
         old = self.imports.get(local)

@@ -9,8 +9,9 @@ hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in t
 training loop draws (`for x, y in loader:` around `loss.backward()`, unless made
 differentiable with `requires_grad_()`), in a script that
 never trains and no other file imports (a `demo.py`), in values built
-only from constants, or in values taken from an operation without a derivative
-(`torch.unique`, `argmax`, rounding).
+only from constants, in values taken from an operation without a derivative
+(`torch.unique`, `argmax`, rounding), or in what a module-level function or staticmethod of
+the project that makes no tensor requiring grad computes from such values.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from numlint.analysis.places import evaluation_code
 from numlint.analysis.summaries import (
     file_text,
     function_key,
+    of_arguments_only,
     project_files,
     project_root,
     returns_numbers,
@@ -366,21 +368,28 @@ def _only_read_by(ctx: Context, harmless: frozenset[str]) -> bool:
     if here is None:
         return False
     name, later = here
-    return _reads_without_gradient(name, later, harmless, depth=2)
+    return _reads_without_gradient(name, later, harmless, depth=2, torch_names=_torch_names(ctx))
 
 
 def _reads_without_gradient(
-    name: str, later: list[cst.CSTNode], harmless: frozenset[str], depth: int
+    name: str,
+    later: list[cst.CSTNode],
+    harmless: frozenset[str],
+    depth: int,
+    torch_names: frozenset[str] = frozenset(),
 ) -> bool:
     """Every read of `name` in `later` (at least one) goes into one of `harmless` or a
     comparison, or (up to `depth` names deep) into another name assigned from it through
     arithmetic, indexing and torch calls whose own reads do (`e = 20 * log10(sqrt(p))`,
     `m = e.max()`, `keep = e - m > -40`)."""
-    uses = _Uses(name, harmless, carry=depth > 0)
+    uses = _Uses(name, harmless, carry=depth > 0, torch_names=torch_names)
     handed = _visit_later(uses, later)
     if uses.count == 0 or uses.count != uses.without_gradient:
         return False
-    return all(_reads_without_gradient(other, rest, harmless, depth - 1) for other, rest in handed)
+    return all(
+        _reads_without_gradient(other, rest, harmless, depth - 1, torch_names)
+        for other, rest in handed
+    )
 
 
 def _visit_later(
@@ -456,12 +465,16 @@ def only_thresholds(ctx: Context) -> bool:
     if here is None:
         return False
     name, later = here
-    uses = _Thresholds(name, frozenset(), carry=True)
+    torch_names = _torch_names(ctx)
+    uses = _Thresholds(name, frozenset(), carry=True, torch_names=torch_names)
     handed = _visit_later(uses, later, thresholds=True)
     if uses.count == 0 or uses.count != uses.without_gradient:
         return False
     # `a = acos(d / n)`, `dist = n * sin(a)`, `near = dist <= tol`: names made from it
-    return all(_reads_without_gradient(o, rest, frozenset(), depth=1) for o, rest in handed)
+    return all(
+        _reads_without_gradient(o, rest, frozenset(), depth=1, torch_names=torch_names)
+        for o, rest in handed
+    )
 
 
 def _bounds_itself(stmt: cst.CSTNode, name: str) -> bool:
@@ -484,8 +497,17 @@ _CARRYING = (
 )  # fmt: skip
 
 
-def _torch_spelled(func: cst.BaseExpression) -> bool:
-    """`torch.max`, `torch.nn.functional.pad`, `F.pad`: a torch function by its spelling."""
+def _torch_names(ctx: Context) -> frozenset[str]:
+    """The names this file imports from torch (`from torch import sin`, or a project's own
+    re-export of a torch function: see Context._reexported)."""
+    return frozenset(k for k, v in ctx.imports.items() if v.startswith("torch."))
+
+
+def _torch_spelled(func: cst.BaseExpression, torch_names: frozenset[str] = frozenset()) -> bool:
+    """`torch.max`, `torch.nn.functional.pad`, `F.pad`, or a name imported from torch: a
+    torch function by its spelling."""
+    if isinstance(func, cst.Name) and func.value in torch_names:
+        return True
     while isinstance(func, cst.Attribute):
         func = func.value
     return isinstance(func, cst.Name) and func.value in ("torch", "F")
@@ -496,9 +518,14 @@ class _Uses(cst.CSTVisitor):
     `harmless` or a comparison."""
 
     def __init__(
-        self, name: str, harmless: frozenset[str] = NOT_DIFFERENTIABLE, carry: bool = False
+        self,
+        name: str,
+        harmless: frozenset[str] = NOT_DIFFERENTIABLE,
+        carry: bool = False,
+        torch_names: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
+        self.torch_names = torch_names
         self.harmless = harmless
         self.carry = carry
         self.carried: list[str] = []
@@ -558,7 +585,7 @@ class _Uses(cst.CSTVisitor):
                 return True
             if isinstance(call, cst.Call) and (
                 (isinstance(p, cst.Attribute) and call.func is p)
-                or (isinstance(p, cst.Arg) and _torch_spelled(call.func))
+                or (isinstance(p, cst.Arg) and _torch_spelled(call.func, self.torch_names))
             ):
                 if call_name(call) in self.harmless or _indices_taken(parents[: i - 1]):
                     return True
@@ -752,9 +779,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     if isinstance(node, cst.Name) and not integers:
         source = unpacking_call(ctx, node, env)  # `vals, idx = torch.unique(x, ...)`
         if source is not None and isinstance(source.node, cst.Call):
-            callee = ctx.callee(source.node, source.env)
-            last = (callee.qualname or "").rsplit(".", 1)[-1] or callee.method
-            return last in NOT_DIFFERENTIABLE
+            return no_gradient(ctx, source, depth + 1)  # `v, d = torch.linalg.eigh(data)`
     if not isinstance(node, cst.Call):
         return False
     if isinstance(node.func, cst.Name) and node.func.value in _PY_NUMBERS:
@@ -789,6 +814,14 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in node.args):
             return False
         return all(sub(a) for a in tensors)
+    if not integers and _of_arguments(ctx, node, callee):
+        # `eig.gevd(a, b)`: a function of this project makes its results from its arguments
+        tensors = [
+            a.value
+            for a in node.args
+            if a.keyword is None or a.keyword.value not in _OPTION_KEYWORDS
+        ]
+        return bool(tensors) and all(sub(a) for a in tensors)
     if callee.method in ("detach", "size", "numel", "dim"):
         return True
     if callee.method == "requires_grad_":
@@ -954,6 +987,20 @@ def _from_buffers(func: ast.FunctionDef, buffers: set[str]) -> bool:
     ]
     returns = [n for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
     return bool(reads and returns) and all(r.attr in buffers for r in reads)
+
+
+def _of_arguments(ctx: Context, node: cst.Call, callee) -> bool:
+    """`node` calls a module-level function or staticmethod of this project that makes no
+    tensor requiring grad itself (numlint.analysis.summaries.of_arguments_only)."""
+    qualname, receiver, func = callee.qualname, None, node.func
+    if qualname is None and isinstance(func, cst.Name):
+        qualname = func.value  # a function of this file
+    elif qualname is None:
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return False
+        receiver = func.value.value
+    name = callee.method or (qualname or "").rsplit(".", 1)[-1]
+    return of_arguments_only(ctx, qualname, receiver, name)
 
 
 def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:

@@ -110,6 +110,8 @@ class Function:
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
         self._parents: dict[int, ast.AST] | None = None
+        #: Whether its text makes no tensor requiring grad (of_arguments_only), once asked.
+        self.of_arguments: bool | None = None
 
     @property
     def parents(self) -> dict[int, ast.AST]:
@@ -605,6 +607,29 @@ class Project:
             return None if other is None else (other, "")
         return self.lookup(other, attr, depth + 1)
 
+    def torch_alias(self, dotted: str) -> str | None:
+        """What a name of this project's own package is bound to, when that is a torch name:
+        `kornia.core.sin` -> "torch.sin" for `sin = torch.sin` in kornia/core/_backend.py,
+        re-exported by kornia/core/__init__.py (or `from torch import sin` there)."""
+        modname, _, attr = dotted.rpartition(".")
+        mod = self._module(modname) if modname else None
+        for _ in range(4):
+            if mod is None:
+                return None
+            target = mod.imports.get(attr)
+            if target is not None:
+                if target.startswith("torch."):
+                    return target
+                modname, _, attr = target.rpartition(".")
+                mod = self._module(modname)
+                continue
+            values = mod.globals.get(attr, [])
+            if len(values) != 1 or attr in mod.functions or attr in mod.classes:
+                return None
+            found = self.qualname(mod, values[0])
+            return found if found is not None and found.startswith("torch.") else None
+        return None
+
     def function_named(self, name: str) -> tuple[Module, Function] | None:
         """The function a top-level name of the file being linted calls, defined there or
         imported from another file of the project."""
@@ -685,6 +710,8 @@ class Project:
         fn = expr.func
         qual = self.qualname(mod, fn)
         here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
+        if qual in _JOINS and expr.args and f is not None:
+            return self._joined(mod, expr.args[0], f, func, depth)
         if qual in _SOFTMAX or (isinstance(fn, ast.Attribute) and fn.attr == "softmax"):
             return _at(here, "softmax", f"the softmax in {_where(mod, func)}")
         if qual in _SIGMOID or (
@@ -752,6 +779,29 @@ class Project:
             return None
         return self._constructed(mod, fn, func, depth)
 
+    def _joined(
+        self, mod: Module, parts: ast.expr, f: Function, func: str | None, depth: int
+    ) -> Origin | None:
+        """`torch.cat(counts)`: the kind every part has, for a list or tuple written out or a
+        list the function fills with `.append(...)` (`counts = []`, `counts.append(c)`)."""
+        if isinstance(parts, (ast.List, ast.Tuple)):
+            return self._all(mod, list(parts.elts), func, depth)
+        if not isinstance(parts, ast.Name):
+            return None
+        made = f.reaching(parts.id, parts)
+        if not made or not all(isinstance(v, ast.List) and not v.elts for v in made):
+            return None  # only `name = []`: what else fills it is not followed
+        appended = [
+            n.args[0]
+            for n in _walk_body(f.node)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "append"
+            and _dotted(n.func.value) == parts.id
+            and len(n.args) == 1
+        ]
+        return self._all(mod, appended, func, depth)
+
     def _positive_product(
         self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
     ) -> Origin | None:
@@ -786,7 +836,10 @@ class Project:
                     return self._callers(mod, func, f, name, depth)
                 return self._all(mod, values or f.assigned[name], func, depth)
             if name in f.unpacked:
-                outs = [self._element(mod, v, i, func, depth) for v, i in f.unpacked[name]]
+                outs = [
+                    _counts_of(mod, self, v, i) or self._element(mod, v, i, func, depth)
+                    for v, i in f.unpacked[name]
+                ]
                 return _same(outs)
             if name in f.params and params:
                 return self._callers(mod, func, f, name, depth)
@@ -1714,6 +1767,33 @@ def _value_of(f: Function | None, expr: ast.expr) -> ast.expr:
     return values[0] if len(values) == 1 else expr
 
 
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
+_COUNTED = frozenset({"torch.unique", "torch.unique_consecutive"})
+
+
+def _counts_of(mod: Module, project: Project, value: ast.expr, index: int) -> Origin | None:
+    """`_, counts = torch.unique_consecutive(x, return_counts=True)`: element `index` of the
+    call is the counts, whole numbers."""
+    if not isinstance(value, ast.Call):
+        return None
+    fn = value.func
+    qual = project.qualname(mod, fn)
+    if qual not in _COUNTED and not (
+        isinstance(fn, ast.Attribute) and fn.attr in ("unique", "unique_consecutive")
+    ):
+        return None
+    flags = {k.arg: k.value for k in value.keywords}
+
+    def on(flag: str) -> int:
+        v = flags.get(flag)
+        return int(isinstance(v, ast.Constant) and v.value is True)
+
+    if not on("return_counts") or index != 1 + on("return_inverse"):
+        return None
+    here = Origin("", mod.path, value.lineno, value.col_offset + 1, "")
+    return _at(here, "whole", "the counts of `torch.unique`")
+
+
 def _same(outs: list[Origin | None]) -> Origin | None:
     """The origin when every path gives one of the same kind; a norm where the other paths
     give an absolute value (a helper's 1-d case: `x.abs()` is each element's norm)."""
@@ -1817,6 +1897,103 @@ def never_passed(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.never_passed(func, param)
+
+
+#: What in a function's text can make a tensor that requires grad without an argument.
+_OWN_GRADIENT = re.compile(r"requires_grad|Parameter|enable_grad|\bself\b|\bglobal\b|\bnonlocal\b")
+
+
+def of_arguments_only(ctx: object, qualname: str | None, receiver: str | None, name: str) -> bool:
+    """The function a call calls is one of this project's module-level functions or
+    staticmethods (`eig.gevd(a, b)`, `Music._music(...)`, `helper(x)`) whose text makes no
+    tensor that requires grad: its results carry a gradient only through its arguments."""
+    project = ctx.project  # type: ignore[attr-defined]
+    if project is None or project.main is None:
+        return False
+    found = _project_function(project, qualname, receiver, name)
+    if found is None:
+        return False
+    mod, f = found
+    if f.cls is not None and not any(_dotted(d) == "staticmethod" for d in f.node.decorator_list):
+        return False
+    if isinstance(f.node, ast.AsyncFunctionDef):
+        return False
+    if f.of_arguments is None:
+        f.of_arguments = not _OWN_GRADIENT.search(
+            ast.get_source_segment(mod.text, f.node) or "self"
+        )
+    return f.of_arguments
+
+
+def _project_function(
+    project: Project, qualname: str | None, receiver: str | None, name: str
+) -> tuple[Module, Function] | None:
+    main = project.main
+    if main is None:
+        return None
+    if receiver is not None:  # `Cls.static(...)` of a class of this file
+        f = main.functions.get(f"{receiver}.{name}")
+        return (main, f) if f is not None and receiver in main.classes else None
+    if qualname is None:
+        return None
+    target = project.lookup(main, qualname) if "." not in qualname else None
+    if target is None and "." in qualname:
+        modname, _, attr = qualname.rpartition(".")
+        other = project._module(modname)
+        target = project.lookup(other, attr) if other is not None else None
+    if target is None or target[1] not in target[0].functions:
+        return None
+    return target[0], target[0].functions[target[1]]
+
+
+_WHOLE = frozenset({"long", "int", "round", "floor", "ceil", "trunc"})
+
+
+def rounds_parameter(ctx: object, callee: str, index: int | None, keyword: str | None) -> bool:
+    """A function of this project (here or imported) reads the parameter a call passes at
+    position `index` (or as `keyword`) only to round it to whole numbers (`(pace *
+    durs[i]).long()`) or to take its length: the digits of its value below 1 are never used."""
+    project = ctx.project  # type: ignore[attr-defined]
+    found = project.function_named(callee) if project is not None else None
+    if found is None:
+        return False
+    f = found[1]
+    if keyword is not None:
+        param = keyword if keyword in f.params else None
+    else:
+        i = (index or 0) + _bound_offset(f)
+        param = f.params[i] if i < len(f.params) else None
+    if param is None:
+        return False
+    reads = [
+        n
+        for n in _walk_body(f.node)
+        if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)
+    ]
+    return bool(reads) and all(_rounded_read(f.parents, n) for n in reads)
+
+
+def _rounded_read(parents: dict[int, ast.AST], node: ast.AST) -> bool:
+    """`node` reaches, through arithmetic, indexing and conditional expressions, a rounding
+    (`.long()`, `torch.round(...)`) or `len(...)`."""
+    child = node
+    parent = parents.get(id(node))
+    while parent is not None:
+        if (
+            isinstance(parent, (ast.BinOp, ast.UnaryOp))
+            or (isinstance(parent, ast.Subscript) and parent.value is child)
+            or (isinstance(parent, ast.IfExp) and parent.test is not child)
+        ):
+            child, parent = parent, parents.get(id(parent))
+            continue
+        if isinstance(parent, ast.Attribute) and parent.value is child:
+            call = parents.get(id(parent))
+            return isinstance(call, ast.Call) and call.func is parent and parent.attr in _WHOLE
+        if isinstance(parent, ast.Call) and child in parent.args:
+            name = (_dotted(parent.func) or "").rsplit(".", 1)[-1]
+            return name in _WHOLE or name == "len"
+        return False
+    return False
 
 
 def passed_gradient(ctx: object, param: str) -> bool:

@@ -50,6 +50,17 @@ TRANSPARENT_FUNCTIONS = frozenset(
 #: Modules whose calls and constants give NumPy arrays, Python numbers or other host values,
 #: never tensors.
 HOST_MODULES = ("numpy.", "math.", "scipy.", "pandas.", "jax.", "tensorflow.", "cupy.")
+
+#: torch names a project may re-export under its own (`kornia.core.sin = torch.sin`): an
+#: import of one of these from the project's own package is followed to what it binds.
+TORCH_ALIASES = frozenset(
+    {"stack", "cat", "concat", "concatenate", "where", "sin", "cos", "tan", "tensor",
+     "as_tensor", "zeros", "zeros_like", "ones", "ones_like", "eye", "arange", "linspace",
+     "einsum", "normalize", "softmax", "log_softmax", "sigmoid", "pad", "diag", "rand", "randn",
+     "sqrt", "rsqrt", "log", "exp", "log1p", "expm1", "pow", "abs", "clamp", "clip", "norm",
+     "sum", "mean", "std", "var", "acos", "asin", "atan2", "matmul", "relu", "cross_entropy",
+     "nll_loss", "binary_cross_entropy", "Module", "Parameter", "Tensor", "no_grad"}
+)  # fmt: skip
 #: Methods that give a host value (an array, a list, a number) whatever they are called on.
 HOST_METHODS = frozenset({"numpy", "tolist", "item", "to_numpy"})
 

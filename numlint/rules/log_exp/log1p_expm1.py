@@ -8,8 +8,10 @@ from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.gradients import no_gradient
 from numlint.analysis.ops import const, op
+from numlint.analysis.summaries import origin_of, rounds_parameter
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
+from numlint.tree import call_name
 
 
 class Log1pExpm1Precision(Rule):
@@ -36,10 +38,14 @@ class Log1pExpm1Precision(Rule):
     (`torch.arange`) and counts (`bincount`, `count_nonzero`, graph node degrees), also cast,
     reshaped or combined with whole constants (`2.0 * torch.arange(n) + 1.0`), and values cast
     to float right before the sum from a dtype the code does not show as floating
-    (`torch.log(durations.float() + 1)`). Nor is a log
+    (`torch.log(durations.float() + 1)`), or counts a function of the project returns
+    (`torch.unique(..., return_counts=True)` gathered with `.append` and `torch.cat`). Nor is a log
     added to a constant of magnitude 0.5 or more (`-math.log(math.pi) - torch.log(1 + x**2)`):
     that sum rounds away what `log1p` would keep. Nor a value stepped by 1 in place (`x = x +
-    1` in a loop, then `x.log()`): a shift or a counter, not `1 + small`.
+    1` in a loop, then `x.log()`): a shift or a counter, not `1 + small`. Nor `exp(x) - 1`
+    whose every later use is rounded to whole numbers, in the function or in the function of
+    the project it is handed to (`durs = torch.clamp(torch.exp(log_d) - 1, 0)`, then
+    `upsample(x, durs)` with `(pace * durs[i]).long()`).
 
     Confidence:
     low: a loss of precision, rarely a failure; shown with `--min-confidence low`.
@@ -152,6 +158,20 @@ class Log1pExpm1Precision(Rule):
                 return torch.round(torch.exp(log_dur) - 1).long()
             """,
             "rounded to whole numbers right away",
+        ),
+        Valid(
+            """
+            import torch
+            def upsample(feats, durs, pace=1.0):
+                return [
+                    torch.repeat_interleave(feats[i], (pace * durs[i]).long(), dim=0)
+                    for i in range(len(durs))
+                ]
+            def infer(feats, log_durs):
+                durs = torch.clamp(torch.exp(log_durs) - 1, 0)
+                return upsample(feats, durs)
+            """,
+            "rounded to whole frames in the function it is handed to",
         ),
         Valid(
             """
@@ -284,6 +304,8 @@ class Log1pExpm1Precision(Rule):
             return  # whole numbers (`torch.arange` offsets): `1 + x` is exact
         if _cast_from_whole(ctx, Value(x, inner.env)):
             return  # `torch.log(durations.float() + 1)`: counts cast to float
+        if origin_of(ctx, x, ("whole",)) is not None:
+            return  # counts a helper returns (`torch.unique(..., return_counts=True)`)
         fix = None
         if inner.node is o.input:
             if o.spelling == "method":
@@ -310,6 +332,8 @@ class Log1pExpm1Precision(Rule):
             return
         o = op(ctx, side)
         if o is None or o.name != "exp" or o.input is None or _rounded(ctx):
+            return
+        if _rounded_later(ctx, node):
             return
         if o.spelling == "method" and node.left is side:
             text = ctx.code(o.input)
@@ -380,4 +404,103 @@ def _rounded(ctx) -> bool:
             return name in _ROUNDING
         if not isinstance(parent, (cst.Arg, cst.Attribute, cst.BinaryOperation)):
             return False
+    return False
+
+
+#: Calls whose result keeps the value's small digits where they were (`clamp(d, 0)`).
+_KEEPING = frozenset({"clamp", "clamp_min", "clip", "relu"})
+
+
+def _rounded_later(ctx, node: cst.BinaryOperation) -> bool:
+    """`d = torch.clamp(torch.exp(log_d) - 1, 0)`, where every later read of `d` in the
+    function is rounded (`d.round()`, `torch.floor(d * pace)`) or handed to a function of this
+    project that only rounds that parameter (`upsample(x, d)` with `(pace * d[i]).long()`):
+    the digits `expm1` would keep are discarded."""
+    stack = ctx.stack
+    i = len(stack) - 1
+    while i > 0 and stack[i] is not node:
+        i -= 1
+    child = node
+    for parent in reversed(stack[:i]):
+        if isinstance(parent, cst.Arg) or (
+            isinstance(parent, cst.Call) and call_name(parent) in _KEEPING
+        ):
+            child = parent
+            continue
+        break
+    else:
+        return False
+    if not (
+        isinstance(parent, cst.Assign)
+        and parent.value is child
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    ):
+        return False
+    reads = _Reads(parent.targets[0].target.value)
+    for stmt in _statements_after(stack):
+        stmt.visit(reads)
+    return bool(reads.found) and all(_whole(ctx, chain) for chain in reads.found)
+
+
+def _statements_after(stack: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The statements that run after the one on `stack`, up to the end of its function."""
+    out: list[cst.CSTNode] = []
+    for i in range(len(stack) - 1, 0, -1):
+        node, parent = stack[i], stack[i - 1]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)) and node in parent.body:
+            out += list(parent.body[list(parent.body).index(node) + 1 :])
+    return out
+
+
+class _Reads(cst.CSTVisitor):
+    """Each read of a name, with the nodes holding it (innermost last)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stack: list[cst.CSTNode] = []
+        self.found: list[list[cst.CSTNode]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value == self.name:
+            if not (self.stack and isinstance(self.stack[-1], cst.AssignTarget)):
+                self.found.append([*self.stack, node])
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _whole(ctx, chain: list[cst.CSTNode]) -> bool:
+    """The read at the end of `chain` is rounded, or passed to a function of this project
+    that rounds that parameter."""
+    child = chain[-1]
+    for parent in reversed(chain[:-1]):
+        if (
+            isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation))
+            or (isinstance(parent, cst.IfExp) and parent.test is not child)
+            or (isinstance(parent, cst.Subscript) and parent.value is child)
+        ):
+            child = parent
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is child:
+            return parent.attr.value in _ROUNDING
+        if isinstance(parent, cst.Arg) and parent.value is child:
+            child = parent
+            continue
+        if isinstance(parent, cst.Call) and isinstance(child, cst.Arg):
+            name = call_name(parent)
+            if name in _ROUNDING:
+                return True
+            if not isinstance(parent.func, cst.Name) or name is None:
+                return False
+            index = (
+                None if child.keyword else [a for a in parent.args if not a.keyword].index(child)
+            )
+            keyword = child.keyword.value if child.keyword else None
+            return rounds_parameter(ctx, name, index, keyword)
+        return False
     return False

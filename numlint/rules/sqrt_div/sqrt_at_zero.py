@@ -70,7 +70,9 @@ class SqrtAtZero(Rule):
     Known limitations:
     The hazard is in the gradient only: `sqrt` inside `torch.no_grad()` / `inference_mode()`
     (or a function decorated with them), of a tensor built only from constructors and
-    constants (`torch.arange(n) ** 2`), or of a batch a training loop draws (`for pts, y in
+    constants (`torch.arange(n) ** 2`), of what a module-level function or staticmethod of the
+    project computes from such values (a helper that makes no tensor requiring grad), or of
+    a batch a training loop draws (`for pts, y in
     loader:` around `loss.backward()`, unless the code calls `pts.requires_grad_()`), is not
     reported; `rsqrt(0) = inf` always is.
     A sum holding the square of a continuous random draw (Rician noise, `(x + n1) ** 2 +
@@ -197,6 +199,20 @@ class SqrtAtZero(Rule):
                     return vals[..., 0] / mag
             """,
             "values from `torch.unique` carry no gradient (its derivative is not implemented)",
+        ),
+        Valid(
+            """
+            import torch
+            def _decompose(a):
+                vals, vecs = torch.linalg.eigh(a)
+                return vecs, vals
+            class Beam(torch.nn.Module):
+                def forward(self, cov):
+                    uniq, idx = torch.unique(cov, return_inverse=True, dim=1)
+                    vecs, _ = _decompose(uniq)
+                    return torch.sum(vecs[..., 0] ** 2, dim=-1) ** 0.5
+            """,
+            "a helper of this project computes from data only: its results carry no gradient",
         ),
         Valid(
             """
