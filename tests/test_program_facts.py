@@ -1454,6 +1454,8 @@ def test_tensor_drawn_in_place(init: str, expected: list[str]) -> None:
 
 
 DECOMPOSED = """
+PROJ = nn.Linear(4, 4)
+
 def _decompose(a):
     {helper}
     vals, vecs = torch.linalg.eigh(a)
@@ -1480,6 +1482,8 @@ class Beam(nn.Module):
             "uniq, idx = torch.unique(cov, return_inverse=True, dim=1)",
             ["low"],
         ),
+        # the helper applies a module made at import: its parameters carry a gradient
+        ("a = PROJ(a)", "uniq, idx = torch.unique(cov, return_inverse=True, dim=1)", ["low"]),
     ],
 )
 def test_helper_of_data_returns_data(helper: str, source: str, expected: list[str]) -> None:

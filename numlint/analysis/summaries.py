@@ -1906,7 +1906,8 @@ _OWN_GRADIENT = re.compile(r"requires_grad|Parameter|enable_grad|\bself\b|\bglob
 def of_arguments_only(ctx: object, qualname: str | None, receiver: str | None, name: str) -> bool:
     """The function a call calls is one of this project's module-level functions or
     staticmethods (`eig.gevd(a, b)`, `Music._music(...)`, `helper(x)`) whose text makes no
-    tensor that requires grad: its results carry a gradient only through its arguments."""
+    tensor that requires grad and reads no module-level object (`MODEL = Net()`, whose
+    parameters would carry one): its results carry a gradient only through its arguments."""
     project = ctx.project  # type: ignore[attr-defined]
     if project is None or project.main is None:
         return False
@@ -1919,10 +1920,17 @@ def of_arguments_only(ctx: object, qualname: str | None, receiver: str | None, n
     if isinstance(f.node, ast.AsyncFunctionDef):
         return False
     if f.of_arguments is None:
+        made = {k for k, values in mod.globals.items() if any(_made(v) for v in values)}
         f.of_arguments = not _OWN_GRADIENT.search(
             ast.get_source_segment(mod.text, f.node) or "self"
-        )
+        ) and not any(isinstance(n, ast.Name) and n.id in made for n in _walk_body(f.node))
     return f.of_arguments
+
+
+def _made(value: ast.expr) -> bool:
+    """A module-level value that is an object made at import (`Net()`, `torch.ones(3)`), not
+    a constant or an alias of a function (`sin = torch.sin`)."""
+    return isinstance(value, ast.Call)
 
 
 def _project_function(
