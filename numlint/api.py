@@ -169,8 +169,10 @@ def iter_files(
             found[root] = cfg
             dirs[:] = sorted(d for d in dirs if not cfg.is_excluded(here / d))
             for name, link in sorted(files):
+                if not name.endswith((".py", ".pyi")):
+                    continue
                 f = here / name
-                if not name.endswith((".py", ".pyi")) or cfg.is_excluded(f):
+                if cfg.is_excluded(f):
                     continue
                 text = str(f)
                 if text not in seen:

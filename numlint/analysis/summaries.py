@@ -621,7 +621,7 @@ class Project:
                 if target.startswith("torch."):
                     return target
                 modname, _, attr = target.rpartition(".")
-                mod = self._module(modname)
+                mod = self._module(modname) if modname else None
                 continue
             values = mod.globals.get(attr, [])
             if len(values) != 1 or attr in mod.functions or attr in mod.classes:
