@@ -639,7 +639,8 @@ def _parsed(
 
 
 def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
-    """The rules whose prefilter (NEEDS_TORCH, TRIGGERS, ALSO_REQUIRES) `source` passes."""
+    """The rules whose prefilter (NEEDS_TORCH, TRIGGERS, ALSO_REQUIRES, FILE_REQUIRES) `source`
+    passes."""
     has_torch = "torch" in source
     found: dict[str, bool] = {}  # each word looked for once: rules share many
     families = _families(tuple(r for r, _ in rules))
@@ -666,6 +667,7 @@ def active_rules(source: str, rules: Sequence[RuleSpec]) -> list[RuleSpec]:
         if (has_torch or not r.NEEDS_TORCH)
         and (not r.TRIGGERS or spelled(r.TRIGGERS))
         and (not r.ALSO_REQUIRES or spelled(r.ALSO_REQUIRES))
+        and (r.FILE_REQUIRES is None or r.FILE_REQUIRES.search(source) is not None)
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,9 @@ class Rule:
     EVIDENCE: ClassVar[tuple[str, ...]] = ()
     #: Run only on files that mention "torch" (TensorFlow, JAX and NumPy files stay silent).
     NEEDS_TORCH: ClassVar[bool] = True
+    #: Run only on files this pattern finds something in (a value the rule needs that no
+    #: single word shows: an eps literal below a threshold), besides TRIGGERS and ALSO_REQUIRES.
+    FILE_REQUIRES: ClassVar[re.Pattern[str] | None] = None
     DEFAULT_ENABLED: ClassVar[bool] = True
     #: The confidence of a finding unless report() says otherwise (numlint.diagnostic):
     #: "high" for rules whose match is the hazard itself (an API misuse, a loss on the

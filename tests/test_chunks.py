@@ -244,6 +244,7 @@ def test_active_rules_as_a_scan_for_each_word_finds_them():
             if ("torch" in source or not r.NEEDS_TORCH)
             and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))
             and (not r.ALSO_REQUIRES or any(t in source for t in r.ALSO_REQUIRES))
+            and (r.FILE_REQUIRES is None or r.FILE_REQUIRES.search(source) is not None)
         ]
 
     texts = [f"import torch\nx = {w}\n" for w in words]
@@ -252,6 +253,7 @@ def test_active_rules_as_a_scan_for_each_word_finds_them():
     for text in texts:
         assert engine.active_rules(text, RULES) == each(text), text
     half = [r for r in RULES if r[0].CODE == "NUM401"]
-    for eps, linted in (("1e-9", True), ("1.0", False)):  # `e-9` its only trigger
+    # `e-9` its only trigger; an eps of 1e-5 survives float16 (FILE_REQUIRES)
+    for eps, linted in (("1e-9", True), ("1.0", False), ("1e-5", False), ("5E-12", True)):
         source = f"import torch\n\n\ndef f(x, w):\n    return x @ w + {eps}\n"
         assert bool(engine.active_rules(source, half)) is linted

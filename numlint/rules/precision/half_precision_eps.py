@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from numlint.analysis.context import Value
@@ -104,6 +106,10 @@ class HalfPrecisionEps(Rule):
     #: there is float16 when the project converts its model)
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
                      "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm", "forward")  # fmt: skip
+    #: an eps the rule can see (it reads the file's own constants and defaults): a literal
+    #: below 1e-7 (`1e-8`, `5e-10`, `1E-12`), `finfo(...).tiny`, or a function whose default
+    #: eps is too small
+    FILE_REQUIRES = re.compile(r"\d[eE]-0*(?:[89]|[1-9]\d+)\b|tiny|normalize|cosine_similarity")
 
     VALID = [
         Valid(
