@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from numlint import config as config_mod
-from numlint.config import DEFAULT_EXCLUDE, Config, Selection, rules_of
+from numlint.config import Config, Selection, rules_of
 from numlint.diagnostic import Diagnostic, parse_error
 
 if TYPE_CHECKING:
@@ -167,18 +167,11 @@ def iter_files(
             else:
                 cfg = configs.of_directory(here)
             found[root] = cfg
-            if cfg.exclude:
-                dirs[:] = sorted(d for d in dirs if not cfg.is_excluded(here / d))
-            else:  # only the default exclusions, by name: no path to build
-                dirs[:] = sorted(d for d in dirs if d not in DEFAULT_EXCLUDE)
+            dirs[:] = sorted(d for d in dirs if not cfg.excludes(here, d))
             for name, link in sorted(files):
-                if not name.endswith((".py", ".pyi")):
-                    continue
-                if name in DEFAULT_EXCLUDE:
+                if not name.endswith((".py", ".pyi")) or cfg.excludes(here, name):
                     continue
                 f = here / name
-                if cfg.exclude and cfg.is_excluded(f):
-                    continue
                 text = str(f)
                 if text not in seen:
                     seen.add(text)

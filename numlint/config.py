@@ -228,6 +228,13 @@ class Config:
             layers = layers + (self.cli,)
         return (layers, per_file, self.options, self.target_torch_version)
 
+    def excludes(self, directory: Path, name: str) -> bool:
+        """`is_excluded(directory / name)`, the path built only when a pattern needs it (a
+        walk asks for every file and directory)."""
+        if name in DEFAULT_EXCLUDE:
+            return True
+        return bool(self.exclude) and self.is_excluded(directory / name)
+
     def is_excluded(self, path: Path) -> bool:
         """Whether directory walking should skip `path`."""
         if path.name in DEFAULT_EXCLUDE:
