@@ -662,10 +662,12 @@ class Context:
     def _reexported(self, target: str) -> str:
         """`from kornia.core import sin`, where the project's own package binds `sin =
         torch.sin` (or imports it from torch): the torch name; else `target`."""
-        root, _, name = target.rpartition(".")
-        if name not in TORCH_ALIASES or target.startswith(("torch.", *HOST_MODULES)):
-            return target
-        if self.path.startswith("<"):
+        name = target.rpartition(".")[2]
+        if (
+            name not in TORCH_ALIASES
+            or target.startswith(("torch.", *HOST_MODULES))
+            or self.path.startswith("<")  # no files around it
+        ):
             return target
         project = self.project
         found = project.torch_alias(target) if project is not None else None

@@ -804,8 +804,12 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True
     if callee.qualname in _COMBINERS:
         return all(sub(a) for a in args)
-    if _torch_function(callee.qualname) and args:
-        # `torch.matmul(rot, ca - t)`, `torch.norm(v, dim=-1)`: a function of data is data
+    if (_torch_function(callee.qualname) and args) or (
+        not integers and _of_arguments(ctx, node, callee)
+    ):
+        # `torch.matmul(rot, ca - t)`, `torch.norm(v, dim=-1)`, and `eig.gevd(a, b)` of a
+        # function of this project that makes its results from its arguments: a function of
+        # data is data
         tensors = [
             a.value
             for a in node.args
@@ -813,14 +817,6 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         ]
         if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in node.args):
             return False
-        return all(sub(a) for a in tensors)
-    if not integers and _of_arguments(ctx, node, callee):
-        # `eig.gevd(a, b)`: a function of this project makes its results from its arguments
-        tensors = [
-            a.value
-            for a in node.args
-            if a.keyword is None or a.keyword.value not in _OPTION_KEYWORDS
-        ]
         return bool(tensors) and all(sub(a) for a in tensors)
     if callee.method in ("detach", "size", "numel", "dim"):
         return True

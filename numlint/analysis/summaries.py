@@ -35,6 +35,7 @@ from numlint.analysis.tables import (
     HOST_MODULES,
     NO_GRAD,
     NOT_DIFFERENTIABLE,
+    ROUNDING,
     SIGMOID_FUNCTIONS,
     SIGMOID_MODULES,
     SOFTMAX_FUNCTIONS,
@@ -1944,17 +1945,14 @@ def _project_function(
         return (main, f) if f is not None and receiver in main.classes else None
     if qualname is None:
         return None
-    target = project.lookup(main, qualname) if "." not in qualname else None
-    if target is None and "." in qualname:
-        modname, _, attr = qualname.rpartition(".")
-        other = project._module(modname)
-        target = project.lookup(other, attr) if other is not None else None
+    if "." not in qualname:
+        return project.function_named(qualname)  # defined here or imported by name
+    modname, _, attr = qualname.rpartition(".")
+    other = project._module(modname)
+    target = project.lookup(other, attr) if other is not None else None
     if target is None or target[1] not in target[0].functions:
         return None
     return target[0], target[0].functions[target[1]]
-
-
-_WHOLE = frozenset({"long", "int", "round", "floor", "ceil", "trunc"})
 
 
 def rounds_parameter(ctx: object, callee: str, index: int | None, keyword: str | None) -> bool:
@@ -1996,10 +1994,10 @@ def _rounded_read(parents: dict[int, ast.AST], node: ast.AST) -> bool:
             continue
         if isinstance(parent, ast.Attribute) and parent.value is child:
             call = parents.get(id(parent))
-            return isinstance(call, ast.Call) and call.func is parent and parent.attr in _WHOLE
+            return isinstance(call, ast.Call) and call.func is parent and parent.attr in ROUNDING
         if isinstance(parent, ast.Call) and child in parent.args:
             name = (_dotted(parent.func) or "").rsplit(".", 1)[-1]
-            return name in _WHOLE or name == "len"
+            return name in ROUNDING or name == "len"
         return False
     return False
 

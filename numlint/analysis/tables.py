@@ -25,6 +25,8 @@ SIGMOID_FUNCTIONS = frozenset(
 SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"})
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log", "torch.special.log"})
 
+#: Calls and methods that round to whole numbers (`.long()`, `torch.floor(x)`).
+ROUNDING = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
 #: Functions and methods whose result carries no gradient back to their tensor argument.
 NOT_DIFFERENTIABLE = frozenset(
     {"bucketize", "searchsorted", "argmin", "argmax", "argsort", "nonzero",

@@ -9,6 +9,7 @@ from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.gradients import no_gradient
 from numlint.analysis.ops import const, op
 from numlint.analysis.summaries import origin_of, rounds_parameter
+from numlint.analysis.tables import ROUNDING
 from numlint.rule import Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
 from numlint.tree import call_name
@@ -391,9 +392,6 @@ def _absorbed(ctx, node: cst.Call) -> bool:
     return False
 
 
-_ROUNDING = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
-
-
 def _rounded(ctx) -> bool:
     """The value is rounded to a whole number right away (`torch.round(torch.exp(d) - 1)`):
     the digits `expm1` would keep are discarded anyway."""
@@ -401,7 +399,7 @@ def _rounded(ctx) -> bool:
         if isinstance(parent, cst.Call):
             callee = ctx.callee(parent)
             name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
-            return name in _ROUNDING
+            return name in ROUNDING
         if not isinstance(parent, (cst.Arg, cst.Attribute, cst.BinaryOperation)):
             return False
     return False
@@ -487,13 +485,13 @@ def _whole(ctx, chain: list[cst.CSTNode]) -> bool:
             child = parent
             continue
         if isinstance(parent, cst.Attribute) and parent.value is child:
-            return parent.attr.value in _ROUNDING
+            return parent.attr.value in ROUNDING
         if isinstance(parent, cst.Arg) and parent.value is child:
             child = parent
             continue
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg):
             name = call_name(parent)
-            if name in _ROUNDING:
+            if name in ROUNDING:
                 return True
             if not isinstance(parent.func, cst.Name) or name is None:
                 return False
