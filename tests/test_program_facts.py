@@ -1582,3 +1582,45 @@ def test_ratio_only_thresholded_through_imported_torch_names(imp: str, expected:
     """A ratio carried through torch functions called by an imported name (`sin(a)` after
     `from torch import sin`) into a comparison only: a NaN there is a False, not a value."""
     assert _grades(NEAR.format(imp=imp), "NUM202") == expected
+
+
+MEAN_POOL = """
+{helper}
+
+def pooled(emb, attention_mask):
+    {clear}
+    return (emb * attention_mask[..., None]).sum(1) / attention_mask.sum(-1, keepdim=True)
+"""
+
+DROP_SPECIAL = """
+def drop_special(mask):
+    mask[:, 0] = 0
+    return mask
+"""
+
+KEEP_SPECIAL = """
+def drop_special(mask):
+    return mask
+"""
+
+
+@pytest.mark.parametrize(
+    ("helper", "clear", "expected"),
+    [
+        # an attention mask keeps each sentence's first token: its sum is not 0
+        ("", "pass", ["low"]),
+        # the [CLS] entry cleared in place: an empty sentence has no token left
+        ("", "attention_mask[:, 0] = 0", ["high"]),
+        ("", "attention_mask.masked_fill_(attention_mask.cumsum(-1) == 1, False)", ["high"]),
+        # by a helper of the project that clears entries of the mask it returns
+        (DROP_SPECIAL, "attention_mask = drop_special(attention_mask)", ["high"]),
+        # a helper that returns the mask untouched, and a write of ones, keep the guarantee
+        (KEEP_SPECIAL, "attention_mask = drop_special(attention_mask)", ["low"]),
+        ("", "attention_mask[:, 0] = 1", ["low"]),
+    ],
+)
+def test_mask_with_entries_cleared(helper: str, clear: str, expected: list[str]) -> None:
+    """Clearing entries of a mask in place (`mask[:, 0] = 0`, here or in a helper that
+    returns it) loses the entry that kept each row non-empty: its sum can be 0."""
+    code = MEAN_POOL.format(helper=helper, clear=clear)
+    assert _grades(code, "NUM202") == expected

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from numlint.analysis.context import Context, Value
+from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.gradients import module_forward, objective
 from numlint.analysis.guards import assigned_here
 from numlint.analysis.liveness import unused_option
@@ -32,6 +32,7 @@ from numlint.analysis.ops import (
 )
 from numlint.analysis.semantics import dotted_name, keyword, positional, strip
 from numlint.analysis.summaries import (
+    cleared_parameter,
     file_text,
     origin_of,
     passed_gradient,
@@ -820,8 +821,8 @@ def padding_mask(ctx: Context, value: Value) -> bool:
     token (a BOS or CLS token, a caption of one word, an utterance of one frame, the diagonal
     of a causal mask), so its sum is not 0 in practice."""
     inner = reduced(ctx, value)
-    if inner is None:
-        return False
+    if inner is None or _entries_cleared(ctx, inner):
+        return False  # `mask[:, 0] = 0`: the token that kept the row is gone
     current: Value | None = inner
     for _ in range(8):
         if current is None:
@@ -894,7 +895,10 @@ def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
         if callee.method in _CASTS and callee.receiver is not None:
             return mask_like(ctx, Value(callee.receiver, v.env), depth + 1)
         name = callee.qualname or callee.method or ""
-        return name.rsplit(".", 1)[-1] in _MASK_OPS
+        if name.rsplit(".", 1)[-1] in _MASK_OPS:
+            return True
+        cleared = _clearing_call(ctx, node, v.env)
+        return cleared is not None and mask_like(ctx, Value(cleared, v.env), depth + 1)
     ident = _identifier(node)
     return ident is not None and bool(_MASK_NAME.search(ident))
 
@@ -905,7 +909,11 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
     function is given (a parameter, an attribute: valid-entry masks, whose rows keep an entry
     by construction) nor a padding test on indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`), which leaves every real row an entry."""
-    if depth > 6 or _structural(value.node) or _set_true(ctx, value):
+    if depth > 6 or _set_true(ctx, value):
+        return False
+    if _entries_cleared(ctx, value):
+        return True  # `mask[:, 0] = 0` (drop [CLS]): a row may keep no other entry
+    if _structural(value.node):
         return False
     given = given_name(ctx, value) or _unpacked_name(ctx, value)
     if given is not None:
@@ -1006,6 +1014,52 @@ def _set_true(ctx: Context, value: Value) -> bool:
             if _true(ctx, stmt.value):
                 return True
     return False
+
+
+_CLEARING_CALLS = frozenset({"masked_fill_", "index_fill_", "fill_diagonal_"})
+
+
+def _entries_cleared(ctx: Context, value: Value) -> bool:
+    """Entries of the mask are set to 0 or False in place after it is made
+    (`mask[:, 0] = 0`, `m.masked_fill_(special, False)`): whatever kept a row non-empty,
+    such as the one real token of a padded sentence, may be the entry cleared."""
+    v, _ = strip(ctx, value)
+    if isinstance(v.node, cst.Call) and _clearing_call(ctx, v.node, v.env) is not None:
+        return True  # `m = drop_special(mask)`: a helper of the project clears entries
+    for stmt in v.mutations:
+        if isinstance(stmt, cst.Assign) and all(
+            isinstance(t.target, cst.Subscript) for t in stmt.targets
+        ):
+            if _false(ctx, stmt.value, v.env):
+                return True
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            call = stmt.value
+            if call_name(call) in _CLEARING_CALLS and call.args:
+                if _false(ctx, call.args[-1].value, v.env):
+                    return True
+    return False
+
+
+def _clearing_call(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpression | None:
+    """The mask argument of a call to this project's function that returns it with some
+    entries set to 0 (numlint.analysis.summaries.cleared_parameter)."""
+    callee = ctx.callee(node, env)
+    qualname, receiver, func = callee.qualname, None, node.func
+    if qualname is None and isinstance(func, cst.Name):
+        qualname = func.value  # a function of this file
+    elif qualname is None:
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        receiver = func.value.value
+    name = callee.method or (qualname or "").rsplit(".", 1)[-1]
+    index = cleared_parameter(ctx, qualname, receiver, name)
+    return positional(node, index) if index is not None else None
+
+
+def _false(ctx: Context, node: cst.BaseExpression, env: Env) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "False"
+    return const(ctx, node, env) == 0.0
 
 
 def _true(ctx: Context, node: cst.BaseExpression) -> bool:

@@ -1955,6 +1955,56 @@ def _project_function(
     return target[0], target[0].functions[target[1]]
 
 
+def cleared_parameter(
+    ctx: object, qualname: str | None, receiver: str | None, name: str
+) -> int | None:
+    """The position at which a call passes the parameter that this project's function
+    returns after setting some of its entries to 0 or False in place (`mask[:, 0] = 0;
+    return mask`, `m.masked_fill_(special, False)`), or None."""
+    project = ctx.project  # type: ignore[attr-defined]
+    found = _project_function(project, qualname, receiver, name) if project else None
+    if found is None:
+        return None
+    f = found[1]
+    returned = {
+        n.value.id
+        for n in _walk_body(f.node)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
+    }
+    for param in f.params:
+        if param in returned and any(_clears(n, param) for n in _walk_body(f.node)):
+            index = f.params.index(param) - _bound_offset(f)
+            return index if index >= 0 else None
+    return None
+
+
+def _clears(node: ast.AST, param: str) -> bool:
+    """`param[...] = 0` (or False), `param.masked_fill_(..., 0)`, `param.index_fill_(...,
+    0)`: an in-place write of 0 into some entries of `param`."""
+
+    def zero(value: ast.expr) -> bool:
+        return (
+            isinstance(value, ast.Constant)
+            and value.value in (0, False)
+            and (value.value is not None)
+        )
+
+    if isinstance(node, ast.Assign) and zero(node.value):
+        return any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == param
+            for t in node.targets
+        )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        target = node.func.value
+        return (
+            node.func.attr in ("masked_fill_", "index_fill_")
+            and isinstance(target, ast.Name)
+            and target.id == param
+            and zero(node.args[-1])
+        )
+    return False
+
+
 def rounds_parameter(ctx: object, callee: str, index: int | None, keyword: str | None) -> bool:
     """A function of this project (here or imported) reads the parameter a call passes at
     position `index` (or as `keyword`) only to round it to whole numbers (`(pace *

@@ -132,7 +132,10 @@ class DivideByZeroNorm(Rule):
     ReLU output (also a `self.relu = nn.ReLU()` module) or of a value clamped at 0, of a
     label mask whose diagonal (the sample itself, its one sure entry) is cleared before the
     sum (`mask * logits_mask`, `1 - eye`, `fill_diagonal_(0)`: a class seen once in the
-    batch has no positive), for the norm of a parameter's gradient (`p.grad`, also passed
+    batch has no positive), of a mask with entries set to 0 in place after it is made
+    (`attention_mask[:, 0] = 0` to drop [CLS], `m.masked_fill_(special, False)`, also in a
+    helper of the project that returns the mask it clears: the entry that kept each row
+    non-empty may be the one cleared), for the norm of a parameter's gradient (`p.grad`, also passed
     to a helper: a frozen or unused parameter's is all zero), for a denominator whose guard
     has a negative bound (`torch.maximum(n, torch.finfo(n.dtype).min)`: the author expects 0
     and the guard does not stop it); and high where the function tests the denominator (or
@@ -729,6 +732,19 @@ class DivideByZeroNorm(Rule):
             column=12,
             confidence="low",
             note="an attention mask keeps at least one token per row",
+        ),
+        Invalid(
+            """
+            import torch
+            def pool_words(hidden, attention_mask):
+                attention_mask[:, 0] = 0
+                m = attention_mask.unsqueeze(-1).float()
+                return (hidden * m).sum(1) / m.sum(1)
+            """,
+            line=5,
+            column=12,
+            confidence="high",
+            note="[CLS] cleared: an empty sentence keeps no token, and its mean is 0/0",
         ),
     ]
     PROBE = Probe(
