@@ -1624,3 +1624,71 @@ def test_mask_with_entries_cleared(helper: str, clear: str, expected: list[str])
     returns it) loses the entry that kept each row non-empty: its sum can be 0."""
     code = MEAN_POOL.format(helper=helper, clear=clear)
     assert _grades(code, "NUM202") == expected
+
+
+def test_gradient_read_through_data() -> None:
+    """`grad = p.grad.data` is the parameter's gradient: all zero for a frozen or unused
+    parameter, so dividing by its norm is high; the norm of the weights is not."""
+    code = """
+def step(params, lr):
+    for p in params:
+        grad = p.grad.data
+        p.data.add_(grad / torch.linalg.norm(grad), alpha=-lr)
+"""
+    assert _grades(code, "NUM202") == ["high"]
+    weights = code.replace("p.grad.data", "p.data")
+    assert _grades(weights, "NUM202") == ["low"]
+
+
+MAX_OF = """
+class Soft(nn.Module):
+    def forward(self, batch):
+        batch = {act}
+        return batch / batch.amax(dim=1, keepdim=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("act", "expected"),
+    [
+        # 0 wherever every channel of a position is 0
+        ("F.relu(batch)", ["medium"]),
+        ("batch.clamp(min=0)", ["medium"]),
+        # values below 0 too, or kept above 0: the maximum is not pinned at 0
+        ("torch.tanh(batch)", []),
+        ("F.relu(batch) + 1e-6", []),
+    ],
+)
+def test_maximum_of_a_relu_output(act: str, expected: list[str]) -> None:
+    """A maximum over channels of a ReLU output (`relu(x).amax(1)`, `torch.max(x, 1)[0]`) is 0
+    at a position where every channel is dead."""
+    assert _grades(MAX_OF.format(act=act), "NUM202") == expected
+
+
+GRAPH_NORM = """
+from torch_scatter import scatter
+
+class GraphNorm(nn.Module):
+    def forward(self, x, batch, n):
+        x = x - x.mean()
+        var = scatter({src}, batch, dim=0, reduce="{reduce}").sum(dim=-1, keepdim=True) / n
+        return x / (var.sqrt()[batch] + 1e-5)
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "reduce", "expected"),
+    [
+        # a graph's variance summed over its nodes; the eps outside the root
+        ("x * x", "add", ["medium"]),
+        ("x * x", "mean", ["medium"]),
+        # a maximum per graph, and a sum of values that are not squares: no variance
+        ("x * x", "max", []),
+        ("x", "add", []),
+    ],
+)
+def test_root_of_a_segment_sum_of_squares(src: str, reduce: str, expected: list[str]) -> None:
+    """`scatter(x * x, batch, reduce="add")` is a sum of squares per graph, 0 for a graph
+    whose nodes are all equal; `sqrt(var)[batch] + eps` floors the root, not its gradient."""
+    code = GRAPH_NORM.format(src=src, reduce=reduce)
+    assert _grades(code, "NUM201") == expected

@@ -57,6 +57,8 @@ from numlint.tree import call_name, descendants, exits
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
     "a ReLU output": "high",
+    "the maximum of a ReLU output": "medium",
+    "the maximum of a value clamped at 0": "medium",
     "a 0/1 mask": "high",
     "a value clamped at 0": "high",
     "a tensor filled with 0": "high",
@@ -478,6 +480,9 @@ def gradient_tensor(ctx: Context, value: Value) -> bool:
     zero only where the output is locally flat: not counted.)"""
     v, _ = strip(ctx, value)
     node = v.node
+    while isinstance(node, cst.Attribute) and node.attr.value == "data":
+        v, _ = strip(ctx, Value(node.value, v.env, v.mutations))  # `grad = p.grad.data`
+        node = v.node
     if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
         return passed_gradient(ctx, node.value)  # `normalized(p.grad)` at a call site
     return isinstance(node, cst.Attribute) and node.attr.value == "grad"

@@ -393,6 +393,30 @@ def _self_contraction(
     return bool(summed) and same_value(ctx, Value(a, env), Value(b, env))
 
 
+#: Sums over segments (a graph's nodes per batch entry, edges per node).
+_SEGMENT_SUMS = frozenset(
+    {"torch_scatter.scatter_add", "torch_scatter.scatter_sum", "torch_scatter.scatter_mean",
+     "torch_scatter.scatter", "torch_geometric.utils.scatter"}
+)  # fmt: skip
+
+
+def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpression | None:
+    """What a sum or mean over segments adds up (`scatter(x * x, batch, reduce="add")`,
+    `scatter_mean(src, index)`, `zeros.index_add(0, index, src)`), or None."""
+    callee = ctx.callee(node, env)
+    if callee.qualname in _SEGMENT_SUMS:
+        reduce = keyword(node, "reduce")
+        if reduce is not None and not (
+            isinstance(reduce, cst.SimpleString)
+            and reduce.evaluated_value in ("sum", "add", "mean")
+        ):
+            return None
+        return positional(node, 0, "src")
+    if callee.method in ("scatter_add", "scatter_add_", "index_add", "index_add_"):
+        return positional(node, 2, "src" if callee.method.startswith("scatter") else "source")
+    return None
+
+
 def _weighted_squares(left: str | None, right: str | None) -> str | None:
     """A matrix product with squares on one side (`bands @ mag**2`, `matmul(W, x**2)`): each
     entry is a weighted sum of squares, 0 wherever the squares it weights are."""
@@ -420,6 +444,9 @@ def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) ->
         return MEAN_SQUARED_ERROR  # `torch.sqrt(F.mse_loss(pred, y))`: 0 at a perfect fit
     o = op(ctx, node, env)
     if o is None:
+        src = segment_sum_input(ctx, node, env) if mode == "sqrt" else None
+        if src is not None and sub(src) in (_SQUARE, _SUM_SQUARES):
+            return _SUM_SQUARES  # `scatter(x * x, batch, reduce="add")`: a graph's variance
         return None
     inp = o.input
     if o.name == "relu":
@@ -1841,7 +1868,15 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     if o.name == "abs":
         return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
+    if o.name in ("max", "amax") and o.input is not None:
+        inner = zero_reason(ctx, Value(o.input, env), "sum")
+        if inner in _ZERO_FLOORED:  # `relu(x).amax(1)`: 0 where every channel is 0
+            return f"the maximum of {inner}"
     return None
+
+
+#: Values whose maximum is 0 wherever all of its entries are (nothing is below 0).
+_ZERO_FLOORED = frozenset({"a ReLU output", "a value clamped at 0"})
 
 
 def _zero_entries_lifted(ctx: Context, value: Value) -> bool:

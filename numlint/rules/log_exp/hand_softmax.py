@@ -7,7 +7,7 @@ import libcst as cst
 from numlint.analysis.context import Value
 from numlint.analysis.ops import same_code
 from numlint.analysis.semantics import keyword, positional
-from numlint.analysis.zeros import exp_bounded
+from numlint.analysis.zeros import exp_bounded, segment_sum_input
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import Found, bare, find, overflow_confidence, unbounded_exp, wrap
 
@@ -30,6 +30,10 @@ class HandWrittenSoftmax(Rule):
     Fix safety:
     Unsafe (results differ in the last bits). Offered when the sum has a `dim` and
     `keepdim=True` (the only shape-preserving form): it becomes `torch.softmax(x, dim=d)`.
+
+    Also the in-place division `e /= e.sum(d, keepdim=True)`, and a tensor filled entry by
+    entry with exponentials (`t = torch.zeros(n)`, then `t[i] = torch.exp(s)` in a loop)
+    divided by its own sum.
 
     Known limitations:
     The max-shifted hand-written form `exp(x - m) / exp(x - m).sum(...)` is stable and not
@@ -62,6 +66,40 @@ class HandWrittenSoftmax(Rule):
     TRIGGERS = ("exp(",)
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def shares(scores, groups):
+                out = torch.zeros(len(groups))
+                for i, idx in enumerate(groups):
+                    out[i] = torch.exp(scores[idx] - scores[idx].max()).sum()
+                out /= out.sum()
+                return out
+            """,
+            "entries are sums of max-shifted exponentials: each is at least 1",
+        ),
+        Valid(
+            """
+            import torch
+            def shares(scores, groups):
+                out = torch.zeros(len(groups))
+                for i, idx in enumerate(groups):
+                    out[i] = scores[idx].abs().sum()
+                out /= out.sum()
+                return out
+            """,
+            "filled with other values: no softmax",
+        ),
+        Valid(
+            """
+            import torch
+            def rescale(x, w):
+                e = torch.exp(x)
+                e /= w.sum(-1, keepdim=True)
+                return e
+            """,
+            "divided in place by the sum of something else",
+        ),
         Valid(
             """
             from torch_scatter import scatter_add
@@ -233,6 +271,38 @@ class HandWrittenSoftmax(Rule):
             """,
             note="float16: exp overflows from 11.1",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Ranker(nn.Module):
+                def forward(self, x, groups):
+                    logits = self.score(x)
+                    probs = torch.zeros(len(groups))
+                    for i, idx in enumerate(groups):
+                        probs[i] = torch.exp(logits[idx].max())
+                    probs /= probs.sum()
+                    return probs
+            """,
+            confidence="medium",
+            line=8,
+            column=24,
+            note="filled entry by entry with exponentials of learned scores, then divided by "
+            "its own sum in place",
+        ),
+        Invalid(
+            """
+            import torch
+            def normalise(x):
+                e = torch.exp(x)
+                e /= e.sum(-1, keepdim=True)
+                return e
+            """,
+            confidence="low",
+            line=3,
+            column=9,
+            note="the in-place spelling; scores of unknown origin",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)",
@@ -241,32 +311,50 @@ class HandWrittenSoftmax(Rule):
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Divide):
-            return
+        if isinstance(node.operator, cst.Divide):
+            self._check(node, node.left, node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """`e /= e.sum(d, keepdim=True)`: the division in place."""
+        if isinstance(node.operator, cst.DivideAssign):
+            self._check(node, node.target, node.value)  # type: ignore[arg-type]
+
+    def _check(
+        self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression
+    ) -> None:
         ctx = self.ctx
-        num = unbounded_exp(ctx, node.left, shifted_only=True)
+        num = unbounded_exp(ctx, left, shifted_only=True)
+        filled = num is None
+        if filled:
+            num = _filled_with_exp(ctx, left)  # `t[i] = torch.exp(s)` in a loop
         if num is None or num.op.input is None:
             return
-        red = find(ctx, node.right, ("sum",))
-        summed = red.op.input if red is not None else _segment_sum(ctx, node.right)
+        red = find(ctx, right, ("sum",))
+        summed = red.op.input if red is not None else _segment_sum(ctx, right)
         if summed is None:
             return
-        den = find(ctx, summed, ("exp",), red.op.env if red is not None else None)
-        if den is None or den.op.input is None:
-            return
-        same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
-        if not same:
-            return
+        if filled or isinstance(node, cst.AugAssign):
+            if not same_code(ctx, summed, left):
+                return  # `t /= t.sum()`: the tensor's own sum
+        else:
+            den = find(ctx, summed, ("exp",), red.op.env if red is not None else None)
+            if den is None or den.op.input is None:
+                return
+            same = den.op.call is num.op.call or same_code(ctx, den.op.input, num.op.input)
+            if not same:
+                return
         if exp_bounded(ctx, num.op.input, num.op.env):
             return  # a Gaussian kernel's -d**2 / (2 s**2): no overflow, 0/0 needs every term to
             # underflow at once (a window without its centre and a tiny sigma)
         confidence = overflow_confidence(ctx, num, learned=True)
         # `e = x.exp()` a statement above: the finding goes on the exp, which overflows
-        at = num.op.call if ctx.deref(ctx.value(node.left)).node is not node.left else node
+        through = filled or ctx.deref(ctx.value(left)).node is not left
+        at = num.op.call if through else node
         if red is None:
             self.report(at, _SEGMENT_MESSAGE, confidence=confidence)
             return
-        self.report(at, fix=self._fix(node, num, red), confidence=confidence)
+        fix = self._fix(node, num, red) if isinstance(node, cst.BinaryOperation) else None
+        self.report(at, fix=fix, confidence=confidence)
 
     def _fix(self, node: cst.BinaryOperation, num: Found, red: Found) -> FixSpec | None:
         ctx = self.ctx
@@ -295,12 +383,6 @@ _SEGMENT_MESSAGE = (
     "(`torch_scatter.scatter_max`) or use `torch_geometric.utils.softmax`"
 )
 
-#: Sums over segments (a graph's edges per node): the summed values are their first argument.
-_SEGMENT_SUMS = frozenset(
-    {"torch_scatter.scatter_add", "torch_scatter.scatter_sum", "torch_scatter.scatter",
-     "torch_geometric.utils.scatter"}
-)  # fmt: skip
-
 
 def _segment_sum(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """What a segment sum adds up, read back per entry (`scatter_add(e, index, dim=0)[index]`,
@@ -312,14 +394,31 @@ def _segment_sum(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         node = ctx.deref(Value(node.value, value.env)).node
     if not isinstance(node, cst.Call):
         return None
-    callee = ctx.callee(node, value.env)
-    if callee.qualname in _SEGMENT_SUMS:
-        reduce = keyword(node, "reduce")
-        if reduce is not None and not (
-            isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("sum", "add")
+    return segment_sum_input(ctx, node, value.env)
+
+
+#: Tensors made to be filled entry by entry.
+_BLANKS = frozenset(
+    {"torch.zeros", "torch.empty", "torch.zeros_like", "torch.empty_like", "torch.Tensor"}
+)
+
+
+def _filled_with_exp(ctx, expr: cst.BaseExpression) -> Found | None:
+    """A blank tensor whose every entry the code writes as an exponential (`t =
+    torch.zeros(n)`, then `t[i] = torch.exp(s)` in a loop): the first such `exp`."""
+    value = ctx.deref(Value(expr, ctx.env))
+    node = value.node
+    if not (isinstance(node, cst.Call) and ctx.qualname(node.func, value.env) in _BLANKS):
+        return None
+    found: Found | None = None
+    for stmt in value.mutations:
+        if not (
+            isinstance(stmt, cst.Assign)
+            and all(isinstance(t.target, cst.Subscript) for t in stmt.targets)
         ):
+            return None  # another edit: not only exponentials
+        exp = unbounded_exp(ctx, stmt.value, shifted_only=True)
+        if exp is None:
             return None
-        return positional(node, 0, "src")
-    if callee.method in ("scatter_add", "scatter_add_", "index_add", "index_add_"):
-        return positional(node, 2, "src" if callee.method.startswith("scatter") else "source")
-    return None
+        found = found or exp
+    return found

@@ -956,7 +956,7 @@ def _of_prediction(ctx, name: str, arg: cst.BaseExpression) -> bool:
 
 def _floored_after(ctx, node: cst.CSTNode, arg: cst.BaseExpression) -> bool:
     """The root's value is kept from 0 by an eps afterwards (`sqrt(s) + eps`,
-    `n = sqrt(s); x / (n + eps)`, `n.clamp(min=eps)`): the author expects the root to be 0,
+    `sqrt(s)[index] + eps`, `n = sqrt(s); x / (n + eps)`, `n.clamp(min=eps)`): the author expects the root to be 0,
     where its own gradient is already infinite."""
     env = ctx.value(arg).env
     ancestors = list(ctx.ancestors())[:3]
@@ -964,6 +964,9 @@ def _floored_after(ctx, node: cst.CSTNode, arg: cst.BaseExpression) -> bool:
     for above in ancestors:
         if _floors(ctx, above, below, env):
             return True
+        if isinstance(above, cst.Subscript) and above.value is below:
+            below = above  # `sqrt(var)[batch] + eps`: gathered per node, then floored
+            continue
         if not isinstance(above, (cst.Arg, cst.Attribute)):
             break
         below = above
