@@ -49,7 +49,11 @@ class AcosOfCosine(Rule):
     `torch.where` or lerp that replaces those entries. medium for a value not known to be a
     cosine that the code clamps to exactly [-1, 1] where a gradient flows (a unit quaternion's
     scalar, a sine in an Euler-angle conversion): those reach +-1 exactly at the identity
-    rotation or the pole, ordinary inputs.
+    rotation or the pole, ordinary inputs. medium too for a value not known to be a cosine,
+    not clamped, that the function tests against +-1 where a gradient flows (`phi =
+    torch.acos(r) / 3; phi[r <= -1] = pi / 3` in the closed-form eigenvalues of a 3x3
+    matrix): the author expects the value at the edge, rounding takes it past, and the
+    entries replaced afterwards keep a NaN gradient.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
@@ -65,6 +69,19 @@ class AcosOfCosine(Rule):
     TRIGGERS = ("acos", "asin", "arccos", "arcsin")
 
     VALID = [
+        Valid(
+            """
+            import math
+            import torch
+            @torch.no_grad()
+            def eigenvalues(p, q, det):
+                r = det / (2 * p ** 3)
+                phi = torch.acos(r) / 3.0
+                phi[r <= -1] = math.pi / 3
+                return q + 2 * p * torch.cos(phi)
+            """,
+            "no gradient, and the entries past the edge are replaced",
+        ),
         Valid(
             """
             import torch
@@ -109,6 +126,22 @@ class AcosOfCosine(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import math
+            import torch
+            def eigenvalues(p, q, det):
+                r = det / (2 * p ** 3)
+                phi = torch.acos(r) / 3.0
+                phi[r <= -1] = math.pi / 3
+                phi[r >= 1] = 0
+                return q + 2 * p * torch.cos(phi)
+            """,
+            line=5,
+            column=11,
+            confidence="medium",
+            note="tested against +-1 after the fact: the forward is repaired, the gradient not",
+        ),
         Invalid(
             """
             import torch
@@ -278,6 +311,11 @@ class AcosOfCosine(Rule):
                 # clamping to exactly [-1, 1] says the value reaches +-1 (a unit quaternion's
                 # scalar at the identity, a sine at gimbal lock): there the slope is infinite
                 self.report(node, _CLAMPED, confidence="medium")
+            elif not clamped and _edge_tested(ctx, o.input) and gradient_flows(ctx, o.input):
+                # so does testing it against +-1 (`phi[r <= -1] = pi / 3`): rounding takes a
+                # value computed to lie in [-1, 1] past the edge, and overwriting those
+                # entries afterwards leaves their gradient NaN
+                self.report(node, _TESTED, confidence="medium")
             return
         if clamped and exact:
             # finite; the infinite gradient needs a cosine of exactly +-1 (equal vectors)
@@ -296,6 +334,11 @@ class AcosOfCosine(Rule):
         return self.fix("unsafe", "Clamp strictly inside (-1, 1)", (arg, code))
 
 
+_TESTED = (
+    "acos / asin of a value the code tests against +-1: rounding takes it past +-1, where the "
+    "result is NaN, and replacing those entries afterwards leaves their gradient NaN; clamp "
+    "strictly inside first: `r.clamp(-1 + 1e-7, 1 - 1e-7)`"
+)
 _CLAMPED = (
     "acos / asin of a cosine clamped to exactly [-1, 1]: finite, but the gradient at +-1 "
     "(equal or opposite vectors) is infinite; clamp strictly inside: "
