@@ -1692,3 +1692,52 @@ def test_root_of_a_segment_sum_of_squares(src: str, reduce: str, expected: list[
     whose nodes are all equal; `sqrt(var)[batch] + eps` floors the root, not its gradient."""
     code = GRAPH_NORM.format(src=src, reduce=reduce)
     assert _grades(code, "NUM201") == expected
+
+
+HEADS = """import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, n, k):
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(n, k), {last})
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Plain(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+CALLBACK = """import torch.nn.functional as F
+
+
+class OnlineProbe:
+    def setup(self, pl_module):
+        from pkg.heads import {cls}
+        pl_module.probe = {cls}(8, 10).to(pl_module.device)
+
+    def on_batch_end(self, pl_module, x, y):
+        preds = pl_module.probe(x)
+        return F.cross_entropy(preds, y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("last", "cls", "expected"),
+    [
+        # a model a method stores on another object, imported inside that method
+        ("nn.Softmax(dim=-1)", "Head", [(11, "high")]),
+        # its forward returns logits, or another class is stored there
+        ("nn.Identity()", "Head", []),
+        ("nn.Softmax(dim=-1)", "Plain", []),
+    ],
+)
+def test_model_stored_on_another_object(tmp_path: Path, last: str, cls: str, expected) -> None:
+    """`pl_module.probe = Head(...).to(device)` in one method and `pl_module.probe(x)` in
+    another: the call runs `Head.forward`, found through an import inside the method."""
+    pkg = _package(tmp_path, heads=HEADS.format(last=last), callback=CALLBACK.format(cls=cls))
+    found = check_paths([pkg / "callback.py"], {"select": ["NUM301"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found] == expected

@@ -110,6 +110,8 @@ class Function:
         self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
+        self._object_attrs: dict[tuple[str, str], list[ast.expr]] = {}
+        self._imports: dict[str, str] | None = None
         self._parents: dict[int, ast.AST] | None = None
         #: Whether its text makes no tensor requiring grad (of_arguments_only), once asked.
         self.of_arguments: bool | None = None
@@ -145,6 +147,21 @@ class Function:
         """`self.x = ...` assignments in the body."""
         self._body()
         return self._self_attrs
+
+    @property
+    def object_attrs(self) -> dict[tuple[str, str], list[ast.expr]]:
+        """`obj.x = ...` assignments in the body to a name other than `self`."""
+        self._body()
+        return self._object_attrs
+
+    def imports(self, module: str, package: bool) -> dict[str, str]:
+        """The imports inside the body (`from pkg.heads import Head` in a method)."""
+        if self._imports is None:
+            self._imports = {}
+            for node in _walk_body(self.node):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    self._imports.update(import_one(node, module, package))
+        return self._imports
 
     def _body(self) -> None:
         if self._read:
@@ -205,10 +222,11 @@ class Function:
             for i, e in enumerate(t.elts):
                 if isinstance(e, ast.Name):
                     self._unpacked.setdefault(e.id, []).append((value, i))
-        elif (
-            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-        ):
-            self._self_attrs.setdefault(t.attr, []).append(value)
+        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+            if t.value.id == "self":
+                self._self_attrs.setdefault(t.attr, []).append(value)
+            else:  # `pl_module.head = Head(...)`: an object the function is given
+                self._object_attrs.setdefault((t.value.id, t.attr), []).append(value)
 
 
 def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
@@ -278,6 +296,13 @@ def returns_numbers(annotation: str) -> bool:
     """A return annotation of Python numbers or NumPy arrays (`float`, `dict[str, float]`,
     `np.ndarray`), with no tensor in it: no gradient leaves the function."""
     return bool(_NUMBERS.search(annotation)) and not _TENSORS.search(annotation)
+
+
+#: `nn.Module` methods that return the module itself.
+_MODULE_SELF = frozenset(
+    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+     "requires_grad_", "to_empty"}
+)  # fmt: skip
 
 
 def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
@@ -764,7 +789,10 @@ class Project:
                     mod, fn, f, func, depth
                 )
             cls = self._instance(mod, fn.value, f, func, depth)  # `model.forward(x)`
-            return self._method(cls[0], cls[1], fn.attr, depth) if cls else None
+            if cls is not None:
+                return self._method(cls[0], cls[1], fn.attr, depth)
+            found = self._instance(mod, fn, f, func, depth)  # `pl_module.head(x)`
+            return self._method(found[0], found[1], "forward", depth) if found else None
         if isinstance(fn, ast.Name):
             if fn.id == "self" and f and f.cls:
                 return self._method(mod, f.cls, "forward", depth)
@@ -1055,9 +1083,46 @@ class Project:
         elif isinstance(obj, ast.Attribute) and isinstance(obj.value, ast.Name):
             if obj.value.id == "self" and f and f.cls:
                 values = self._attr(mod, f.cls, obj.attr)
+            else:  # `pl_module.head(x)` where a method of this file sets `pl_module.head`
+                return self._object_instance(mod, obj.value.id, obj.attr)
         classes = [self._class(mod, v.func) for v in values if isinstance(v, ast.Call)]
         if classes and all(c is not None and c == classes[0] for c in classes):
             return classes[0]
+        return None
+
+    def _object_instance(self, mod: Module, obj: str, attr: str) -> tuple[Module, str] | None:
+        """The project class of `obj.attr`, when every function of the file that assigns
+        `obj.attr` (on a name other than `self`) assigns an instance of that one class (also
+        imported inside the function: `from pkg.heads import Head; obj.attr = Head(...)`)."""
+        classes = []
+        package = mod.path.endswith("__init__.py")
+        for g in mod.functions.values():
+            for value in g.object_attrs.get((obj, attr), []):
+                while (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Attribute)
+                    and value.func.attr in _MODULE_SELF
+                ):
+                    value = value.func.value  # `Head(...).to(device)`: the module itself
+                if not isinstance(value, ast.Call):
+                    return None
+                name = _dotted(value.func)
+                local = g.imports(mod.name, package).get(name or "")
+                found = self._class(mod, value.func)
+                if found is None and local is not None:
+                    found = self._imported_class(local)
+                classes.append(found)
+        if classes and all(c is not None and c == classes[0] for c in classes):
+            return classes[0]
+        return None
+
+    def _imported_class(self, qualified: str) -> tuple[Module, str] | None:
+        """The project class a dotted name (`pkg.heads.Head`) names."""
+        modname, _, name = qualified.rpartition(".")
+        other = self._module(modname) if modname else None
+        target = self.lookup(other, name) if other is not None else None
+        if target and target[1] in target[0].classes:
+            return target
         return None
 
     def _passed_instance(

@@ -11,7 +11,9 @@ indexing and clamps, it is:
 - the output of a model whose `forward()` returns such a value on every path: `self(x)` and
   `self.forward(x)` in the same class, `model(x)` / `self.model(x)` where the model is an
   instance of a class defined in the same file, or an `nn.Sequential(...)` whose last module
-  is `nn.Softmax` / `nn.Sigmoid`.
+  is `nn.Softmax` / `nn.Sigmoid`; across files through numlint.analysis.summaries, also
+  `obj.head(x)` where a method of the file sets `obj.head = Head(...)` on an object it is
+  given (a callback's probe on the LightningModule, `Head` imported inside that method).
 A value edited in place by anything but a clamp or an indexed assignment is not followed.
 """
 
