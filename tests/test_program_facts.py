@@ -1741,3 +1741,34 @@ def test_model_stored_on_another_object(tmp_path: Path, last: str, cls: str, exp
     pkg = _package(tmp_path, heads=HEADS.format(last=last), callback=CALLBACK.format(cls=cls))
     found = check_paths([pkg / "callback.py"], {"select": ["NUM301"], "min-confidence": "low"})
     assert [(d.row, d.confidence) for d in found] == expected
+
+
+DETECTION_LOSS = """
+class DetLoss(nn.Module):
+    def forward(self, pred_scores, pred_boxes, gt):
+        target_boxes, target_scores, fg_mask = self.assigner(pred_scores.detach(), gt)
+        scores_sum = target_scores.sum()
+        loss_cls = self.bce(pred_scores, target_scores).sum() / scores_sum
+        {test}
+            loss_box = self.box_loss(pred_boxes[fg_mask], target_boxes[fg_mask])
+        return loss_cls
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        # the code tests the assigner's foreground mask for emptiness: the targets that come
+        # with it sum to 0 for a batch without objects
+        ("if fg_mask.sum():", ["medium"]),
+        ("if fg_mask.any():", ["medium"]),
+        ("if torch.sum(fg_mask) > 0:", ["medium"]),
+        # no test of emptiness (another test, or none), nothing says the batch can be empty
+        ("if self.training:", ["low"]),
+        ("if pred_boxes.sum():", ["low"]),
+    ],
+)
+def test_sum_of_targets_beside_a_mask_tested_for_emptiness(test: str, expected: list) -> None:
+    """A sum of targets unpacked from one call beside a mask the function tests for
+    emptiness (`if fg_mask.sum():`) can be 0: the author expects empty batches."""
+    assert _grades(DETECTION_LOSS.format(test=test), "NUM202") == expected

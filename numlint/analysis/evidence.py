@@ -721,6 +721,65 @@ _PADDING = re.compile(
 )
 
 
+def sibling_tested_empty(ctx: Context, value: Value) -> bool:
+    """What the sum is taken of is unpacked from one call beside a mask that the function
+    tests for emptiness (`_, scores, fg = self.assigner(...)`, then `if fg.sum():` around
+    another loss term only): the author expects batches without a foreground, where the
+    targets that come with it sum to 0 as well."""
+    func = ctx.function
+    inner = reduced(ctx, value)
+    if func is None or inner is None:
+        return False
+    v, _ = strip(ctx, inner)
+    if not isinstance(v.node, cst.Name):
+        return False
+    name = v.node.value
+    binding = ctx.lookup(name, v.env)
+    if binding is None or binding.value is not None:
+        return False  # assigned from an expression, or not a name of this function
+    siblings: set[str] = set()
+    for node in descendants(func):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, (cst.Tuple, cst.List)):
+                    unpacked = {
+                        e.value.value
+                        for e in target.target.elements
+                        if isinstance(e.value, cst.Name)
+                    }
+                    if name in unpacked:
+                        siblings |= unpacked - {name, "_"}
+    if not siblings:
+        return False
+    return any(
+        isinstance(node, (cst.If, cst.While)) and _tests_empty(ctx, node.test, siblings)
+        for node in descendants(func)
+    )
+
+
+_EMPTINESS = frozenset({"sum", "any", "numel", "count_nonzero", "len"})
+
+
+def _tests_empty(ctx: Context, test: cst.BaseExpression, names: set[str]) -> bool:
+    """`if fg.sum():`, `if not fg.any():`, `if fg.sum() == 0:`, `if len(fg) > 0:`: a test
+    of whether one of `names` holds any entry."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_empty(ctx, test.expression, names)
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_empty(ctx, test.left, names) or _tests_empty(ctx, test.right, names)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if const(ctx, test.comparisons[0].comparator) != 0:
+            return False
+        test = test.left
+    if not isinstance(test, cst.Call) or call_name(test) not in _EMPTINESS:
+        return False
+    if isinstance(test.func, cst.Attribute) and isinstance(test.func.value, cst.Name):
+        if test.func.value.value in names:
+            return True  # `fg.sum()`
+    first = test.args[0].value if test.args else None
+    return isinstance(first, cst.Name) and first.value in names  # `torch.sum(fg)`, `len(fg)`
+
+
 def zero_tested(ctx: Context, value: Value) -> bool:
     """The function compares the value, or what its root is taken of, with 0 (or a tiny
     eps) somewhere: `k = where(sin_sq > 0, two_theta / sin_theta, 2)` after

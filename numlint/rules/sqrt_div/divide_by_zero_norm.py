@@ -19,6 +19,7 @@ from numlint.analysis.evidence import (
     padding_mask,
     selection_can_be_empty,
     selection_mask,
+    sibling_tested_empty,
     vanishes_together,
     warned_near_zero,
     weights_sum,
@@ -168,7 +169,11 @@ class DivideByZeroNorm(Rule):
     makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
     exiting before it, or `unbiased=False`, leaves it alone); medium for a standard deviation
     or variance in what training minimises, a module's `forward` or a helper only those call,
-    where a gradient flows (0 for any constant input: a silent reference, a flat patch); low
+    where a gradient flows (0 for any constant input: a silent reference, a flat patch); medium
+    for a sum of values unpacked from one call beside a mask that the function tests for
+    emptiness (`_, target_scores, fg_mask = self.assigner(...)`, `if fg_mask.sum():` around
+    another term only, then `loss / target_scores.sum()`): the author expects a batch without
+    a foreground, whose targets sum to 0; low
     for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
@@ -864,6 +869,10 @@ class DivideByZeroNorm(Rule):
             confidence = "low"  # 0 only if every token of the batch is ignored
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
+        elif (
+            confidence == "low" and reason == "a sum" and sibling_tested_empty(ctx, ctx.value(den))
+        ):
+            confidence = "medium"  # `if fg_mask.sum():` elsewhere: no foreground, no targets
         elif (
             confidence == "low"
             and reason in _SPREADS
