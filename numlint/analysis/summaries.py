@@ -1096,6 +1096,8 @@ class Project:
         imported inside the function: `from pkg.heads import Head; obj.attr = Head(...)`)."""
         classes = []
         package = mod.path.endswith("__init__.py")
+        if f"{obj}.{attr}" not in mod.text:
+            return None  # no function of the file assigns it
         for g in mod.functions.values():
             for value in g.object_attrs.get((obj, attr), []):
                 while (
