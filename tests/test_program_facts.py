@@ -1772,3 +1772,45 @@ def test_sum_of_targets_beside_a_mask_tested_for_emptiness(test: str, expected: 
     """A sum of targets unpacked from one call beside a mask the function tests for
     emptiness (`if fg_mask.sum():`) can be 0: the author expects empty batches."""
     assert _grades(DETECTION_LOSS.format(test=test), "NUM202") == expected
+
+
+MIXTURE = """
+from torch.distributions import OneHotCategorical
+
+
+class PiNet(nn.Module):
+    def __init__(self, n, k):
+        super().__init__()
+        self.fc = nn.Linear(n, k)
+
+    def forward(self, x):
+        return OneHotCategorical({arg}=self.fc(x){tail})
+
+
+class Mixture(nn.Module):
+    def __init__(self, n, k):
+        super().__init__()
+        self.pi_net = PiNet(n, k)
+
+    def forward(self, x):
+        return self.pi_net(x), x
+
+    def loss(self, x, loglik):
+        pi, _ = self.forward(x)
+        return -torch.logsumexp(torch.log(pi.probs) + loglik, dim=1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("arg", "tail", "expected"),
+    [
+        # the `.probs` of a distribution a model builds from logits: a softmax
+        ("logits", "", ["high"]),
+        # built from probabilities the model computes otherwise: not known to underflow
+        ("probs", ".sigmoid()", []),
+    ],
+)
+def test_log_of_a_distributions_probs(arg: str, tail: str, expected: list[str]) -> None:
+    """`torch.log(pi.probs)` where `pi` is the `OneHotCategorical(logits=...)` a model's
+    `forward` returns, unpacked from a tuple: the log of a softmax."""
+    assert _grades(MIXTURE.format(arg=arg, tail=tail), "NUM101") == expected

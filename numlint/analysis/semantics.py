@@ -14,6 +14,7 @@ import libcst as cst
 from numlint.analysis.context import Context, Value
 from numlint.analysis.tables import (
     LOG_FUNCTIONS,
+    PROBS_OF_LOGITS,
     SIGMOID_FUNCTIONS,
     SIGMOID_MODULES,
     SOFTMAX_FUNCTIONS,
@@ -142,6 +143,8 @@ def _activation(ctx: Context, value: Value, kinds: tuple[str, ...]) -> Activatio
     through_variable = direct.node is not value.node
     found, indirect = strip(ctx, value)
     node = found.node
+    if isinstance(node, cst.Attribute) and node.attr.value == "probs" and not found.mutations:
+        return _probs_of_logits(ctx, Value(node.value, found.env), kinds, through_variable)
     if not isinstance(node, cst.Call) or found.mutations:
         return None  # edited in place since (`p[p < eps] = eps`, `p.clamp_(...)`): unknown
     callee = ctx.callee(node, found.env)  # type: ignore[arg-type]
@@ -180,6 +183,31 @@ def _activation(ctx: Context, value: Value, kinds: tuple[str, ...]) -> Activatio
                 **common,  # type: ignore[arg-type]
             )
     return None
+
+
+def _probs_of_logits(
+    ctx: Context, dist: Value, kinds: tuple[str, ...], through_variable: bool
+) -> Activation | None:
+    """`d.probs` of `d = Categorical(logits=s)` (OneHotCategorical, Bernoulli, ...): the
+    softmax or sigmoid of `s`, which the distribution computes."""
+    made = ctx.deref(dist)
+    node = made.node
+    if not isinstance(node, cst.Call):
+        return None
+    kind = PROBS_OF_LOGITS.get(ctx.callee(node, made.env).qualname or "")
+    logits = next((a.value for a in node.args if a.keyword and a.keyword.value == "logits"), None)
+    if kind is None or kind not in kinds or logits is None:
+        return None
+    return Activation(
+        kind=kind,
+        call=node,
+        env=made.env,
+        spelling="distribution",
+        input=logits,
+        args=[],
+        indirect=True,  # `d.probs` is not rewritten: the distribution has `.logits`
+        through_variable=through_variable,
+    )
 
 
 def log_argument(

@@ -35,6 +35,7 @@ from numlint.analysis.tables import (
     HOST_MODULES,
     NO_GRAD,
     NOT_DIFFERENTIABLE,
+    PROBS_OF_LOGITS,
     ROUNDING,
     SIGMOID_FUNCTIONS,
     SIGMOID_MODULES,
@@ -55,6 +56,7 @@ _MODULE_KINDS = {
     "torch.nn.LogSoftmax": "log_softmax",
 }
 _SEQUENTIAL = ("torch.nn.Sequential", "torch.nn.modules.container.Sequential")
+
 _TRANSPARENT = frozenset(
     {"float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
      "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
@@ -728,6 +730,11 @@ class Project:
             if isinstance(expr.value, ast.Name) and expr.value.id == "self" and f and f.cls:
                 values = self._attr(mod, f.cls, expr.attr)
                 return self._all(mod, values, func, depth)
+            if expr.attr == "probs":  # `pi.probs` of `OneHotCategorical(logits=...)`
+                made = sub(mod, expr.value, func, depth + 1, params)
+                if made is not None and made.kind.startswith("probs:"):
+                    kind = made.kind.split(":", 1)[1]
+                    return replace(made, kind=kind, what=f"the probabilities of {made.what}")
             return None
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div)):
             return self._positive_product(mod, expr, func, depth)
@@ -740,6 +747,9 @@ class Project:
             return self._joined(mod, expr.args[0], f, func, depth)
         if qual in _SOFTMAX or (isinstance(fn, ast.Attribute) and fn.attr == "softmax"):
             return _at(here, "softmax", f"the softmax in {_where(mod, func)}")
+        if qual in PROBS_OF_LOGITS and any(k.arg == "logits" for k in expr.keywords):
+            kind = f"probs:{PROBS_OF_LOGITS[qual]}"  # its `.probs` is a softmax of the logits
+            return _at(here, kind, f"the distribution made from logits in {_where(mod, func)}")
         if qual in _SIGMOID or (
             isinstance(fn, ast.Attribute) and fn.attr == "sigmoid" and not expr.args
         ):

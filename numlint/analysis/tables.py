@@ -76,3 +76,20 @@ NO_GRAD = frozenset(
         "torch.autograd.grad_mode.inference_mode",
     }
 )
+
+#: torch.distributions made from logits -> the activation their `.probs` is.
+PROBS_OF_LOGITS: dict[str, str] = {
+    **dict.fromkeys(
+        ("torch.distributions.Categorical", "torch.distributions.OneHotCategorical",
+         "torch.distributions.categorical.Categorical",
+         "torch.distributions.one_hot_categorical.OneHotCategorical",
+         "torch.distributions.Multinomial", "torch.distributions.multinomial.Multinomial"),
+        "softmax",
+    ),
+    **dict.fromkeys(
+        ("torch.distributions.Bernoulli", "torch.distributions.bernoulli.Bernoulli",
+         "torch.distributions.Binomial", "torch.distributions.binomial.Binomial",
+         "torch.distributions.Geometric", "torch.distributions.geometric.Geometric"),
+        "sigmoid",
+    ),
+}  # fmt: skip

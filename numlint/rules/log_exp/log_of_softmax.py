@@ -34,7 +34,10 @@ class LogOfSoftmax(Rule):
     What it does:
     Flags a natural log taken of a softmax output: `torch.log(torch.softmax(x, d))`,
     `F.softmax(x, dim=d).log()`, `x.softmax(d).log()`, an `nn.Softmax` module stored on
-    `self`, and a softmax result that reaches the log through a variable of the same function.
+    `self`, and a softmax result that reaches the log through a variable of the same function;
+    also the `.probs` of a distribution made from logits (`Categorical(logits=s).probs`,
+    `OneHotCategorical`, `Multinomial`; here or returned by a model of the project), whose
+    `.logits` already holds the normalised log-probabilities.
 
     Why is this bad?
     A softmax probability underflows to exactly 0 once its logit trails the largest by more
@@ -77,6 +80,23 @@ class LogOfSoftmax(Rule):
     TRIGGERS = ("softmax", "Softmax", "log(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            from torch.distributions import Categorical
+            def log_weights(p):
+                return torch.log(Categorical(probs=p).probs)
+            """,
+            "a distribution made from the caller's probabilities: no softmax here",
+        ),
+        Valid(
+            """
+            from torch.distributions import Categorical
+            def log_probs(logits):
+                return Categorical(logits=logits).logits
+            """,
+            "the distribution's normalised log-probabilities",
+        ),
         Valid(
             """
             import torch.nn.functional as F
@@ -144,6 +164,19 @@ class LogOfSoftmax(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch.distributions import Categorical
+            def policy_entropy(logits):
+                pi = Categorical(logits=logits)
+                return -(pi.probs * torch.log(pi.probs)).sum(-1)
+            """,
+            line=5,
+            column=25,
+            confidence="high",
+            note="a distribution's `.probs` is the softmax of its logits; `.logits` is its log",
+        ),
         Invalid(
             """
             import torch
@@ -356,7 +389,12 @@ class LogOfSoftmax(Rule):
         if act is None:
             found = origin_of(self.ctx, arg, ("softmax",))
             if found is not None:
-                message = f"log of softmax ({found.what}): {_CROSSED}"
+                hint = (
+                    _PROBS
+                    if isinstance(arg, cst.Attribute) and arg.attr.value == "probs"
+                    else _CROSSED
+                )
+                message = f"log of softmax ({found.what}): {hint}"
                 self.report(node, message, related=related(found))
             return
         if act.indirect and picked_where_drawn(self.ctx, arg, _sources(self.ctx, arg, act)):
@@ -368,6 +406,9 @@ class LogOfSoftmax(Rule):
             and not gradient_flows(self.ctx, arg)
         ):  # `gather(p.log(), 1, tok)` under no_grad: the -inf entries are not picked
             self.report(node, _DRAWN, confidence="low")
+            return
+        if act.spelling == "distribution":  # `torch.log(Categorical(logits=s).probs)`
+            self.report(node, f"log of softmax (a distribution's `.probs`): {_PROBS}")
             return
         self.report(node, fix=self._fix(node, act))
 
@@ -422,6 +463,10 @@ def _sources(ctx: Context, arg: cst.BaseExpression, act: Activation) -> set[str]
 _DRAWN = (
     "log of softmax at entries drawn from it: a drawn entry has a probability above 0, so "
     "this is finite; `log_softmax(...).gather(...)` is still the more accurate form"
+)
+_PROBS = (
+    "probabilities underflow to 0, giving -inf and NaN gradients; use the distribution's "
+    "`.logits` (normalised log-probabilities) or `log_prob` instead"
 )
 _CROSSED = (
     "probabilities underflow to 0, giving -inf and NaN gradients; return log-probabilities "
