@@ -1814,3 +1814,29 @@ def test_log_of_a_distributions_probs(arg: str, tail: str, expected: list[str]) 
     """`torch.log(pi.probs)` where `pi` is the `OneHotCategorical(logits=...)` a model's
     `forward` returns, unpacked from a tuple: the log of a softmax."""
     assert _grades(MIXTURE.format(arg=arg, tail=tail), "NUM101") == expected
+
+
+GUMBEL = """
+def noisy(scores):
+    u = torch.rand(scores.shape)
+    g = -torch.log(-torch.log(u))
+    return {ret}
+"""
+
+
+@pytest.mark.parametrize(
+    ("ret", "expected"),
+    [
+        # the noisy scores leave the function: a draw of 0 makes an entry -inf for the caller
+        ("torch.log(scores) + g", ["high"]),
+        # only an argmax or a softmax reads them: a -inf entry is just never picked
+        ("(torch.log(scores) + g).argmax(-1)", []),
+        ("F.softmax(torch.log(scores) + g, dim=-1)", ["low"]),
+        # the noise itself, for the caller's sampler
+        ("g", ["low"]),
+    ],
+)
+def test_gumbel_noise_returned_with_the_scores(ret: str, expected: list[str]) -> None:
+    """`-log(-log(u))` of a uniform draw is harmless noise only where the noisy scores are
+    selected from; returned as values, its -inf reaches the caller's loss."""
+    assert _grades(GUMBEL.format(ret=ret), "NUM103") == expected

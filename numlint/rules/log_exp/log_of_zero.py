@@ -81,7 +81,10 @@ class LogOfZero(Rule):
     caller's masks rarely hold; medium where a log_softmax normalises them, whose result
     keeps every masked entry at -inf, NaN under any 0 weight),
     and a `torch.rand` draw in a constructor or parameter initialiser (a few numbers drawn
-    once), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
+    once) or inside Gumbel or logistic noise (`-log(-log(u))`: a -inf noise only drops a
+    class from the argmax or softmax it feeds; high again where the noise, assigned to a
+    name, leaves the function added to scores, `return torch.log(p) + noise`, whose -inf
+    reaches the caller's values), and a normalised distribution whose zeros a mask wrote (`p[~mask] = 0` before
     `p / p.sum(-1)`: its -inf logits are the masking), a module's own setting clamped into
     its range (`self.alpha.clamp(0, 1)`, a decay rate: 0 only if training drives it there),
     or a normalised ratio where no gradient flows in a class (or function) that writes -inf
@@ -647,7 +650,9 @@ class LogOfZero(Rule):
         harmless = repaired
         # an empirical frequency's log in code where -inf means probability 0 (an HMM's table)
         harmless = harmless or (reason == _RATIO and not flows and writes_minus_inf(ctx))
-        harmless = harmless or (reason == _RAND and _noise_construction(ctx, node))
+        harmless = harmless or (
+            reason == _RAND and _noise_construction(ctx, node) and not _noise_returned(ctx, node)
+        )
         harmless = harmless or beside_minus_inf(ctx)  # `where(keep, log(p), -inf)`
         harmless = harmless or only_thresholds(ctx)  # `log_u = log(rand(n))`, `log_u[i] < r`
         harmless = harmless or compared_here(ctx)  # `u.log() < log_alpha`: -inf only accepts
@@ -981,6 +986,47 @@ def _noise_construction(ctx, node: cst.Call) -> bool:
             return o is not None and o.name in _LOGS  # `log(u) - log(1 - u)`
         return False
     return False
+
+
+#: Calls that only select by the noisy scores: a -inf entry is never picked.
+_SELECTS = frozenset(
+    {"argmax", "argmin", "topk", "max", "sort", "argsort", "softmax", "log_softmax",
+     "gumbel_softmax", "multinomial"}
+)  # fmt: skip
+
+
+def _noise_returned(ctx, node: cst.Call) -> bool:
+    """The noise, assigned to a name, leaves the function added to values (`noise =
+    -log(-log(u))`, then `return log(scores) + noise` outside any selection): a -inf there
+    reaches whatever the caller computes from those scores, not only an argmax. A helper
+    that returns the noise itself leaves its use to the caller's sampler."""
+    func = ctx.function
+    statement = next((a for a in ctx.ancestors() if isinstance(a, cst.BaseSmallStatement)), None)
+    if not (
+        func is not None
+        and isinstance(statement, cst.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0].target, cst.Name)
+    ):
+        return False
+    name = statement.targets[0].target.value
+    return any(
+        isinstance(ret, cst.Return)
+        and ret.value is not None
+        and _combined_outside_selection(ret.value, name)
+        for ret in descendants(func)
+    )
+
+
+def _combined_outside_selection(expr: cst.CSTNode, name: str, combined: bool = False) -> bool:
+    """`name` appears in `expr` as an operand of arithmetic (`scores + name`), other than
+    inside a call that only selects (`argmax`, `softmax`)."""
+    if isinstance(expr, cst.Name):
+        return combined and expr.value == name
+    if isinstance(expr, cst.Call) and call_name(expr) in _SELECTS:
+        return False
+    inside = combined or isinstance(expr, cst.BinaryOperation)
+    return any(_combined_outside_selection(c, name, inside) for c in expr.children)
 
 
 def _entropy_factor(ctx, node: cst.Call, value: Value) -> bool:
