@@ -1840,3 +1840,29 @@ def test_gumbel_noise_returned_with_the_scores(ret: str, expected: list[str]) ->
     """`-log(-log(u))` of a uniform draw is harmless noise only where the noisy scores are
     selected from; returned as values, its -inf reaches the caller's loss."""
     assert _grades(GUMBEL.format(ret=ret), "NUM103") == expected
+
+
+SIOU = """
+class {cls}:
+    def __call__(self, b1, b2):
+        s_cw = {dx}
+        s_ch = (b2[:, 1] + b2[:, 3] - b1[:, 1] - b1[:, 3]) * 0.5
+        sigma = torch.pow(s_cw ** 2 + s_ch ** 2, 0.5)
+        return torch.abs(s_cw) / sigma
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "dx", "expected"),
+    [
+        # the centres of a predicted and a target box, a loss's pair: they meet in training
+        ("SIoULoss", "(b2[:, 0] + b2[:, 2] - b1[:, 0] - b1[:, 2]) * 0.5", ["medium"]),
+        ("SIoULoss", "0.5 * (b2[:, 0] + b2[:, 2] - b1[:, 0] - b1[:, 2])", ["medium"]),
+        # the same distance outside a loss: two boxes rarely share a centre
+        ("BoxGeometry", "(b2[:, 0] + b2[:, 2] - b1[:, 0] - b1[:, 2]) * 0.5", ["low"]),
+    ],
+)
+def test_scaled_difference_in_a_loss(cls: str, dx: str, expected: list[str]) -> None:
+    """A difference scaled by a constant (`(a - b) * 0.5`) is still the difference of a
+    loss's pair, which can be equal."""
+    assert _grades(SIOU.format(cls=cls, dx=dx), "NUM202") == expected
