@@ -1866,3 +1866,34 @@ def test_scaled_difference_in_a_loss(cls: str, dx: str, expected: list[str]) -> 
     """A difference scaled by a constant (`(a - b) * 0.5`) is still the difference of a
     loss's pair, which can be equal."""
     assert _grades(SIOU.format(cls=cls, dx=dx), "NUM202") == expected
+
+
+NERF = """
+def depth_loss(raw, dists):
+    raw2alpha = lambda raw, dists, act_fn={act}: 1.0 - torch.exp(-act_fn(raw) * dists)
+    alpha = raw2alpha(raw[..., 3], dists)
+    trans = torch.cumprod(torch.cat([torch.ones_like(alpha[:, :1]), 1.0 - alpha + 1e-10], -1), -1)
+    weights = alpha * trans[:, :-1]
+    return -torch.log(weights).sum(1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("act", "expected"),
+    [
+        # a NeRF opacity: 1 - exp(-relu(sigma) * delta) is 0 in empty space, through the lambda
+        ("F.relu", ["medium"]),
+        # a density kept above 0: exp of a negative number is below 1
+        ("lambda x: F.relu(x) + 1.0", []),
+    ],
+)
+def test_opacity_through_a_local_lambda(act: str, expected: list[str]) -> None:
+    """A local lambda is applied with its arguments and defaults bound (`act_fn=F.relu`),
+    and `1 - exp(y)` is 0 where y is (a ReLU density of 0)."""
+    assert _grades(NERF.format(act=act), "NUM103") == expected
+
+
+def test_function_held_by_a_local_name() -> None:
+    """`act = F.relu; torch.log(act(x))` is the log of a ReLU output."""
+    code = "def f(x):\n    act = F.relu\n    return torch.log(act(x))\n"
+    assert _grades(code, "NUM103") == ["high"]

@@ -9,7 +9,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.context import Context, Env, Value
+from numlint.analysis.context import Binding, Context, Env, Value
 from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -114,7 +114,7 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.IfExp):  # either branch may be the value
         return sub(node.body) or sub(node.orelse)
     if isinstance(node, cst.Call):
-        return _call_reason(ctx, node, env, mode, sub, value)
+        return _call_reason(ctx, node, env, mode, sub, value, depth)
     return None
 
 
@@ -417,6 +417,33 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
     return None
 
 
+def _lambda_applied(ctx: Context, call: cst.Call, env: Env) -> Value | None:
+    """The body of the lambda a call applies (`f = lambda x, act=F.relu: 1 - exp(-act(x))`,
+    then `f(raw)`), its parameters bound to the call's arguments or their defaults; or the
+    call of the function a local name holds (`act = F.relu`, then `act(x)`)."""
+    found = ctx.deref(Value(call.func, env))
+    lam = found.node
+    if isinstance(call.func, cst.Name) and isinstance(lam, (cst.Attribute, cst.Name)):
+        if lam is not call.func:  # `act = F.relu`, then `act(x)`
+            return Value(call.with_changes(func=lam), env)
+        return None
+    if not isinstance(lam, cst.Lambda) or lam.params.star_kwarg is not None:
+        return None
+    if isinstance(lam.params.star_arg, cst.Param) or lam.params.kwonly_params:
+        return None
+    bound = dict(found.env)
+    for i, param in enumerate(lam.params.params):
+        name = param.name.value
+        arg = positional(call, i, name)
+        if arg is not None:
+            bound[name] = Binding(arg, env)
+        elif param.default is not None:
+            bound[name] = Binding(param.default, found.env)
+        else:
+            return None
+    return Value(lam.body, bound)
+
+
 def _weighted_squares(left: str | None, right: str | None) -> str | None:
     """A matrix product with squares on one side (`bands @ mag**2`, `matmul(W, x**2)`): each
     entry is a weighted sum of squares, 0 wherever the squares it weights are."""
@@ -425,7 +452,12 @@ def _weighted_squares(left: str | None, right: str | None) -> str | None:
     return None
 
 
-def _call_reason(ctx, node: cst.Call, env: Env, mode: str, sub, value: Value) -> str | None:
+def _call_reason(
+    ctx, node: cst.Call, env: Env, mode: str, sub, value: Value, depth: int
+) -> str | None:
+    applied = _lambda_applied(ctx, node, env)
+    if applied is not None:  # `alpha = raw2alpha(raw, dists)` of a local lambda
+        return zero_reason(ctx, applied, mode, depth + 1)
     callee = ctx.callee(node, env)
     if _picked_by_sampling(ctx, node, callee, env):
         return None
@@ -663,9 +695,18 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
         o = op(ctx, node, env)
         if o is not None and o.name == "cosine":
             return "a cosine similarity"
+        if o is not None and o.name == "exp" and o.input is not None:
+            inner = zero_reason(ctx, Value(o.input, env), "log", depth + 1)
+            if inner in _EXP_AT_ZERO:  # `1 - exp(-relu(s) * d)`: exp(0) is exactly 1
+                return f"an exp of {inner}"
     if isinstance(node, cst.Subscript):
         return zero_reason(ctx, Value(node.value, env, value.mutations), "one", depth + 1)
     return None
+
+
+#: What an exponent is when its exp is exactly 1 in ordinary use (a NeRF opacity
+#: `1 - exp(-relu(sigma) * delta)` is 0 in empty space).
+_EXP_AT_ZERO = frozenset({"a ReLU output", "a value clamped at 0", "a tensor filled with 0"})
 
 
 def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:

@@ -70,7 +70,10 @@ class LogOfZero(Rule):
     Confidence:
     high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
     a sigmoid or softmax, probabilities that underflow, and a range from 0
-    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for a share of tallies
+    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for `1 - exp(-x)` where x can be 0
+    (a NeRF opacity `1 - exp(-relu(sigma) * delta)`, 0 in empty space, also computed by a
+    local lambda such as `raw2alpha = lambda raw, dists, act_fn=F.relu: ...`, whose
+    arguments and defaults are followed); medium for a share of tallies
     (`counts / counts.sum()`: a histogram, frequencies, probabilities, or what callers pass
     under such a name), whose empty bins are everyday zeros; low for the share of any other
     quantity (a composition, a volume: 0 only where the data holds a 0), for the log of a
