@@ -1897,3 +1897,64 @@ def test_function_held_by_a_local_name() -> None:
     """`act = F.relu; torch.log(act(x))` is the log of a ReLU output."""
     code = "def f(x):\n    act = F.relu\n    return torch.log(act(x))\n"
     assert _grades(code, "NUM103") == ["high"]
+
+
+TANH_LDJ = """
+class Tanh(nn.Module):
+    def forward(self, x):
+        z = {act}
+        return z, torch.log(1 - z ** 2).sum(-1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("act", "expected"),
+    [
+        # tanh is exactly +-1 from |x| = 9.01 in float32: the log-determinant is -inf
+        ("torch.tanh(x)", ["medium"]),
+        ("x.tanh()", ["medium"]),
+        # scaled inside (-1, 1), or a value not known to reach +-1
+        ("0.99 * torch.tanh(x)", []),
+        ("torch.sigmoid(x) - 0.5", []),
+    ],
+)
+def test_log_of_one_minus_a_squared_tanh(act: str, expected: list[str]) -> None:
+    """`log(1 - tanh(x) ** 2)`: the square of a saturated tanh is exactly 1."""
+    assert _grades(TANH_LDJ.format(act=act), "NUM103") == expected
+
+
+def test_root_of_a_mean_of_elementwise_squared_errors() -> None:
+    """`F.mse_loss(a, b, reduction="none").mean(d).sqrt()` is an RMSE, 0 at a perfect fit
+    (medium in a loss); a mean of the errors' absolute values is not squared."""
+    code = (
+        "def spec_loss(est, ref):\n"
+        "    loss = F.{fn}(est, ref, reduction='none')\n"
+        "    return loss.mean((2, 3)).sqrt().mean()\n"
+    )
+    assert _grades(code.format(fn="mse_loss"), "NUM201") == ["medium"]
+    assert _grades(code.format(fn="l1_loss"), "NUM201") == []
+
+
+RECALL_AT_K = """
+@torch.no_grad()
+def recall(hits, relevant):
+    res = hits.sum(1) / relevant.sum(1)
+    {repair}
+    return res.mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("repair", "expected"),
+    [
+        # a test for infinities alone: 0/0 is NaN, not inf, and stays
+        ("res[torch.isinf(res)] = 0", ["low"]),
+        # NaN replaced too: a deliberate NaN, no gradient carries it on
+        ("res[torch.isnan(res)] = 0", []),
+        ("res = torch.nan_to_num(res)", []),
+    ],
+)
+def test_inf_only_repair_leaves_a_nan(repair: str, expected: list[str]) -> None:
+    """A division by a sum that is replaced only where it is infinite is still reported:
+    the empty case is 0/0 = NaN."""
+    assert _grades(RECALL_AT_K.format(repair=repair), "NUM202") == expected

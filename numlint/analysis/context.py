@@ -442,6 +442,22 @@ class Context:
                     break
         return found
 
+    def project_target(
+        self, call: cst.Call, env: Env | None = None
+    ) -> tuple[str | None, str | None, str] | None:
+        """How the summaries look up the project function a call may call: its qualified
+        name (a bare name for a function of this file), the class name it is called on
+        (`Cls.static(...)`), and its own name; None for a call of another object's method."""
+        callee = self.callee(call, env)
+        qualname, receiver, func = callee.qualname, None, call.func
+        if qualname is None and isinstance(func, cst.Name):
+            qualname = func.value  # a function of this file
+        elif qualname is None:
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+                return None
+            receiver = func.value.value
+        return qualname, receiver, callee.method or (qualname or "").rsplit(".", 1)[-1]
+
     def callee(self, call: cst.Call, env: Env | None = None) -> Callee:
         """Resolve what a call calls: an imported function, a method, or a module instance."""
         env = self.env if env is None else env

@@ -1107,16 +1107,8 @@ def _entries_cleared(ctx: Context, value: Value) -> bool:
 def _clearing_call(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpression | None:
     """The mask argument of a call to this project's function that returns it with some
     entries set to 0 (numlint.analysis.summaries.cleared_parameter)."""
-    callee = ctx.callee(node, env)
-    qualname, receiver, func = callee.qualname, None, node.func
-    if qualname is None and isinstance(func, cst.Name):
-        qualname = func.value  # a function of this file
-    elif qualname is None:
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            return None
-        receiver = func.value.value
-    name = callee.method or (qualname or "").rsplit(".", 1)[-1]
-    index = cleared_parameter(ctx, qualname, receiver, name)
+    target = ctx.project_target(node, env)
+    index = cleared_parameter(ctx, *target) if target is not None else None
     return positional(node, index) if index is not None else None
 
 

@@ -805,7 +805,7 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
     if callee.qualname in _COMBINERS:
         return all(sub(a) for a in args)
     if (_torch_function(callee.qualname) and args) or (
-        not integers and _of_arguments(ctx, node, callee)
+        not integers and _of_arguments(ctx, node, env)
     ):
         # `torch.matmul(rot, ca - t)`, `torch.norm(v, dim=-1)`, and `eig.gevd(a, b)` of a
         # function of this project that makes its results from its arguments: a function of
@@ -985,18 +985,11 @@ def _from_buffers(func: ast.FunctionDef, buffers: set[str]) -> bool:
     return bool(reads and returns) and all(r.attr in buffers for r in reads)
 
 
-def _of_arguments(ctx: Context, node: cst.Call, callee) -> bool:
+def _of_arguments(ctx: Context, node: cst.Call, env: Env) -> bool:
     """`node` calls a module-level function or staticmethod of this project that makes no
     tensor requiring grad itself (numlint.analysis.summaries.of_arguments_only)."""
-    qualname, receiver, func = callee.qualname, None, node.func
-    if qualname is None and isinstance(func, cst.Name):
-        qualname = func.value  # a function of this file
-    elif qualname is None:
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            return False
-        receiver = func.value.value
-    name = callee.method or (qualname or "").rsplit(".", 1)[-1]
-    return of_arguments_only(ctx, qualname, receiver, name)
+    target = ctx.project_target(node, env)
+    return target is not None and of_arguments_only(ctx, *target)
 
 
 def gradient_free(ctx: Context, operand: cst.BaseExpression) -> bool:

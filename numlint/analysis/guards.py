@@ -127,13 +127,14 @@ def _inside_nan_handler(ctx: Context) -> bool:
     return False
 
 
-def sanitised_later(ctx: Context) -> bool:
+def sanitised_later(ctx: Context, nan: bool = False) -> bool:
     """The value the current statement computes is inside `torch.nansum` / `nan_to_num`, or
     the value it assigns has its non-finite entries replaced by one of the next statements
     of the same block: a finiteness test or `nan_to_num`, or entries
     overwritten with a constant (`d[..., i, i, :] = 0.0` for the diagonal of a pairwise
     difference, `d.fill_diagonal_(0)`, `d.masked_fill_(m, 0)`, `d.masked_fill(m, 0)` used in
-    its place)."""
+    its place). With `nan` (a 0/0), a test for infinities alone (`r[torch.isinf(r)] = 0`)
+    repairs nothing: it leaves the NaN."""
     if _inside_nan_handler(ctx):
         return True
     # also `self.mean = ...; self.mean = nan_to_num(self.mean)`
@@ -142,16 +143,18 @@ def sanitised_later(ctx: Context) -> bool:
         return False
     name, after = here
     n = re.escape(name)
+    tests = "isfinite|isnan|nan_to_num_?" + ("" if nan else "|isinf|isposinf|isneginf")
+    not_inf_only = r"(?![^\n]*isinf)" if nan else ""  # `r[torch.isinf(r)] = 0` keeps a NaN
     pattern = re.compile(
-        rf"(isfinite|isnan|isinf|nan_to_num_?|isposinf|isneginf)\(\s*{n}\b"
+        rf"({tests})\(\s*{n}\b"
         rf"|\b{n}(\.(reshape|view|squeeze|unsqueeze|float|flatten|permute|transpose)\([^()]*\))*"
-        rf"\.(isfinite|isnan|isinf|nan_to_num_?|fill_diagonal_|masked_fill_?|index_fill_)\("
-        rf"|(?m:^\s*{n}\[[^\n]*\]\s*=\s*[-+]?(\d|float\())"
+        rf"\.({tests}|fill_diagonal_|masked_fill_?|index_fill_)\("
+        rf"|(?m:^\s*{n}\[{not_inf_only}[^\n]*\]\s*=\s*[-+]?(\d|float\())"
     )
     for following in [after, *_after_enclosing(ctx)]:
         if any(pattern.search(ctx.code(s)) for s in following[:5]):
             return True
-        if _zero_entries_replaced(ctx, name, following[:5]):
+        if _zero_entries_replaced(ctx, name, following[:5], nan):
             return True
         if _derived_sanitised(ctx, name, following[:8]):
             return True
@@ -263,9 +266,12 @@ def _only_in_where_branches(ctx: Context, stmt: cst.CSTNode, name: str, wanted: 
     return covered == len(uses)
 
 
-def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]) -> bool:
+def _zero_entries_replaced(
+    ctx: Context, name: str, after: Sequence[cst.CSTNode], nan: bool = False
+) -> bool:
     """`score[den == 0] = ...`, or `zeros = den == 0; score[zeros] = torch.where(...)`: the
-    entries where the denominator was 0 are overwritten."""
+    entries where the denominator was 0 are overwritten (with `nan`, not by a test for
+    infinities alone, which leaves 0/0)."""
     tests: set[str] = set()
     n = re.escape(name)
     for stmt in after:
@@ -277,8 +283,9 @@ def _zero_entries_replaced(ctx: Context, name: str, after: Sequence[cst.CSTNode]
         if found is None:
             continue
         index = found.group(1)
+        infinite = r"|-?\s*(np|numpy|math|torch)\.inf\b" if not nan else ""
         if re.search(
-            r"==\s*(0(\.0*)?\b|-?\s*(np|numpy|math|torch)\.inf\b)|isnan|isinf|isfinite", index
+            rf"==\s*(0(\.0*)?\b{infinite})|isnan|isfinite" + ("" if nan else "|isinf"), index
         ):
             return True  # `d[d == 0] = ...`, `log_det[log_det == -np.inf] = floor`
         if set(_WORD.findall(index)) & tests:

@@ -550,6 +550,8 @@ def _call_reason(
             inner = sub(inp)
             if inner in (_SQUARE, _SUM_SQUARES):
                 return _SUM_SQUARES
+            if inner == MEAN_SQUARED_ERROR:  # `F.mse_loss(a, b, reduction="none").mean(d)`
+                return MEAN_SQUARED_ERROR
         if o.name == "var":
             return "a variance"
         if o.name == "diagonal" and inp is not None and _covariance(ctx, Value(inp, env)):
@@ -701,7 +703,24 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
                 return f"an exp of {inner}"
     if isinstance(node, cst.Subscript):
         return zero_reason(ctx, Value(node.value, env, value.mutations), "one", depth + 1)
+    base = square_of(ctx, node, env)
+    if base is not None:  # `1 - tanh(x) ** 2`: a tanh saturates to exactly +-1 from |x| = 9.01
+        found = ctx.deref(Value(base, env))
+        if isinstance(found.node, cst.Call):
+            callee = ctx.callee(found.node, found.env)
+            name = (callee.qualname or "").rsplit(".", 1)[-1] if callee.qualname else None
+            if callee.qualname in _REACH_ONE or (
+                callee.receiver is not None and callee.method in ("tanh", "cos", "sin")
+            ):
+                return f"the square of a {name or callee.method} output"
     return None
+
+
+#: Functions whose output reaches +-1 exactly in float32 (a saturated tanh, a cosine of 0).
+_REACH_ONE = frozenset(
+    {"torch.tanh", "torch.nn.functional.tanh", "torch.cos", "torch.sin",
+     "torch.cosine_similarity", "torch.nn.functional.cosine_similarity"}
+)  # fmt: skip
 
 
 #: What an exponent is when its exp is exactly 1 in ordinary use (a NeRF opacity

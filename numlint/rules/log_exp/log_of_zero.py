@@ -70,7 +70,9 @@ class LogOfZero(Rule):
     Confidence:
     high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
     a sigmoid or softmax, probabilities that underflow, and a range from 0
-    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for `1 - exp(-x)` where x can be 0
+    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for `1 - tanh(x) ** 2` (a flow's
+    log-determinant: tanh is exactly +-1 from |x| = 9.01 in float32; also a squared cosine or
+    sine); medium for `1 - exp(-x)` where x can be 0
     (a NeRF opacity `1 - exp(-relu(sigma) * delta)`, 0 in empty space, also computed by a
     local lambda such as `raw2alpha = lambda raw, dists, act_fn=F.relu: ...`, whose
     arguments and defaults are followed); medium for a share of tallies

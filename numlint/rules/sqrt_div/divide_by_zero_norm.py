@@ -194,7 +194,8 @@ class DivideByZeroNorm(Rule):
     over every dimension: 0 only if every token of the batch is ignored; a count per row,
     `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), and a
     value replaced by `nan_to_num` or a
-    finiteness test in the next lines (also after the `if`/`elif` whose branches compute
+    finiteness test in the next lines (a test for infinities alone, `r[torch.isinf(r)] = 0`,
+    does not count: the empty case is 0/0 = NaN, which it leaves) (also after the `if`/`elif` whose branches compute
     it). Where no gradient can flow through such a repaired value (metrics, `no_grad`, a
     custom backward), the deliberate NaN is not a finding at all; nor is a ratio the rest of
     the function only compares against (`r = h / m; keep = u > 1 - r`, `sqrt(l / l[0]) >
@@ -854,7 +855,7 @@ class DivideByZeroNorm(Rule):
             confidence = "high"
         elif confidence == "low" and masked_loss_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # a loss's mask over the whole batch: empty without the region
-        sanitised = sanitised_later(ctx)
+        sanitised = sanitised_later(ctx, nan=True)  # an `isinf` test leaves 0/0
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
             return  # a deliberate NaN the code replaces, where no gradient carries it on
         if padding_mask(ctx, ctx.value(den)) or sanitised:

@@ -42,7 +42,8 @@ class SqrtAtZero(Rule):
     Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
     `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
     (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`, a mean squared error `F.mse_loss(a, b)`
-    or an `nn.MSELoss` criterion's result, a vector's product with its own transpose
+    or an `nn.MSELoss` criterion's result, also per entry and then averaged,
+    `F.mse_loss(a, b, reduction="none").mean(d)`, a vector's product with its own transpose
     `torch.matmul(v, v.transpose(1, 2))` or inner product with itself, `torch.dot(v, v)`,
     `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`), a square, a variance, `1 - x**2`
     (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable and
