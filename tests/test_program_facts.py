@@ -1958,3 +1958,34 @@ def test_inf_only_repair_leaves_a_nan(repair: str, expected: list[str]) -> None:
     """A division by a sum that is replaced only where it is infinite is still reported:
     the empty case is 0/0 = NaN."""
     assert _grades(RECALL_AT_K.format(repair=repair), "NUM202") == expected
+
+
+PPO_SLICES = """
+def update(adv_all, n, step):
+    inds = torch.randperm(n)
+    for start in {loop}:
+        end = start + step
+        mb_inds = inds[start:end]
+        mb = adv_all[mb_inds].to("cpu")
+        {test}
+        mb = (mb - mb.mean()) / (mb.{std} + 1e-8)
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "test", "std", "expected"),
+    [
+        # minibatches sliced by a stepped range: the last one may hold a single sample
+        ("range(0, n, step)", "pass", "std()", ["medium"]),
+        ("tqdm.tqdm(range(0, n, step))", "pass", "std()", ["medium"]),
+        # a size test, the biased std, or a loop without a step: the eps guards the rest
+        ("range(0, n, step)", "if len(mb) < 2:\n            continue", "std()", []),
+        ("range(0, n, step)", "pass", "std(unbiased=False)", []),
+        ("range(n)", "pass", "std()", []),
+    ],
+)
+def test_std_of_a_sliced_minibatch(loop: str, test: str, std: str, expected: list) -> None:
+    """The unbiased std of a minibatch sliced from a stepped range (`inds[start:end]`) is
+    NaN for a last slice of one sample, which the eps does not guard."""
+    code = "import tqdm\n" + PPO_SLICES.format(loop=loop, test=test, std=std)
+    assert _grades(code, "NUM202") == expected

@@ -2062,7 +2062,54 @@ def minibatch_std(ctx: Context, den: cst.BaseExpression) -> bool:
         return False
     root = root_of(ctx.deref(Value(o.input, found.env)).node)
     loop = _batch_loop(ctx, root.split(".")[0]) if root is not None else None
+    loop = loop or _slice_loop(ctx, Value(o.input, found.env))
     return loop is not None and not _size_tested(ctx, loop)
+
+
+def _slice_loop(ctx: Context, value: Value) -> cst.For | None:
+    """The enclosing `for start in range(0, n, step)` (also wrapped, `tqdm(range(...))`) whose
+    target starts a slice the value is read through (`mb = adv[idx[start:start + step]]`, or
+    `end = start + step; mb_inds = b_inds[start:end]`): the last slice may hold one entry."""
+    current = value
+    for _ in range(8):
+        v = ctx.deref(current)
+        node = v.node
+        if isinstance(node, cst.Call):
+            callee = ctx.callee(node, v.env)
+            if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+                current = Value(callee.receiver, v.env)  # `adv[mb_inds].to(device)`
+                continue
+            return None
+        if isinstance(node, cst.Subscript):
+            for element in node.slice:
+                index = element.slice
+                if isinstance(index, cst.Slice) and isinstance(index.lower, cst.Name):
+                    loop = _stepped_range_loop(ctx, index.lower.value)
+                    if loop is not None:
+                        return loop
+                if isinstance(index, cst.Index):  # `adv[mb_inds]`: how the indices are made
+                    current = Value(index.value, v.env)
+                    break
+            else:
+                return None
+            continue
+        return None
+    return None
+
+
+def _stepped_range_loop(ctx: Context, target: str) -> cst.For | None:
+    """The enclosing `for` binding `target` over a `range` with a step."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.FunctionDef):
+            return None
+        if isinstance(node, cst.For) and target in names(node.target):
+            ranges = [
+                n
+                for n in (node.iter, *descendants(node.iter))
+                if isinstance(n, cst.Call) and call_name(n) == "range" and len(n.args) == 3
+            ]
+            return node if ranges else None
+    return None
 
 
 def _unbiased_over_batch(ctx: Context, o: Op) -> bool:

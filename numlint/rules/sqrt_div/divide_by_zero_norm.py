@@ -165,7 +165,8 @@ class DivideByZeroNorm(Rule):
     only calls (`if (var_x < bound).any(): warn(...)`, then `cov / (var_x * var_y).sqrt()`:
     the author expects the 0 and lets the division run); medium for the
     unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
-    buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`): a last batch of one sample
+    buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`, or sliced by a stepped range,
+    `for start in range(0, n, mb): a = adv[inds[start:start + mb]]`): a last batch of one sample
     makes it NaN, which no eps guards (a test of the batch's size, `len(a) > 1`, around it or
     exiting before it, or `unbiased=False`, leaves it alone); medium for a standard deviation
     or variance in what training minimises, a module's `forward` or a helper only those call,
