@@ -1989,3 +1989,66 @@ def test_std_of_a_sliced_minibatch(loop: str, test: str, std: str, expected: lis
     NaN for a last slice of one sample, which the eps does not guard."""
     code = "import tqdm\n" + PPO_SLICES.format(loop=loop, test=test, std=std)
     assert _grades(code, "NUM202") == expected
+
+
+CAM_NORM = """
+@torch.no_grad()
+def normalize(cams):
+    {shift}
+    cams.div_(cams.flatten(start_dim=-2).max(-1).values[..., None, None])
+    return cams
+"""
+
+
+@pytest.mark.parametrize(
+    ("shift", "expected"),
+    [
+        # less its own minimum first: the maximum is each map's range, 0 for a constant map
+        ("cams.sub_(cams.flatten(start_dim=-2).min(-1).values[..., None, None])", ["medium"]),
+        # less something else, or not shifted: the maximum is not known to be 0
+        ("cams.sub_(0.5)", []),
+        ("pass", []),
+    ],
+)
+def test_maximum_after_subtracting_the_own_minimum(shift: str, expected: list[str]) -> None:
+    """`x.sub_(x.min(...))` then `x.div_(x.max(...))`: a min-max normalisation in place,
+    0/0 for a constant map (a channel a ReLU zeroed)."""
+    assert _grades(CAM_NORM.format(shift=shift), "NUM202") == expected
+
+
+def test_option_replaced_when_none_is_live(tmp_path: Path) -> None:
+    """A parameter defaulting to None that no caller passes is an unused option, unless the
+    function replaces the None (`dims = x.ndim - 1 if dims is None else dims`): then the
+    code that reads it runs."""
+    body = (
+        "import torch\n\n\n"
+        "def normalize(cams, dims=None):\n"
+        "    {rebind}\n"
+        "    lo = cams.flatten(start_dim=-dims).amin(-1, keepdim=True)\n"
+        "    return cams / cams.flatten(start_dim=-dims).norm(dim=-1, keepdim=True)\n\n\n"
+        "def run(x):\n"
+        "    return normalize(x)\n"
+    )
+    pkg = _package(tmp_path, a=body.format(rebind="dims = cams.ndim - 1 if dims is None else dims"))
+    found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.row for d in found] == [7]
+    (pkg / "a.py").write_text(body.format(rebind="pass"))
+    found = check_paths([pkg], {"select": ["NUM202"], "min-confidence": "low"})
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("reduce", "expected"),
+    [("sum", ["medium"]), ("mean", ["medium"]), ("amax", [])],
+)
+def test_scatter_reduce_is_a_segment_sum(reduce: str, expected: list[str]) -> None:
+    """`torch.scatter_reduce(out, 0, batch, x * x, "sum")` (and the method) sums per
+    segment like torch_scatter's `scatter`; a maximum per segment does not."""
+    code = (
+        "class GraphNorm(nn.Module):\n"
+        "    def forward(self, x, batch, n):\n"
+        "        x = x - x.mean()\n"
+        f"        var = torch.scatter_reduce(torch.zeros(n), 0, batch, x * x, '{reduce}')\n"
+        "        return x / (var.sqrt()[batch] + 1e-5)\n"
+    )
+    assert _grades(code, "NUM201") == expected

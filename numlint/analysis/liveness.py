@@ -301,6 +301,9 @@ def unused_option(ctx: Context, value: Value) -> bool:
     found = names(value.node) | names(ctx.deref(value).node)
     for name in found:
         param = ctx.parameter(name) if "." not in name else None
+        binding = ctx.lookup(name, value.env) if param is not None else None
+        if binding is not None and binding.value is not None:
+            continue  # `dims = x.ndim - 1 if dims is None else dims`: the None is replaced
         default = param.default if param is not None else None
         if isinstance(default, cst.Name) and default.value == "None" and never_passed(ctx, name):
             return True

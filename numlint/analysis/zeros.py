@@ -414,6 +414,14 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
         return positional(node, 0, "src")
     if callee.method in ("scatter_add", "scatter_add_", "index_add", "index_add_"):
         return positional(node, 2, "src" if callee.method.startswith("scatter") else "source")
+    if callee.qualname == "torch.scatter_reduce" or callee.method in (
+        "scatter_reduce",
+        "scatter_reduce_",
+    ):
+        at = 1 if callee.qualname == "torch.scatter_reduce" else 0  # after `input`
+        reduce = positional(node, at + 3, "reduce")
+        if isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("sum", "mean"):
+            return positional(node, at + 2, "src")  # `out.scatter_reduce(0, idx, src, "sum")`
     return None
 
 
@@ -1832,6 +1840,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if _counts_of_own_entries(ctx, node, env):
             return None  # `torch.bincount(y)[y]`: each sample's class counts the sample
         return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        return denominator_reason(ctx, Value(node.value, env, value.mutations), depth + 1)
     if isinstance(node, cst.BinaryOperation):
         operator = node.operator
         if isinstance(operator, cst.Multiply):
@@ -1928,11 +1938,51 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return None
     if o.name == "abs":
         return denominator_reason(ctx, Value(o.input, env), depth + 1)  # type: ignore[arg-type]
-    if o.name in ("max", "amax") and o.input is not None:
+    if o.name in ("max", "amax") and o.input is not None and not _binary_max(ctx, o):
         inner = zero_reason(ctx, Value(o.input, env), "sum")
         if inner in _ZERO_FLOORED:  # `relu(x).amax(1)`: 0 where every channel is 0
             return f"the maximum of {inner}"
+        if _shifted_by_own_minimum(ctx, Value(o.input, env, value.mutations)):
+            return ROW_RANGE if o.arg(0, "dim") is not None else OWN_RANGE
     return None
+
+
+def _shifted_by_own_minimum(ctx: Context, value: Value) -> bool:
+    """A tensor less its own minimum (`x - x.amin(d, keepdim=True)`, or `x.sub_(x.min(...))`
+    in place before): its maximum is then its range, 0 where it is constant."""
+    v, _ = strip(ctx, value)  # through `flatten`, `view`, names
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return _minimum_of(ctx, node.right, v.env, node.left)
+    name = node.value if isinstance(node, cst.Name) else None
+    for stmt in v.mutations:
+        if (
+            name is not None
+            and isinstance(stmt, cst.Expr)
+            and isinstance(stmt.value, cst.Call)
+            and call_name(stmt.value) == "sub_"
+            and stmt.value.args
+            and _minimum_of(ctx, stmt.value.args[0].value, v.env, node)
+        ):
+            return True  # `cams.sub_(cams.flatten(1).min(-1).values[:, None])`
+    return False
+
+
+def _minimum_of(ctx: Context, expr: cst.BaseExpression, env: Env, of: cst.BaseExpression) -> bool:
+    """`expr` is a minimum (`amin`, `min`, `.values` of one) taken of `of` itself."""
+    found, _ = strip(ctx, Value(expr, env))
+    node = found.node
+    if isinstance(node, cst.Attribute) and node.attr.value == "values":
+        found, _ = strip(ctx, Value(node.value, found.env))
+        node = found.node
+    if not isinstance(node, cst.Call):
+        return False
+    o = op(ctx, node, found.env)
+    if o is None or o.name not in ("min", "amin") or o.input is None or _binary_max(ctx, o):
+        return False
+    a, _ = strip(ctx, Value(o.input, found.env))
+    b, _ = strip(ctx, Value(of, env))
+    return ctx.code(a.node) == ctx.code(b.node)
 
 
 #: Values whose maximum is 0 wherever all of its entries are (nothing is below 0).

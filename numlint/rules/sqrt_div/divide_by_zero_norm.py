@@ -145,8 +145,10 @@ class DivideByZeroNorm(Rule):
     count); medium for the number of samples of each class (`torch.bincount(y, minlength=k)`,
     `F.one_hot(y, k).sum(0)`: a class the batch does not hold counts 0; their total, and a
     class's count read at the samples' own labels, `counts[y]`, are positive); medium for the range of each row of a tensor (`x.amax(-1) - x.amin(-1)`,
-    `v.max(dim=-1)[0] - v.min(dim=-1)[0]`: any constant row of many, a dead ReLU channel or a
-    blank sample, gives 0/0); medium for an optimizer's parameter divided by its own norm (`for
+    `v.max(dim=-1)[0] - v.min(dim=-1)[0]`, or the maximum of a tensor less its own minimum,
+    `cams.sub_(cams.min(-1).values[..., None])` then `cams.div_(cams.max(-1).values[...,
+    None])`: any constant row of many, a dead ReLU channel or a blank sample, gives 0/0);
+    medium for the maximum of a ReLU output (`relu(x).amax(1)`: 0 where every channel is); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
     zeros has norm 0); medium for rows the caller gives (a parameter of the function)
     divided by their own norm and then taken in a matrix product (`a / a.norm(dim=1)[:, None]`,
