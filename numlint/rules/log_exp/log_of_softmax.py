@@ -167,19 +167,6 @@ class LogOfSoftmax(Rule):
         Invalid(
             """
             import torch
-            from torch.distributions import Categorical
-            def policy_entropy(logits):
-                pi = Categorical(logits=logits)
-                return -(pi.probs * torch.log(pi.probs)).sum(-1)
-            """,
-            line=5,
-            column=25,
-            confidence="high",
-            note="a distribution's `.probs` is the softmax of its logits; `.logits` is its log",
-        ),
-        Invalid(
-            """
-            import torch
             y = torch.log(torch.softmax(x, dim=-1))
             """,
             line=2,
@@ -304,6 +291,19 @@ class LogOfSoftmax(Rule):
             line=5,
             column=12,
             note="the softmax input was reassigned: flagged, no fix",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.distributions import Categorical
+            def policy_entropy(logits):
+                pi = Categorical(logits=logits)
+                return -(pi.probs * torch.log(pi.probs)).sum(-1)
+            """,
+            line=5,
+            column=25,
+            confidence="high",
+            note="a distribution's `.probs` is the softmax of its logits; `.logits` is its log",
         ),
     ]
     INVALID += [

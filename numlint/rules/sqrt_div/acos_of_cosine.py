@@ -128,22 +128,6 @@ class AcosOfCosine(Rule):
     INVALID = [
         Invalid(
             """
-            import math
-            import torch
-            def eigenvalues(p, q, det):
-                r = det / (2 * p ** 3)
-                phi = torch.acos(r) / 3.0
-                phi[r <= -1] = math.pi / 3
-                phi[r >= 1] = 0
-                return q + 2 * p * torch.cos(phi)
-            """,
-            line=5,
-            column=11,
-            confidence="medium",
-            note="tested against +-1 after the fact: the forward is repaired, the gradient not",
-        ),
-        Invalid(
-            """
             import torch
             import torch.nn.functional as F
             angle = torch.acos(F.cosine_similarity(a, b, dim=-1))
@@ -266,6 +250,22 @@ class AcosOfCosine(Rule):
             column=16,
             confidence="medium",
             note="the identity quaternion has w = 1 exactly: acos' is infinite there",
+        ),
+        Invalid(
+            """
+            import math
+            import torch
+            def eigenvalues(p, q, det):
+                r = det / (2 * p ** 3)
+                phi = torch.acos(r) / 3.0
+                phi[r <= -1] = math.pi / 3
+                phi[r >= 1] = 0
+                return q + 2 * p * torch.cos(phi)
+            """,
+            line=5,
+            column=11,
+            confidence="medium",
+            note="tested against +-1 after the fact: the forward is repaired, the gradient not",
         ),
     ]
     PROBE = Probe(
