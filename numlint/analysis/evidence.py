@@ -24,6 +24,7 @@ from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import (
     Op,
     const,
+    is_zero,
     mapped_element,
     names,
     op,
@@ -1115,7 +1116,7 @@ def _clearing_call(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpression
 def _false(ctx: Context, node: cst.BaseExpression, env: Env) -> bool:
     if isinstance(node, cst.Name):
         return node.value == "False"
-    return const(ctx, node, env) == 0.0
+    return is_zero(ctx, node, env)
 
 
 def _true(ctx: Context, node: cst.BaseExpression) -> bool:

@@ -2043,13 +2043,12 @@ def cleared_parameter(
     if found is None:
         return None
     f = found[1]
+    body = list(_walk_body(f.node))
     returned = {
-        n.value.id
-        for n in _walk_body(f.node)
-        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
+        n.value.id for n in body if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
     }
     for param in f.params:
-        if param in returned and any(_clears(n, param) for n in _walk_body(f.node)):
+        if param in returned and any(_clears(n, param) for n in body):
             index = f.params.index(param) - _bound_offset(f)
             return index if index >= 0 else None
     return None

@@ -1757,23 +1757,25 @@ def _own_range(ctx: Context, node: cst.BinaryOperation, env: Env) -> str | None:
     one tensor, 0 where it is constant (a blank image, an all-zero activation map);
     ROW_RANGE where both extremes are taken along an axis (one range per row, channel or
     sample), else OWN_RANGE; None for anything else."""
-
-    def extreme(side: cst.BaseExpression) -> tuple[str, str, bool] | None:
-        v, _ = strip(ctx, Value(side, env))
-        if not isinstance(v.node, cst.Call):
-            return None
-        o = op(ctx, v.node, v.env)
-        if o is None or o.name not in ("max", "amax", "min", "amin") or o.input is None:
-            return None
-        if o.name in ("max", "min") and _binary_max(ctx, o):
-            return None  # `torch.max(a, b)`: elementwise, not an extreme
-        root, _ = strip(ctx, Value(o.input, v.env))
-        return o.name.lstrip("a"), ctx.code(root.node), o.arg(0, "dim") is not None
-
-    high, low = extreme(node.left), extreme(node.right)
+    high, low = _extreme(ctx, Value(node.left, env)), _extreme(ctx, Value(node.right, env))
     if high is None or low is None or (high[0], low[0]) != ("max", "min") or high[1] != low[1]:
         return None
     return ROW_RANGE if high[2] and low[2] else OWN_RANGE
+
+
+def _extreme(ctx: Context, value: Value) -> tuple[str, str, bool] | None:
+    """A maximum or minimum of one tensor (`x.amax(d)`, `torch.min(x)`, through names and
+    indexing): ("max" or "min", the tensor's code, whether it is taken along an axis)."""
+    v, _ = strip(ctx, value)
+    if not isinstance(v.node, cst.Call):
+        return None
+    o = op(ctx, v.node, v.env)
+    if o is None or o.name not in ("max", "amax", "min", "amin") or o.input is None:
+        return None
+    if o.name in ("max", "min") and _binary_max(ctx, o):
+        return None  # `torch.max(a, b)`: elementwise, not an extreme
+    root, _ = strip(ctx, Value(o.input, v.env))
+    return o.name.lstrip("a"), ctx.code(root.node), o.arg(0, "dim") is not None
 
 
 #: The reason for a denominator whose guard has a negative bound.
@@ -1971,18 +1973,11 @@ def _shifted_by_own_minimum(ctx: Context, value: Value) -> bool:
 def _minimum_of(ctx: Context, expr: cst.BaseExpression, env: Env, of: cst.BaseExpression) -> bool:
     """`expr` is a minimum (`amin`, `min`, `.values` of one) taken of `of` itself."""
     found, _ = strip(ctx, Value(expr, env))
-    node = found.node
-    if isinstance(node, cst.Attribute) and node.attr.value == "values":
-        found, _ = strip(ctx, Value(node.value, found.env))
-        node = found.node
-    if not isinstance(node, cst.Call):
-        return False
-    o = op(ctx, node, found.env)
-    if o is None or o.name not in ("min", "amin") or o.input is None or _binary_max(ctx, o):
-        return False
-    a, _ = strip(ctx, Value(o.input, found.env))
-    b, _ = strip(ctx, Value(of, env))
-    return ctx.code(a.node) == ctx.code(b.node)
+    if isinstance(found.node, cst.Attribute) and found.node.attr.value == "values":
+        found = Value(found.node.value, found.env)
+    low = _extreme(ctx, found)
+    of_code = ctx.code(strip(ctx, Value(of, env))[0].node)
+    return low is not None and low[0] == "min" and low[1] == of_code
 
 
 #: Values whose maximum is 0 wherever all of its entries are (nothing is below 0).
