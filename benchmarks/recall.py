@@ -171,10 +171,30 @@ def fetch(bugs: list[Bug]) -> int:
     return 1 if bad else 0
 
 
+def mark_project(source: str) -> None:
+    """Make a pin its own project: without a marker at its top, numlint would take the
+    repository holding the benchmark for the pin's project (its files, its float16 settings,
+    its callers). A distribution gets a `pyproject.toml` naming it; a GitHub pin, a few
+    files of a repository, an empty one: no `.git`, since the files that call its
+    functions are not stored (numlint.analysis.liveness reads a lone directory's public
+    functions as reachable, a whole checkout's as dead when nothing calls them)."""
+    root = root_of(source)
+    if not root.is_dir() or any(
+        (root / m).exists() for m in ("pyproject.toml", "setup.py", "setup.cfg")
+    ):
+        return
+    text = ""
+    if source.startswith("pypi:"):
+        text = f'[project]\nname = "{source.removeprefix("pypi:").split("==")[0]}"\n'
+    (root / "pyproject.toml").write_text(text)
+
+
 def lint(bugs: list[Bug]) -> dict[Path, list[Hit]]:
     """Findings of every default rule at min-confidence low, per bug file."""
     from numlint.api import lint_paths
 
+    for source in {b.source for b in bugs}:
+        mark_project(source)
     files = sorted({(root_of(b.source) / b.path).resolve() for b in bugs})
     missing = [str(f) for f in files if not f.exists()]
     if missing:

@@ -47,6 +47,15 @@ def _rows(source: str) -> list[int]:
         (f"def f(x, cf=None):\n    if cf is not None:\n        return {HAZARD}\nf(1)\n", []),
         ("def f(x, cf=None):\n    return torch.log(torch.softmax(cf, -1))\nf(1)\n", []),
         ("def f(x, cf=None):\n    return torch.log(torch.softmax(cf, -1))\nf(1, cf=2)\n", [3]),
+        # ... but None as an option's value is live: `sum(axis=None)` sums everything
+        (
+            "def f(x, m, axis=None):\n    return torch.log(torch.softmax(x, axis))\nf(1, 2)\n",
+            [3],
+        ),
+        (
+            "def f(x, m, axis=None):\n    return torch.log(x.softmax(dim=axis))\nf(1, 2)\n",
+            [3],
+        ),
         # a default compared with a literal: never equal, or overridden by a caller
         (f"def f(x, mode=None):\n    if mode == 'l2':\n        return {HAZARD}\nf(1)\n", []),
         (f"def f(x, k=1):\n    if k > 1:\n        return {HAZARD}\nf(1)\n", []),

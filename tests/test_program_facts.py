@@ -2052,3 +2052,30 @@ def test_scatter_reduce_is_a_segment_sum(reduce: str, expected: list[str]) -> No
         "        return x / (var.sqrt()[batch] + 1e-5)\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+MIN_MAX = """
+class Loss(nn.Module):
+    def forward(self, fake, real):
+        {values}
+        lo, hi = torch.min(v), torch.max(v)
+        w = (v - lo) / (hi - lo)
+        return (w * fake).sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        # eigenvalues of a model's features: all equal for degenerate features in training
+        ("v = torch.linalg.eigvalsh(real @ real.T)", ["medium"]),
+        # Gaussian noise: distinct draws never tie, and no gradient flows through it
+        ("v = torch.randn(16)", ["low"]),
+    ],
+)
+def test_range_of_one_tensor_in_a_loss(values: str, expected: list[str]) -> None:
+    """A min-max normalisation is 0/0 for a constant tensor: medium where autograd
+    differentiates the function and the tensor carries a gradient."""
+    assert _grades(MIN_MAX.format(values=values), "NUM202") == expected
+    plain = MIN_MAX.replace("class Loss(nn.Module):\n    def forward(self,", "def scale(")
+    assert _grades(plain.format(values=values).replace("\n    ", "\n"), "NUM202") == ["low"]

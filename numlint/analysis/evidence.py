@@ -18,7 +18,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
-from numlint.analysis.gradients import module_forward, objective
+from numlint.analysis.gradients import gradient_evident, module_forward, no_gradient, objective
 from numlint.analysis.guards import assigned_here
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import (
@@ -120,6 +120,8 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
             return "low"  # `sqrt(1 - ecc**2)`: an eccentricity stops short of 1
     if reason == "a `torch.rand` draw" and _runs_once(ctx):
         return "low"  # an initialisation draws a few hundred numbers once: 0 has odds 2**-24 each
+    if reason == "the range (max - min) of one tensor" and _differentiated(ctx, value):
+        return "medium"  # a loss's min-max normalisation: a constant tensor in training
     if value is not None and reason == "a value clamped at 0" and _enclosing(ctx, value):
         return "low"  # GIoU's enclosing box: 0 only when both boxes are degenerate
     base: Confidence = "high" if log and reason in _LOG_HIGH else _table(reason)
@@ -133,6 +135,12 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return base
     found = _source_grade(ctx, value)
     return found if confidence_rank(found) > confidence_rank(base) else base
+
+
+def _differentiated(ctx: Context, value: Value | None) -> bool:
+    """Autograd differentiates the function, and `value` is built from more than tensor
+    constructors and constants (numlint.analysis.gradients.no_gradient)."""
+    return value is not None and gradient_evident(ctx) and not no_gradient(ctx, value)
 
 
 _INIT_NAME = re.compile(r"^(__init__|_?reset_parameters|_?init(ialize|ialise)?(_\w*)?)$")

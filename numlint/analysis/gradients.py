@@ -25,7 +25,7 @@ import libcst as cst
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
-from numlint.analysis.places import evaluation_code
+from numlint.analysis.places import evaluation_code, inference_code
 from numlint.analysis.summaries import (
     file_text,
     function_key,
@@ -58,10 +58,11 @@ def gradient_flows(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     func = ctx.function
     cls = ctx.class_scope
-    if evaluation_code(ctx.path, func.name.value if func is not None else "") and not (
-        module_forward(ctx)
+    if evaluation_code(ctx.path, func.name.value if func is not None else "") and (
+        inference_code(ctx.path) or not (module_forward(ctx) or forward_helper(ctx))
     ):
-        return False  # a module's forward trains wherever its file lives (`models/metrics.py`)
+        return False  # a module's forward, and a helper only forwards call, train wherever
+        # their file lives (`models/metrics.py`, a perceptual metric's network used as a loss)
     if func is not None and func.returns is not None:
         if returns_numbers(ctx.code(func.returns.annotation)):
             return False  # `-> float`: what it computes leaves as a Python number
@@ -152,6 +153,13 @@ def module_forward(ctx: Context) -> bool:
     project = ctx.project
     key = function_key(ctx)
     return project is not None and key is not None and project.module_forward(key)
+
+
+def forward_helper(ctx: Context) -> bool:
+    """The function being visited is a helper that only modules' `forward` methods call."""
+    project = ctx.project
+    key = function_key(ctx)
+    return project is not None and key is not None and project.forward_helper(key)
 
 
 def trained(ctx: Context) -> bool:

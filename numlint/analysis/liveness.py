@@ -298,7 +298,7 @@ def _unused_operand(ctx: Context, node: cst.CSTNode) -> bool:
 def unused_option(ctx: Context, value: Value) -> bool:
     """The value is built from a parameter defaulting to None that every known caller leaves
     out: the code that uses it does not run."""
-    found = names(value.node) | names(ctx.deref(value).node)
+    found = _operand_names(ctx, value.node) | _operand_names(ctx, ctx.deref(value).node)
     for name in found:
         param = ctx.parameter(name) if "." not in name else None
         binding = ctx.lookup(name, value.env) if param is not None else None
@@ -308,6 +308,45 @@ def unused_option(ctx: Context, value: Value) -> bool:
         if isinstance(default, cst.Name) and default.value == "None" and never_passed(ctx, name):
             return True
     return False
+
+
+#: torch functions whose positional arguments are all tensors (elsewhere only the first is).
+_DATA_ARGS = frozenset(
+    {"add", "sub", "mul", "div", "true_divide", "matmul", "mm", "bmm", "where", "maximum",
+     "minimum", "dist", "cdist", "atan2", "pow", "dot", "einsum", "xlogy"}
+)  # fmt: skip
+
+
+def _operand_names(ctx: Context, node: cst.CSTNode) -> set[str]:
+    """The names a None would make the expression fail on: operands, method receivers,
+    subscripted values and a torch function's positional inputs, also inside any argument
+    (`start_dim=-dims`); not a name passed on as an option (`x.sum(axis=axis)`: None is a
+    valid value there) nor to another function."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        found: set[str] = set()
+        if isinstance(func, cst.Attribute) and (
+            (ctx.qualname(func) or "").split(".")[0] not in ("torch", "numpy", "math")
+        ):
+            found |= _operand_names(ctx, func.value)  # `cf.sum()`: the receiver
+        elif (qualname := ctx.qualname(func) or "").startswith("torch."):
+            data = node.args if qualname.rsplit(".", 1)[-1] in _DATA_ARGS else node.args[:1]
+            for arg in data:
+                if arg.keyword is None:
+                    found |= _operand_names(ctx, arg.value)  # `torch.log(cf)`, not its dim
+        for arg in node.args:
+            if not isinstance(arg.value, (cst.Name, cst.Attribute)):
+                found |= _operand_names(ctx, arg.value)  # `start_dim=-dims` fails on None
+        return found
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return names(node)
+    if isinstance(node, cst.Subscript):
+        return _operand_names(ctx, node.value)
+    if isinstance(node, cst.BinaryOperation):
+        return _operand_names(ctx, node.left) | _operand_names(ctx, node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _operand_names(ctx, node.expression)
+    return names(node)
 
 
 # ---- functions and classes nothing refers to ----

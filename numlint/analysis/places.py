@@ -12,6 +12,7 @@ _EVAL_DIRS = re.compile(
     r"|(^|[/\\])(sampling|samplers|schedulers|inference|data|datasets?|dataloaders?"
     r"|preprocessing)[/\\]"
 )
+_RUN_DIRS = re.compile(r"(^|[/\\])(sampling|samplers|inference)[/\\]")
 _EVAL_FUNCTIONS = re.compile(
     r"(metric|evaluat|postprocess|post_process|sample_loop|(^|_)(p_sample|ddim|plms)(_|$))", re.I
 )  # a diffusion model's reverse process (`p_sample`, `ddim_step`) samples, it does not train
@@ -27,6 +28,12 @@ def evaluation_code(path: str, function: str) -> bool:
     (`p_sample`, `ddim_step`, `sample_loop`).
     Its results are not differentiated."""
     return bool(_EVAL_DIRS.search(path) or (function and _EVAL_FUNCTIONS.search(function)))
+
+
+def inference_code(path: str) -> bool:
+    """A `sampling/`, `samplers/` or `inference/` package: its modules' forward passes run
+    a trained model, under no_grad."""
+    return bool(_RUN_DIRS.search(path))
 
 
 def is_test_code(path: str, function: str = "", cls: str = "") -> bool:

@@ -1410,6 +1410,18 @@ class Project:
             for cmod, caller, call in calls
         )
 
+    def forward_helper(self, func: str) -> bool:
+        """Whether every known caller of `func` of the file being linted (at least one) is
+        the `forward` of an nn.Module class: a helper of a network's forward pass."""
+        mod = self.main
+        f = mod.functions.get(func) if mod is not None else None
+        if mod is None or f is None:
+            return False
+        calls = self.known_calls(mod, f)
+        return bool(calls) and all(
+            caller is not None and self._module_forward(cmod, caller) for cmod, caller, _ in calls
+        )
+
     def _module_class(self, mod: Module, cls: str) -> bool:
         """A class with a `forward` method, or based (through the project) on `torch.nn` or
         on a class whose name ends in `Module` (`LightningModule`)."""

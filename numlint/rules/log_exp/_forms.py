@@ -53,6 +53,27 @@ def unbounded_exp(
     return found
 
 
+def exp_sums(
+    ctx: Context, expr: cst.BaseExpression, env=None, shifted_only: bool = True
+) -> list[Found] | None:
+    """The exponentials of `torch.exp(x).sum(d)` (also a mean, through a variable), or of a
+    product of such sums (`exp(a).sum() * exp(b).sum()`, a circle loss's two terms); None
+    for anything else. Exponents bounded above do not count (max-shifted ones only, with
+    `shifted_only`; numlint.analysis.zeros.exp_bounded)."""
+    env = ctx.env if env is None else env
+    value = ctx.deref(Value(expr, env))
+    node = unparenthesized(value.node)  # type: ignore[arg-type]
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        left = exp_sums(ctx, node.left, value.env, shifted_only)
+        right = exp_sums(ctx, node.right, value.env, shifted_only) if left is not None else None
+        return left + right if left is not None and right is not None else None
+    red = find(ctx, expr, ("sum", "mean"), env)
+    if red is None or red.op.input is None:
+        return None
+    e = unbounded_exp(ctx, red.op.input, red.op.env, shifted_only=shifted_only)
+    return [e] if e is not None else None
+
+
 def overflow_confidence(ctx: Context, exp: Found, learned: bool = False) -> Confidence:
     """How likely `exp(x)` overflows into a NaN: in float16 (from x = 11.1) `high`; with
     `learned` (a form whose overflow is inf/inf or an infinite gradient: a softmax, a

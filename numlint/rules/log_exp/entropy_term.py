@@ -47,12 +47,40 @@ def _summed(ctx, node: cst.BaseExpression, value: Value) -> bool:
     return activation(ctx, Value(o.input, found.env), ("softmax", "sigmoid")) is not None
 
 
+_KL_MESSAGE = (
+    "`p * log(p / q)` is 0 * -inf = NaN where p is 0; use `torch.xlogy(p, p / q)` "
+    "(or `F.kl_div(q.log(), p, reduction=...)`)"
+)
+
+
+def _log_term(ctx, value: Value) -> Value:
+    """The log in `log(p) - log(q)` (a KL term written as a difference of logs), else
+    `value` itself."""
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        left = ctx.deref(Value(node.left, value.env))
+        o = op(ctx, left.node, left.env)  # type: ignore[arg-type]
+        if o is not None and o.name in ("log", "log2"):
+            return left
+    return value
+
+
+def _numerator(ctx, value: Value) -> Value:
+    """p of `p / q` (directly or through a variable), else the value itself."""
+    found = ctx.deref(value)
+    node = found.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return Value(node.left, found.env)
+    return value
+
+
 class EntropyTerm(Rule):
     """`p * log(p)` is 0 * -inf = NaN at p = 0: use `torch.xlogy(p, p)` or `torch.special.entr`.
 
     What it does:
     Flags a product of a tensor and its own log: `p * torch.log(p)`, `p * p.log()`,
-    `torch.log(p) * p`, `-p * torch.log2(p)`, as written in entropies and KL terms, unless `p`
+    `torch.log(p) * p`, `-p * torch.log2(p)`, as written in entropies, and the KL term
+    `p * torch.log(p / q)` / `p * (torch.log(p) - torch.log(q))`, unless `p`
     is known to be positive (clamped, an exponential), holds only entries that pass a test of
     themselves (`p[p > eps]`, `s = s[s.pow(2) > 0]`), or is a softmax / sigmoid output (then
     NUM101 / NUM102 report the log itself).
@@ -159,6 +187,14 @@ class EntropyTerm(Rule):
             """,
             "an eps added in an earlier statement",
         ),
+        Valid(
+            """
+            import torch
+            def cross_term(p, q):
+                return torch.sum(q * torch.log(p / q), axis=-1)
+            """,
+            "the factor is not the numerator of the log's ratio",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -224,6 +260,17 @@ class EntropyTerm(Rule):
             column=6,
             note="log2: no fix",
         ),
+        Invalid(
+            """
+            import torch
+            def kl_divergence(p, q):
+                return torch.sum(p * torch.log(p / q), axis=-1)
+            """,
+            confidence="medium",
+            line=3,
+            column=22,
+            note="a KL term: `p * log(p / q)` is NaN where p is 0 (also `p * (log(p) - log(q))`)",
+        ),
     ]
     PROBE = Probe(
         hazard="p * torch.log(p)",
@@ -238,6 +285,8 @@ class EntropyTerm(Rule):
         ctx = self.ctx
         for factor, other in ((node.left, node.right), (node.right, node.left)):
             kept = ctx.deref(ctx.value(other))  # `log_p = p.log()` on a line of its own
+            whole = kept
+            kept = _log_term(ctx, kept)  # `p * (log(p) - log(q))`: the log of p
             o = op(ctx, kept.node, kept.env)  # type: ignore[arg-type]
             if o is None or o.name not in ("log", "log2") or o.input is None:
                 continue
@@ -248,10 +297,15 @@ class EntropyTerm(Rule):
                 factor.operator, cst.Minus
             )
             base = factor.expression if negated else factor  # type: ignore[attr-defined]
-            if not same_value(ctx, ctx.value(base), Value(o.input, kept.env)):
-                continue
-            value = ctx.deref(ctx.value(o.input))
-            if const(ctx, o.input) is not None:
+            logged = Value(o.input, kept.env)
+            if not same_value(ctx, ctx.value(base), logged):
+                logged = _numerator(ctx, logged)  # `p * log(p / q)`: a KL term
+                if not same_value(ctx, ctx.value(base), logged):
+                    continue
+            relative = logged.node is not o.input or kept is not whole
+            separate = separate or relative
+            value = ctx.deref(logged)
+            if const(ctx, logged.node) is not None:
                 return  # `math.pi * torch.log(math.pi)`: a constant, never 0
             if guarded_by_mutation(ctx, value) or positive_value(ctx, value):
                 return
@@ -277,5 +331,5 @@ class EntropyTerm(Rule):
                 grade = "low"
             if sanitised_later(ctx) or replaced_by_where(ctx, o.input):
                 grade = "low"  # `h = p * p.log(); h = torch.where(p > 0, h, 0)`
-            self.report(node, fix=fix, confidence=grade)
+            self.report(node, _KL_MESSAGE if relative else None, fix, confidence=grade)
             return

@@ -7,11 +7,11 @@ import re
 import libcst as cst
 
 from numlint.analysis.context import Value
-from numlint.analysis.ops import op, same_code
+from numlint.analysis.ops import const, op, same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded, subtraction
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, find, unbounded_exp
+from numlint.rules.log_exp._forms import Found, bare, exp_sums, find, plus_one, unbounded_exp
 from numlint.tree import call_name, descendants
 
 
@@ -21,9 +21,10 @@ class HandWrittenLogsumexp(Rule):
     What it does:
     Flags `torch.log(torch.sum(torch.exp(x), d))`, `torch.log(torch.exp(x).sum(d))`,
     `x.exp().sum(d).log()`, the same with `mean`, `torch.log(torch.exp(a) + torch.exp(b))`,
-    and the hand-written InfoNCE / cross-entropy term
-    `torch.log(torch.exp(pos) / torch.exp(sim).sum(d))`, also when the parts come from
-    variables of the same function.
+    the hand-written InfoNCE / cross-entropy term
+    `torch.log(torch.exp(pos) / torch.exp(sim).sum(d))`, and the soft-margin form
+    `torch.log(1 + torch.exp(x).sum(d))` (also of a product of such sums, as in a circle
+    loss), also when the parts come from variables of the same function.
 
     Why is this bad?
     `exp(x)` overflows to inf for x >= 88.7 (float32) / 11.1 (float16), and when every x is
@@ -48,6 +49,9 @@ class HandWrittenLogsumexp(Rule):
     below -104 in float32), which needs every point far from every other. Also low when the
     function writes the shifted form of the same two values too
     (`mx + torch.log1p(torch.exp(mn - mx))`): the plain sum is a deliberate edge-case path.
+    For `log(1 + sum(exp(x)))`: high when the exponent is scaled (`exp(s * x)`, `exp(x / t)`:
+    a cosine times 64 overflows), low when it is not, not reported when it is bounded above
+    (only an overflow hurts there: the 1 keeps the log finite).
     Medium for a sum along a dimension of exps shifted by the maximum of the whole tensor
     (`x - x.data.max()`, then `sum(..., 1)`): a row far below that maximum underflows to
     log(0) = -inf.
@@ -162,6 +166,14 @@ class HandWrittenLogsumexp(Rule):
                 return top.view(-1, n) + torch.log(torch.sum(torch.exp(vec - top.expand_as(vec)), 1))
             """,
             "shifted by the maximum picked at its own argmax (the CRF helper)",
+        ),
+        Valid(
+            """
+            import torch
+            def smooth_count(d):
+                return torch.log(1 + torch.exp(-(d ** 2) / 2).sum(-1))
+            """,
+            "`log(1 + sum(exp(-d ** 2 / 2)))`: each term at most 1, nothing overflows",
         ),
     ]
     INVALID = [
@@ -350,6 +362,31 @@ class HandWrittenLogsumexp(Rule):
             column=12,
             note="scaled but not max-shifted: no fix for a mean",
         ),
+        Invalid(
+            """
+            import torch
+            def circle_loss(sp, sn, scale=256.0, m=0.25):
+                loss_p = torch.sum(torch.exp(-scale * (sp - 1 + m)))
+                loss_n = torch.sum(torch.exp(scale * (sn - m)))
+                return torch.log(1 + loss_p * loss_n)
+            """,
+            confidence="high",
+            line=5,
+            column=12,
+            note="`log(1 + sum(exp))` of scaled similarities, through variables: a softplus "
+            "of a logsumexp",
+        ),
+        Invalid(
+            """
+            import torch
+            def soft_margin(d):
+                return torch.log(1 + torch.exp(d).sum(-1))
+            """,
+            confidence="low",
+            line=3,
+            column=12,
+            note="an unscaled exponent: overflow needs a value above 88.7",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.exp(x).sum(-1))",
@@ -368,6 +405,13 @@ class HandWrittenLogsumexp(Rule):
         if inner.mutations:
             return
         expr = inner.node
+        rest = plus_one(ctx, expr, inner.env)  # type: ignore[arg-type]
+        # `log(1 + sum(exp(x)))`: 1 keeps the log finite, only an overflow hurts
+        exps = exp_sums(ctx, rest, inner.env, shifted_only=False) if rest is not None else None
+        if exps:
+            grade = "high" if any(_scaled(ctx, e) for e in exps) else "low"
+            self.report(node, _SOFTPLUS_MESSAGE, confidence=grade)
+            return
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             a = unbounded_exp(ctx, expr.left, inner.env, shifted_only=True)
             b = unbounded_exp(ctx, expr.right, inner.env, shifted_only=True)
@@ -438,6 +482,11 @@ class HandWrittenLogsumexp(Rule):
         return self.fix("unsafe", "Replace with `torch.logaddexp`", (node, code))
 
 
+_SOFTPLUS_MESSAGE = (
+    "hand-written `log(1 + sum(exp(x)))`: exp overflows to inf (x > 88.7) and the gradient "
+    "is inf/inf = NaN; write `F.softplus(torch.logsumexp(x, d))` (for a product of sums, "
+    "`F.softplus(torch.logsumexp(a, d) + torch.logsumexp(b, d))`)"
+)
 _GLOBAL_MESSAGE = (
     "log-sum-exp shifted by the maximum of the whole tensor, not of each row it sums: a "
     "row far below that maximum (about 104 in float32) underflows to log(0) = -inf; "
@@ -472,6 +521,37 @@ def _undetached(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
         callee = ctx.callee(expr)
         return callee.receiver if callee.receiver is not None else expr
     return expr
+
+
+def _scaled(ctx, e: Found, depth: int = 0) -> bool:
+    """An exponent multiplied by a scale (`exp(-self.scale * (s - m))`, `exp(s * 64)`) or
+    divided by a temperature (`exp(s / t)`, `exp(s / 0.05)`): a cosine times 64 overflows,
+    where an unscaled similarity stays far below 88.7."""
+    arg = e.op.input
+    if arg is None or exp_bounded(ctx, arg, e.op.env):
+        return False
+    return _has_scale(ctx, ctx.deref(Value(arg, e.op.env)).node, e.op.env, depth)
+
+
+def _has_scale(ctx, node: cst.CSTNode, env, depth: int) -> bool:
+    if depth > 4 or not isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        return False
+    if isinstance(node, cst.UnaryOperation):
+        return _has_scale(ctx, node.expression, env, depth + 1)
+    if isinstance(node.operator, cst.Multiply):
+        for side in (node.left, node.right):
+            c = const(ctx, side, env)
+            if (c is None and isinstance(side, (cst.Name, cst.Attribute))) or (
+                c is not None and abs(c) >= 10
+            ):
+                return True
+    if isinstance(node.operator, cst.Divide):
+        c = const(ctx, node.right, env)
+        if (c is None and isinstance(node.right, (cst.Name, cst.Attribute))) or (
+            c is not None and 0 < abs(c) <= 0.1
+        ):
+            return True
+    return _has_scale(ctx, node.left, env, depth + 1) or _has_scale(ctx, node.right, env, depth + 1)
 
 
 def _grade(ctx, *exps: Found) -> str:

@@ -11,7 +11,7 @@ from numlint.analysis.ops import const, op
 from numlint.analysis.summaries import origin_of, rounds_parameter
 from numlint.analysis.tables import ROUNDING
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import bare, find, is_one, plus_one, wrap
+from numlint.rules.log_exp._forms import bare, exp_sums, find, is_one, plus_one, wrap
 from numlint.tree import call_name
 
 
@@ -299,8 +299,8 @@ class Log1pExpm1Precision(Rule):
             return  # `x = x + 1` (a shift or a counter stepped in a loop): not `1 + small`
         if _absorbed(ctx, node):
             return
-        if find(ctx, x, ("exp",), inner.env) is not None:
-            return
+        if find(ctx, x, ("exp",), inner.env) is not None or exp_sums(ctx, x, inner.env):
+            return  # `log(1 + exp(x))`: NUM104; `log(1 + exp(x).sum())`: NUM105
         if no_gradient(ctx, Value(x, inner.env), integers=True):
             return  # whole numbers (`torch.arange` offsets): `1 + x` is exact
         if _cast_from_whole(ctx, Value(x, inner.env)):
