@@ -135,3 +135,16 @@ def test_files_outside_a_repository_are_importable(tmp_path: Path) -> None:
     losses = _project(tmp_path, "[tool.numlint]\n")
     (tmp_path / ".git").rmdir()
     assert [d.row for d in check_paths([losses], ALL)] == [3, 5]
+
+
+def test_private_class_of_a_partly_seen_package(tmp_path: Path) -> None:
+    """A file importing a sibling module that is not on disk is part of a package numlint
+    sees in part: its private classes may be used by the modules it does not see."""
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    body = f"import torch\nfrom .layers import Block\n\n\nclass _Net:\n    def forward(self, x):\n        return {HAZARD}\n"
+    (pkg / "core.py").write_text(body)
+    assert [d.row for d in check_paths([pkg / "core.py"], ALL)] == [7]
+    (pkg / "layers.py").write_text("class Block:\n    pass\n")
+    assert check_paths([pkg / "core.py"], ALL) == []

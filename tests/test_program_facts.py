@@ -2079,3 +2079,98 @@ def test_range_of_one_tensor_in_a_loss(values: str, expected: list[str]) -> None
     assert _grades(MIN_MAX.format(values=values), "NUM202") == expected
     plain = MIN_MAX.replace("class Loss(nn.Module):\n    def forward(self,", "def scale(")
     assert _grades(plain.format(values=values).replace("\n    ", "\n"), "NUM202") == ["low"]
+
+
+@pytest.mark.parametrize(
+    ("guard", "expected"),
+    [
+        # a test of the total passes while one row is silent
+        ("if rms.sum() < 1e-8:\n        rms = torch.ones_like(rms) * 1e-8", ["low"]),
+        ("if rms.mean() == 0:\n        return x", ["low"]),
+        # a test of the smallest entry guards each one
+        ("if rms.min() < 1e-8:\n        rms = torch.ones_like(rms) * 1e-8", []),
+        ("if (rms < 1e-8).any():\n        return x", []),
+    ],
+)
+def test_a_tested_total_guards_no_entry(guard: str, expected: list[str]) -> None:
+    """`if rms.sum() < eps: rms = ...` replaces the RMS only when every row is silent: a
+    single silent row still divides by 0."""
+    code = (
+        "def scale(x):\n"
+        "    rms = torch.sqrt(torch.mean(torch.square(x), dim=-1, keepdim=True))\n"
+        f"    {guard}\n"
+        "    return x / rms\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+def test_root_mean_square_passed_by_the_caller(tmp_path: Path) -> None:
+    """A helper in another file returning `sqrt(mean(x ** 2))` is a norm, and a parameter
+    every caller passes it for is divided by a norm."""
+    pkg = _package(
+        tmp_path,
+        utils="import torch\n\n\ndef rms(x):\n    return torch.sqrt(torch.mean(x ** 2, dim=-1))\n",
+        loss=(
+            "import torch\nfrom pkg.utils import rms\n\n\n"
+            "def normalised(x, n):\n    return x.sum(-1) / n\n\n\n"
+            "def run(x):\n    return normalised(x, rms(x))\n"
+        ),
+    )
+    found = check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found] == [(6, "low")]
+    (pkg / "utils.py").write_text(
+        "import torch\n\n\ndef rms(x):\n    return torch.sqrt(torch.mean(x ** 2, dim=-1) + 1e-8)\n"
+    )
+    assert check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"}) == []
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # local means of two images: both 0 in a black region
+        ("F.avg_pool2d(x, 3) ** 2 + F.avg_pool2d(y, 3) ** 2", ["low"]),
+        # numbers: `(1 - t) ** 2 + t ** 2` is at least 0.5
+        ("(1 - t) ** 2 + t ** 2", []),
+    ],
+)
+def test_sum_of_two_squares_of_tensors(den: str, expected: list[str]) -> None:
+    """`a ** 2 + b ** 2` is a sum of squares when a and b are tensors a function computes."""
+    code = f"def index(x, y, t=0.5):\n    return (x * y).sum() / ({den})\n"
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # a node without edges has degree 0, and log(1 + 0) = 0
+        ("degree(index, num_nodes=n)", ["medium"]),
+        ("torch.log(degree(index, num_nodes=n) + 1)", ["medium"]),
+        # counted up to the largest index: a batch vector's graphs each hold a node
+        ("degree(index)", ["low"]),
+        # 1 + a degree is never 0
+        ("degree(index, num_nodes=n) + 1", []),
+    ],
+)
+def test_node_degree_denominators(den: str, expected: list[str]) -> None:
+    """A node's degree, and the log of one plus it (a PNA scaler), are 0 for an isolated
+    node given by the node count."""
+    code = (
+        "from torch_geometric.utils import degree\n\n\n"
+        f"def scale(out, index, n):\n    return out / ({den})\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        ("sigma.det().sqrt()", ["medium"]),
+        ("torch.sqrt(torch.linalg.det(sigma))", ["medium"]),
+        ("torch.sqrt(torch.linalg.det(sigma).clamp_min(1e-6))", []),
+    ],
+)
+def test_root_of_a_determinant(root: str, expected: list[str]) -> None:
+    """The determinant of a covariance is 0 for a degenerate (tiny or flat) Gaussian box:
+    its root's gradient is NaN there."""
+    code = f"class KFIoU(nn.Module):\n    def forward(self, sigma):\n        return 4 * {root}\n"
+    assert _grades(code, "NUM201") == expected

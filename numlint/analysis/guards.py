@@ -544,6 +544,8 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
         return True
     for parent, child in _enclosing(ctx):
+        if isinstance(parent, (cst.If, cst.While)) and _total_tested(ctx, parent.test, operand):
+            continue  # `if rms.sum() < eps: ...` ... `x / rms`: one silent row passes the test
         if isinstance(parent, (cst.If, cst.While)) and child is parent.body:
             if _nonzero_test(ctx, parent.test, wanted, True):
                 return True
@@ -569,6 +571,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True  # `w, empty = split(...)`; `if empty: return`
                 if (
                     isinstance(stmt, cst.If)
+                    and not _total_tested(ctx, stmt.test, operand)
                     and _nonzero_test(ctx, _checked_part(stmt.test, wanted), wanted, False)
                     and (exits(stmt.body) or _rebinds(stmt.body, wanted))
                 ):
@@ -582,6 +585,28 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                     return True
                 if isinstance(stmt, cst.While) and _empty_rows_left(ctx, stmt.test, wanted):
                     return True  # `while len(empty) > 0: <refill>`: none is left after it
+    return False
+
+
+#: Totals of a tensor whose test says nothing of each entry (`min` and `amin` do).
+_ENTRY_BLIND = frozenset({"sum", "mean", "max", "amax", "norm"})
+
+
+def _total_tested(ctx: Context, test: cst.BaseExpression, operand: cst.BaseExpression) -> bool:
+    """`test` compares a total of the tensor `operand` names (`rms.sum() < eps`,
+    `rms.mean() == 0`) with a bound: the total passes while a single entry is 0."""
+    if not isinstance(operand, cst.Name) or not isinstance(test, cst.Comparison):
+        return False
+    for side in (test.left, *(t.comparator for t in test.comparisons)):
+        if isinstance(side, cst.Call) and isinstance(side.func, cst.Attribute):
+            receiver = side.func.value
+            if (
+                side.func.attr.value in _ENTRY_BLIND
+                and not side.args
+                and isinstance(receiver, cst.Name)
+                and receiver.value == operand.value
+            ):
+                return True
     return False
 
 

@@ -12,7 +12,8 @@ Facts of the program, not of names:
 - a function or class nothing refers to: a private one (`_helper`) or a nested one whose name
   appears nowhere else in the project's files; in a repository checkout (`.git`) that is no
   distribution (no `[project]`, setup.py or setup.cfg: scripts and research code), a public
-  one too. A
+  one too. A file that imports a sibling module missing from disk is part of a package
+  numlint sees in part: its module-level private functions and classes stay reachable. A
   distribution's public functions are its API and count as reachable, as do decorated ones
   (registered by their decorator), dunder methods, tests, and public methods (a framework may
   call them by name).
@@ -370,6 +371,8 @@ def _unreferenced(ctx: Context) -> bool:
         private = name.startswith("_")
         if not (private or nested) and (method or _distribution(ctx.path)):
             continue  # a public method or a distribution's API
+        if depth == 0 and _partial_package(ctx.path, ctx.source):
+            continue  # `_Net` of `core.py`: a module numlint is not given may import it
         if not _referenced(ctx, name):
             return True
     return False
@@ -406,6 +409,23 @@ def _distribution_root(root: str) -> bool:
             return bool(_DISTRIBUTION.search(f.read()))
     except (OSError, UnicodeDecodeError):
         return False
+
+
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]+)[ \t]+import\b", re.M)
+
+
+def _partial_package(path: str, source: str) -> bool:
+    """The file imports a sibling module that is not on disk (`from .embedding import ...`
+    without `embedding.py`): numlint sees part of a package, and the modules it does not see
+    may use the file's private functions and classes."""
+    for dots, module in _RELATIVE_IMPORT.findall(source):
+        base = os.path.dirname(os.path.abspath(path))
+        for _ in range(len(dots) - 1):
+            base = os.path.dirname(base)
+        target = os.path.join(base, *module.split("."))
+        if not (os.path.exists(target + ".py") or os.path.isdir(target)):
+            return True
+    return False
 
 
 def _distribution(path: str) -> bool:

@@ -62,7 +62,7 @@ _TRANSPARENT = frozenset(
      "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
      "gather", "index_select", "expand", "expand_as", "cpu", "cuda", "view_as", "reshape_as"}
 )  # fmt: skip
-_SUMS = frozenset({"sum", "torch.sum"})
+_SUMS = frozenset({"sum", "torch.sum", "mean", "torch.mean"})
 _CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
 _NORMS = frozenset(
     {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.functional.norm"}
@@ -780,7 +780,9 @@ class Project:
             if inner is not None and inner.kind == "positive":
                 return _at(here, "positive", f"the root of a positive value in {_where(mod, func)}")
             return None
-        if qual in _SUMS or (isinstance(fn, ast.Attribute) and fn.attr == "sum" and qual is None):
+        if qual in _SUMS or (
+            isinstance(fn, ast.Attribute) and fn.attr in ("sum", "mean") and qual is None
+        ):  # a mean of squares is 0 exactly where their sum is: a root mean square
             summed = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
             if summed is not None and id(summed) not in self._snippet:
                 summed = _value_of(f, summed)

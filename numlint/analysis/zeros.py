@@ -18,6 +18,7 @@ from numlint.analysis.ops import (
     Op,
     clamp_bounds,
     const,
+    has_tensor_op,
     is_zero,
     names,
     op,
@@ -519,6 +520,8 @@ def _call_reason(
         return sub(inp) if inp is not None else None
     if o.name in ("abs", "cumprod") and inp is not None:
         return sub(inp)
+    if o.name == "det" and mode == "sqrt":
+        return "a determinant"  # `Sigma.det().sqrt()`: 0 for a degenerate covariance
     if o.name in ("min", "amin") and inp is not None and not _binary_max(ctx, o):
         return sub(inp)  # `d.min(dim=1)[0]`: the nearest of squared distances is 0 where one is
     if o.name in ("matmul", "mm", "bmm") and inp is not None and mode == "sqrt":
@@ -946,6 +949,13 @@ def _one_hot_rows(ctx: Context, value: Value, dim: cst.BaseExpression | None) ->
 
 #: The number of samples of each class: 0 for a class the batch does not hold.
 _PER_CLASS = "a count per class"
+_DEGREE = "a node's degree"
+_VALUE_COUNT = "the count of each value of a vector up to its largest"
+#: Functions and methods giving each node's number of edges: 0 for an isolated node.
+_DEGREES = frozenset({"torch_geometric.utils.degree", "torch_geometric.utils.degree.degree"})
+_DEGREE_METHODS = frozenset({"in_degrees", "out_degrees"})
+#: Reasons of a whole number that is 0: `log(1 + n)` is 0 with it.
+_WHOLE_ZEROS = frozenset({"a count", _PER_CLASS, _DEGREE, _VALUE_COUNT})
 
 
 def _one_hot(ctx: Context, value: Value) -> bool:
@@ -1787,7 +1797,42 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     any arm of an earlier `if` that assigns it)."""
     if depth > 10:
         return None
-    return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
+    found = ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
+    node = value.node
+    if found is None and isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        if None in ctx.alternatives(value):  # `if rms.sum() < t: rms = ...`, else the argument
+            return _passed_reason(ctx, node)
+    return found
+
+
+def _one_plus(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """x of `x + 1`, `1 + x` (through a variable)."""
+    node = ctx.deref(Value(expr, env)).node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if const(ctx, node.right, env) == 1.0:
+            return node.left
+        if const(ctx, node.left, env) == 1.0:
+            return node.right
+    return None
+
+
+def _squares_of_tensors(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """`a ** 2 + b ** 2` with a and b computed by tensor ops (local means of two images):
+    not `(1 - t) ** 2 + t ** 2` of a number, nor `sigma ** 2 + self.sigma_data ** 2`."""
+    for side in (node.left, node.right):
+        base = square_of(ctx, ctx.deref(Value(side, env)).node, env)  # type: ignore[arg-type]
+        if base is None or not has_tensor_op(ctx, Value(base, env)):
+            return False
+    return True
+
+
+def _passed_reason(ctx: Context, name: cst.Name) -> str | None:
+    """A norm or sum of squares the callers pass for parameter `name` (`x / rms`, with the
+    module's forward passing `rms = calculate_rms(x)` from another file)."""
+    found = origin_of(ctx, name, ("norm", "sum_of_squares"))
+    if found is None:
+        return None
+    return "a norm" if found.kind == "norm" else "a sum"
 
 
 _TRANSPOSES = frozenset({"t", "transpose", "swapaxes", "swapdims", "permute", "adjoint"})
@@ -1856,9 +1901,13 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
                 return denominator_reason(ctx, Value(node.left, env), depth + 1)
         if isinstance(operator, cst.Subtract):
             return _own_range(ctx, node, env)
+        if isinstance(operator, cst.Add) and _squares_of_tensors(ctx, node, env):
+            return _SUM_SQUARES  # `mu_x ** 2 + mu_y ** 2`: 0 where both are
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
+    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
+        return _passed_reason(ctx, node)
     if not isinstance(node, cst.Call):
         return None
     if self_product(ctx, node, env):
@@ -1868,7 +1917,20 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return denominator_reason(ctx, Value(callee.receiver, env, value.mutations), depth + 1)
     if _histogram(ctx, Value(node, env)):
         return _PER_CLASS  # `x.sum(0) / torch.bincount(y, minlength=k)`: a class not drawn
+    if callee.qualname in _DEGREES:
+        # `degree(index, num_nodes=n)`: a node without edges; without n, the count of each
+        # value up to the largest (`degree(batch)`: nodes per graph, none empty)
+        return _DEGREE if positional(node, 1, "num_nodes") is not None else _VALUE_COUNT
+    if callee.qualname is None and callee.method in _DEGREE_METHODS and not node.args:
+        return _DEGREE  # DGL's `g.in_degrees()`: an isolated node
     o = op(ctx, node, env)
+    if o is not None and o.name in ("log", "log1p") and o.input is not None:
+        inner = o.input if o.name == "log1p" else _one_plus(ctx, o.input, env)
+        if inner is not None and (
+            denominator_reason(ctx, Value(inner, env), depth + 1) in _WHOLE_ZEROS
+        ):
+            return "the log of 1 + a count"  # `torch.log(deg + 1)`: 0 for deg = 0
+        return None
     if o is None and user_call(ctx, node, env):
         found = origin_of(ctx, node, ("norm", "sum_of_squares"))
         if found is not None:  # `x / l2_norm(x)`, a helper in another function or file

@@ -50,8 +50,8 @@ class HandWrittenLogsumexp(Rule):
     function writes the shifted form of the same two values too
     (`mx + torch.log1p(torch.exp(mn - mx))`): the plain sum is a deliberate edge-case path.
     For `log(1 + sum(exp(x)))`: high when the exponent is scaled (`exp(s * x)`, `exp(x / t)`:
-    a cosine times 64 overflows), low when it is not, not reported when it is bounded above
-    (only an overflow hurts there: the 1 keeps the log finite).
+    a cosine times 64 overflows); not reported otherwise (an unscaled similarity stays far
+    below 88.7, and only an overflow hurts there: the 1 keeps the log finite).
     Medium for a sum along a dimension of exps shifted by the maximum of the whole tensor
     (`x - x.data.max()`, then `sum(..., 1)`): a row far below that maximum underflows to
     log(0) = -inf.
@@ -174,6 +174,14 @@ class HandWrittenLogsumexp(Rule):
                 return torch.log(1 + torch.exp(-(d ** 2) / 2).sum(-1))
             """,
             "`log(1 + sum(exp(-d ** 2 / 2)))`: each term at most 1, nothing overflows",
+        ),
+        Valid(
+            """
+            import torch
+            def soft_margin(d):
+                return torch.log(1 + torch.exp(d).sum(-1))
+            """,
+            "an unscaled exponent (a similarity, a distance): overflow needs a value above 88.7",
         ),
     ]
     INVALID = [
@@ -376,17 +384,6 @@ class HandWrittenLogsumexp(Rule):
             note="`log(1 + sum(exp))` of scaled similarities, through variables: a softplus "
             "of a logsumexp",
         ),
-        Invalid(
-            """
-            import torch
-            def soft_margin(d):
-                return torch.log(1 + torch.exp(d).sum(-1))
-            """,
-            confidence="low",
-            line=3,
-            column=12,
-            note="an unscaled exponent: overflow needs a value above 88.7",
-        ),
     ]
     PROBE = Probe(
         hazard="torch.log(torch.exp(x).sum(-1))",
@@ -409,8 +406,8 @@ class HandWrittenLogsumexp(Rule):
         # `log(1 + sum(exp(x)))`: 1 keeps the log finite, only an overflow hurts
         exps = exp_sums(ctx, rest, inner.env, shifted_only=False) if rest is not None else None
         if exps:
-            grade = "high" if any(_scaled(ctx, e) for e in exps) else "low"
-            self.report(node, _SOFTPLUS_MESSAGE, confidence=grade)
+            if any(_scaled(ctx, e) for e in exps):  # unscaled: overflow needs x > 88.7
+                self.report(node, _SOFTPLUS_MESSAGE, confidence="high")
             return
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             a = unbounded_exp(ctx, expr.left, inner.env, shifted_only=True)

@@ -238,6 +238,8 @@ class DivideByZeroNorm(Rule):
         "mean(",
         "mask",
         "bincount",
+        "degree",
+        "log",
     )
     ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
                      "masked_select")  # fmt: skip
