@@ -2167,6 +2167,9 @@ def test_node_degree_denominators(den: str, expected: list[str]) -> None:
         ("sigma.det().sqrt()", ["medium"]),
         ("torch.sqrt(torch.linalg.det(sigma))", ["medium"]),
         ("torch.sqrt(torch.linalg.det(sigma).clamp_min(1e-6))", []),
+        # a product of determinants clamped at 0: exactly 0 for a flat box, so the clamp
+        # passes sqrt's infinite slope on
+        ("(sigma.det() * sigma.mT.det()).clamp(0).sqrt()", ["high"]),
     ],
 )
 def test_root_of_a_determinant(root: str, expected: list[str]) -> None:

@@ -1107,17 +1107,26 @@ def _constant_fill(ctx, expr: cst.BaseExpression) -> bool:
 
 def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
     """`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: a difference clamped
-    at 0, which equal terms cancel to exactly 0."""
+    at 0, which equal terms cancel to exactly 0; or a product of determinants, exactly 0 for
+    a degenerate matrix (and underflowing for tiny ones)."""
     value = _under_views(ctx, arg)
     o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
     if o is None or o.name not in ("clamp", "clamp_min", "maximum", "max") or not o.input:
         return False
     inner = ctx.deref(Value(o.input, value.env)).node
+    if any(_determinant(ctx, f, value.env) for f in factors(inner)):
+        return True  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box's determinant is 0
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
         return False
     return not _discriminant(ctx, inner, value.env)
+
+
+def _determinant(ctx, expr: cst.BaseExpression, env) -> bool:
+    node = ctx.deref(Value(expr, env)).node
+    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
+    return o is not None and o.name == "det"
 
 
 def _discriminant(ctx, diff: cst.BinaryOperation, env) -> bool:
