@@ -101,6 +101,12 @@ class DivideByZeroNorm(Rule):
     `wrong * (n != 0)`) or through a factor (`w = mask * p` after
     `if mask.sum() == 0: break`) is guarded.
 
+    A node's degree (`degree(index, num_nodes=n)`, DGL's `g.in_degrees()`) is 0 for an
+    isolated node, and so is the log of one plus a count (`torch.log(deg + 1)`, a PNA
+    scaler); `a ** 2 + b ** 2` of tensors the code computes is a sum of squares, as is a norm
+    or root mean square every caller passes for a parameter. A test of the denominator's
+    total (`if rms.sum() < eps: rms = ...`) guards none of its entries.
+
     A vector's product with its own transpose (`v.T @ v`, `v_t @ v` with `v_t` a transpose or
     an einops reordering of `v`, `torch.matmul(v, v.mT)`) is a sum of squares, and so is its
     inner product with itself (`torch.dot(v, v)`, `v.dot(v)`, `torch.inner(v, v)`,

@@ -46,7 +46,8 @@ class SqrtAtZero(Rule):
     `F.mse_loss(a, b, reduction="none").mean(d)`, a vector's product with its own transpose
     `torch.matmul(v, v.transpose(1, 2))` or inner product with itself, `torch.dot(v, v)`,
     `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`), a square, a variance, `1 - x**2`
-    (`1 - cos**2`), a ReLU output, or a value clamped at 0; also through a variable and
+    (`1 - cos**2`), a ReLU output, a determinant (`Sigma.det().sqrt()`: 0 for a degenerate
+    covariance), or a value clamped at 0; also through a variable and
     through the smallest entries of one (`d.min(dim=1).values`, `torch.min(d, 1)[0]`,
     `d.amin(-1)`: a nearest-neighbour distance).
     Also the root of a squared distance expanded as `|x|**2 + |y|**2 - 2 x.y` (through
