@@ -2104,16 +2104,15 @@ def test_a_tested_total_guards_no_entry(guard: str, expected: list[str]) -> None
     assert _grades(code, "NUM202") == expected
 
 
-def test_root_mean_square_passed_by_the_caller(tmp_path: Path) -> None:
-    """A helper in another file returning `sqrt(mean(x ** 2))` is a norm, and a parameter
-    every caller passes it for is divided by a norm."""
+def test_root_mean_square_of_a_helper(tmp_path: Path) -> None:
+    """A helper in another file returning `sqrt(mean(x ** 2))` (a root mean square) is a
+    norm."""
     pkg = _package(
         tmp_path,
         utils="import torch\n\n\ndef rms(x):\n    return torch.sqrt(torch.mean(x ** 2, dim=-1))\n",
         loss=(
             "import torch\nfrom pkg.utils import rms\n\n\n"
-            "def normalised(x, n):\n    return x.sum(-1) / n\n\n\n"
-            "def run(x):\n    return normalised(x, rms(x))\n"
+            "def normalised(x):\n    return x.sum(-1) / rms(x)\n"
         ),
     )
     found = check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"})

@@ -1797,12 +1797,7 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     any arm of an earlier `if` that assigns it)."""
     if depth > 10:
         return None
-    found = ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
-    node = value.node
-    if found is None and isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
-        if None in ctx.alternatives(value):  # `if rms.sum() < t: rms = ...`, else the argument
-            return _passed_reason(ctx, node)
-    return found
+    return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
 
 
 def _one_plus(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
@@ -1824,15 +1819,6 @@ def _squares_of_tensors(ctx: Context, node: cst.BinaryOperation, env: Env) -> bo
         if base is None or not has_tensor_op(ctx, Value(base, env)):
             return False
     return True
-
-
-def _passed_reason(ctx: Context, name: cst.Name) -> str | None:
-    """A norm or sum of squares the callers pass for parameter `name` (`x / rms`, with the
-    module's forward passing `rms = calculate_rms(x)` from another file)."""
-    found = origin_of(ctx, name, ("norm", "sum_of_squares"))
-    if found is None:
-        return None
-    return "a norm" if found.kind == "norm" else "a sum"
 
 
 _TRANSPOSES = frozenset({"t", "transpose", "swapaxes", "swapdims", "permute", "adjoint"})
@@ -1906,8 +1892,6 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
-    if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
-        return _passed_reason(ctx, node)
     if not isinstance(node, cst.Call):
         return None
     if self_product(ctx, node, env):

@@ -245,7 +245,8 @@ class DivideByZeroNorm(Rule):
         "mask",
         "bincount",
         "degree",
-        "log",
+        "log(",
+        "log1p(",
     )
     ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
                      "masked_select")  # fmt: skip
