@@ -103,9 +103,9 @@ class DivideByZeroNorm(Rule):
 
     A node's degree (`degree(index, num_nodes=n)`, DGL's `g.in_degrees()`) is 0 for an
     isolated node, and so is the log of one plus a count (`torch.log(deg + 1)`, a PNA
-    scaler); `a ** 2 + b ** 2` of tensors the code computes is a sum of squares, as is a norm
-    or root mean square every caller passes for a parameter. A test of the denominator's
-    total (`if rms.sum() < eps: rms = ...`) guards none of its entries.
+    scaler); `a ** 2 + b ** 2` of tensors the code computes is a sum of squares, and a
+    project helper's root mean square (`sqrt(mean(x ** 2))`) a norm. A test of the
+    denominator's total (`if rms.sum() < eps: rms = ...`) guards none of its entries.
 
     A vector's product with its own transpose (`v.T @ v`, `v_t @ v` with `v_t` a transpose or
     an einops reordering of `v`, `torch.matmul(v, v.mT)`) is a sum of squares, and so is its
