@@ -371,7 +371,7 @@ def _unreferenced(ctx: Context) -> bool:
         private = name.startswith("_")
         if not (private or nested) and (method or _distribution(ctx.path)):
             continue  # a public method or a distribution's API
-        if depth == 0 and _partial_package(ctx.path, ctx.source):
+        if depth == 0 and _partial_package(ctx):
             continue  # `_Net` of `core.py`: a module numlint is not given may import it
         if not _referenced(ctx, name):
             return True
@@ -411,20 +411,28 @@ def _distribution_root(root: str) -> bool:
         return False
 
 
-_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]+)[ \t]+import\b", re.M)
-
-
-def _partial_package(path: str, source: str) -> bool:
+def _partial_package(ctx: Context) -> bool:
     """The file imports a sibling module that is not on disk (`from .embedding import ...`
     without `embedding.py`): numlint sees part of a package, and the modules it does not see
-    may use the file's private functions and classes."""
-    for dots, module in _RELATIVE_IMPORT.findall(source):
-        base = os.path.dirname(os.path.abspath(path))
-        for _ in range(len(dots) - 1):
-            base = os.path.dirname(base)
-        target = os.path.join(base, *module.split("."))
-        if not (os.path.exists(target + ".py") or os.path.isdir(target)):
-            return True
+    may use the file's private functions and classes. Once per file."""
+    known = ctx.shared.get("partial_package")
+    if known is None:
+        known = ctx.shared["partial_package"] = _missing_sibling(ctx.path, ctx.syntax)
+    return bool(known)
+
+
+def _missing_sibling(path: str, tree: ast.Module | None) -> bool:
+    """A relative import in `tree` whose module is neither a file nor a directory, resolved
+    against the file's directory as Python does."""
+    here = os.path.dirname(os.path.abspath(path))
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            base = here
+            for _ in range(node.level - 1):
+                base = os.path.dirname(base)
+            target = os.path.join(base, *node.module.split("."))
+            if not (os.path.exists(target + ".py") or os.path.isdir(target)):
+                return True
     return False
 
 

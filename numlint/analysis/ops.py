@@ -261,6 +261,23 @@ def is_zero(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
     return const(ctx, expr, env) == 0.0
 
 
+def plus_one(
+    ctx: Context, expr: cst.BaseExpression, env: Env | None = None
+) -> cst.BaseExpression | None:
+    """`1 + x`, `x + 1`, `x.add(1)` -> x (directly, not through a variable)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        left, right = const(ctx, expr.left) == 1.0, const(ctx, expr.right) == 1.0
+        if left and not right:
+            return expr.right
+        if right and not left:
+            return expr.left
+    o = op(ctx, expr, env)
+    if o is not None and o.name == "add" and o.spelling == "method" and len(expr.args) == 1:  # type: ignore[attr-defined]
+        if const(ctx, expr.args[0].value) == 1.0:  # type: ignore[attr-defined]
+            return o.input
+    return None
+
+
 def clamp_bounds(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
     """(min, max) of a clamp / clip / clamp_min call."""
     if o.name == "clamp_min":

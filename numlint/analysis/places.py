@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+#: Packages that run a trained model (a sampler, an inference API): part of _EVAL_DIRS.
+_RUN = r"sampling|samplers|inference"
 _EVAL_DIRS = re.compile(
     r"(^|[/\\])(metrics?|evaluation|[\w-]*[_-]metrics?|[\w-]*metrics)([/\\]|\.py$)"
-    r"|(^|[/\\])(sampling|samplers|schedulers|inference|data|datasets?|dataloaders?"
-    r"|preprocessing)[/\\]"
+    rf"|(^|[/\\])({_RUN}|schedulers|data|datasets?|dataloaders?|preprocessing)[/\\]"
 )
-_RUN_DIRS = re.compile(r"(^|[/\\])(sampling|samplers|inference)[/\\]")
+_RUN_DIRS = re.compile(rf"(^|[/\\])({_RUN})[/\\]")
 _EVAL_FUNCTIONS = re.compile(
     r"(metric|evaluat|postprocess|post_process|sample_loop|(^|_)(p_sample|ddim|plms)(_|$))", re.I
 )  # a diffusion model's reverse process (`p_sample`, `ddim_step`) samples, it does not train

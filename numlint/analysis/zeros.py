@@ -22,6 +22,7 @@ from numlint.analysis.ops import (
     is_zero,
     names,
     op,
+    plus_one,
     positive_bound,
     same_code,
     same_value,
@@ -1800,17 +1801,6 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
 
 
-def _one_plus(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
-    """x of `x + 1`, `1 + x` (through a variable)."""
-    node = ctx.deref(Value(expr, env)).node
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        if const(ctx, node.right, env) == 1.0:
-            return node.left
-        if const(ctx, node.left, env) == 1.0:
-            return node.right
-    return None
-
-
 def _squares_of_tensors(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
     """`a ** 2 + b ** 2` with a and b computed by tensor ops (local means of two images):
     not `(1 - t) ** 2 + t ** 2` of a number, nor `sigma ** 2 + self.sigma_data ** 2`."""
@@ -1909,10 +1899,12 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return _DEGREE  # DGL's `g.in_degrees()`: an isolated node
     o = op(ctx, node, env)
     if o is not None and o.name in ("log", "log1p") and o.input is not None:
-        inner = o.input if o.name == "log1p" else _one_plus(ctx, o.input, env)
-        if inner is not None and (
-            denominator_reason(ctx, Value(inner, env), depth + 1) in _WHOLE_ZEROS
-        ):
+        inner: Value | None = Value(o.input, env)
+        if o.name == "log":  # `torch.log(deg + 1)`, also through a variable
+            found = ctx.deref(Value(o.input, env))
+            x = plus_one(ctx, found.node, found.env)  # type: ignore[arg-type]
+            inner = Value(x, found.env) if x is not None else None
+        if inner is not None and denominator_reason(ctx, inner, depth + 1) in _WHOLE_ZEROS:
             return "the log of 1 + a count"  # `torch.log(deg + 1)`: 0 for deg = 0
         return None
     if o is None and user_call(ctx, node, env):

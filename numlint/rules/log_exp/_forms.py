@@ -92,20 +92,6 @@ def is_one(ctx: Context, expr: cst.BaseExpression) -> bool:
     return const(ctx, expr) == 1.0
 
 
-def plus_one(ctx: Context, expr: cst.BaseExpression, env=None) -> cst.BaseExpression | None:
-    """`1 + x`, `x + 1`, `x.add(1)` -> x (directly, not through a variable)."""
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        if is_one(ctx, expr.left) and not is_one(ctx, expr.right):
-            return expr.right
-        if is_one(ctx, expr.right) and not is_one(ctx, expr.left):
-            return expr.left
-    o = op(ctx, expr, env)
-    if o is not None and o.name == "add" and o.spelling == "method" and len(expr.args) == 1:  # type: ignore[attr-defined]
-        if is_one(ctx, expr.args[0].value):  # type: ignore[attr-defined]
-            return o.input
-    return None
-
-
 def negate(ctx: Context, expr: cst.BaseExpression) -> str:
     """Source of `-expr`, simplifying `-(-x)` to `x`."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):

@@ -7,11 +7,11 @@ import re
 import libcst as cst
 
 from numlint.analysis.context import Value
-from numlint.analysis.ops import const, op, same_code
+from numlint.analysis.ops import const, op, plus_one, same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.zeros import exp_bounded, subtraction
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, exp_sums, find, plus_one, unbounded_exp
+from numlint.rules.log_exp._forms import Found, bare, exp_sums, find, unbounded_exp
 from numlint.tree import call_name, descendants
 
 
@@ -520,14 +520,14 @@ def _undetached(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _scaled(ctx, e: Found, depth: int = 0) -> bool:
+def _scaled(ctx, e: Found) -> bool:
     """An exponent multiplied by a scale (`exp(-self.scale * (s - m))`, `exp(s * 64)`) or
     divided by a temperature (`exp(s / t)`, `exp(s / 0.05)`): a cosine times 64 overflows,
     where an unscaled similarity stays far below 88.7."""
     arg = e.op.input
     if arg is None or exp_bounded(ctx, arg, e.op.env):
         return False
-    return _has_scale(ctx, ctx.deref(Value(arg, e.op.env)).node, e.op.env, depth)
+    return _has_scale(ctx, ctx.deref(Value(arg, e.op.env)).node, e.op.env, 0)
 
 
 def _has_scale(ctx, node: cst.CSTNode, env, depth: int) -> bool:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.ops import const, op, same_code
+from numlint.analysis.ops import const, op, plus_one, same_code
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.log_exp._forms import (
     Found,
     bare,
     negate,
     overflow_confidence,
-    plus_one,
     unbounded_exp,
     wrap,
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from numlint.analysis.ops import op
+from numlint.analysis.ops import op, plus_one
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import Found, bare, overflow_confidence, plus_one, unbounded_exp
+from numlint.rules.log_exp._forms import Found, bare, overflow_confidence, unbounded_exp
 
 
 class HandWrittenSoftplus(Rule):

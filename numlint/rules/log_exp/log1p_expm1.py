@@ -7,11 +7,11 @@ import libcst as cst
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.gradients import no_gradient
-from numlint.analysis.ops import const, op
+from numlint.analysis.ops import const, op, plus_one
 from numlint.analysis.summaries import origin_of, rounds_parameter
 from numlint.analysis.tables import ROUNDING
 from numlint.rule import Invalid, Probe, Rule, Valid
-from numlint.rules.log_exp._forms import bare, exp_sums, find, is_one, plus_one, wrap
+from numlint.rules.log_exp._forms import bare, exp_sums, find, is_one, wrap
 from numlint.tree import call_name
 
 
