@@ -26,6 +26,7 @@ from numlint.tree import fields, is_node
 
 if TYPE_CHECKING:
     from numlint.incremental import Incremental
+    from numlint.reparse import StatementParser
 
 
 class _InternalError(Rule):
@@ -325,7 +326,9 @@ def _lint(
             return reuse.update(plan, [])
         only, dependencies = plan.only, reuse.dependencies
     found = (
-        _findings(source, path, active, chunked, only, tree, dependencies, supp) if active else []
+        _findings(source, path, active, chunked, only, tree, dependencies, supp, reuse)
+        if active
+        else []
     )
     return found if reuse is None or plan is None else reuse.update(plan, found)
 
@@ -339,6 +342,7 @@ def _findings(
     tree: ast.Module,
     dependencies: set[str] | None,
     supp: suppress.Suppressions | None,
+    reuse: Incremental | None = None,
 ) -> list[Diagnostic]:
     """The findings of the `active` rules in `source` not covered by `supp` (None: read from
     `source` when there is a finding to filter), sorted: over-long statements left out, then
@@ -359,7 +363,10 @@ def _findings(
     if only is None and len(reduced.text) > MAX_PARSE_CHARS:
         found, failed = _in_parts(source, path, active, chunked, tree, dependencies, offsets), []
     else:
-        found, failed = _parsed(reduced, source, path, active, tree, dependencies, offsets)
+        statements = None if reuse is None else reuse.statements
+        found, failed = _parsed(
+            reduced, source, path, active, tree, dependencies, offsets, statements
+        )
     shown: list[Diagnostic] = []
     if skipped or (found and not failed):
         supp = suppress.parse(given) if supp is None else supp
@@ -608,12 +615,16 @@ def _parsed(
     tree: ast.Module,
     dependencies: set[str] | None,
     offsets: Sequence[int],
+    statements: StatementParser | None = None,
 ) -> tuple[list[Diagnostic], list[Diagnostic]]:
     """Parse what is left of `source` (whose CPython tree is `tree`), run the `active` rules
     in one walk: (their findings, []) or ([], the NUM000 saying why it could not be parsed
-    or analysed)."""
+    or analysed). `statements`: a buffer's parser, reusing the statements it parsed before."""
     try:
-        module = parse(reduced.text)
+        if statements is None:
+            module = parse(reduced.text)
+        else:
+            module = statements.parse(reduced.text, reduced.top, reduced.lines, parse)
     except cst.ParserSyntaxError as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         row = reduced.lines[exc.raw_line - 1] if reduced.lines else exc.raw_line

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from numlint.chunks import DEFS
 from numlint.diagnostic import Diagnostic
 from numlint.positions import line_offsets, unit_start
-from numlint.reparse import Reparser
+from numlint.reparse import Reparser, StatementParser
 from numlint.rule import RuleSpec
 
 _CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
@@ -94,6 +94,8 @@ class Incremental:
         self.dependencies: set[str] = set()
         #: The buffer's last ast, parsed again only where an edit changed it.
         self.syntax_tree = Reparser().syntax_tree
+        #: libcst's trees of its top-level statements, parsed again only where they changed.
+        self.statements = StatementParser()
 
     def reset(self) -> None:
         """The buffer does not parse: the next lint is a full one."""

@@ -7,12 +7,13 @@ import random
 from dataclasses import fields, replace
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 from numlint import engine
 from numlint.config import Config
 from numlint.incremental import Incremental, _moved
-from numlint.reparse import Reparser
+from numlint.reparse import Reparser, StatementParser
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = Config().rules_for("x.py")
@@ -236,6 +237,73 @@ def test_the_reparsed_tree_is_the_whole_parse(path: Path) -> None:
         else:
             assert isinstance(got, ast.Module)
             assert ast.dump(got, include_attributes=True) == ast.dump(want, include_attributes=True)
+
+
+#: Lines that decide where libcst cuts a file: comments and blank lines a block above owns.
+OWNED = ["    # a comment the block above owns", "    ", "\t# tab", "# c", ""]
+
+
+@pytest.mark.parametrize("path", FILES[:8], ids=lambda p: p.name)
+def test_the_tree_from_reused_statements_is_the_whole_parse(path: Path) -> None:
+    """Edit by edit, libcst's module put together from statements parsed alone (kept while
+    their text stays the same) equals libcst's parse of the whole text, whitespace owners
+    and indentation included; text that does not parse raises as the whole parse does."""
+    rng = random.Random(path.name)
+    lines = path.read_text().split("\n")
+    parser = StatementParser()
+    for _ in range(60):
+        edited = list(lines)
+        i = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.6 or i == len(lines):
+            edited.insert(i, rng.choice(TYPED + OWNED))
+        else:
+            del edited[i]
+        text = "\n".join(edited)
+        try:
+            top = ast.parse(text).body
+            want = engine.parse(text)
+        except (SyntaxError, cst.ParserSyntaxError):
+            continue  # typing goes on from the last text that parsed
+        lines = edited
+        got = parser.parse(text, top, None, engine.parse)
+        assert got.code == want.code
+        assert got.deep_equals(want)
+
+
+def test_an_edit_parses_only_the_statement_it_touched() -> None:
+    """Typing in a function parses that function alone; the file's other statements are
+    the trees parsed before."""
+    lines = (ROOT / "examples" / "train.py").read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("def train"))
+    parser = StatementParser()
+    parsed: list[str] = []
+
+    def whole(piece: str) -> cst.Module:
+        parsed.append(piece)
+        return engine.parse(piece)
+
+    before = None
+    for k in range(3):
+        lines.insert(at + 2, f"    typed_{k} = {k}")
+        text = "\n".join(lines)
+        parsed.clear()
+        module = parser.parse(text, ast.parse(text).body, None, whole)
+        assert module.deep_equals(engine.parse(text))
+        if before is not None:
+            assert len(parsed) == 1 and parsed[0].lstrip("\n").startswith("def train")
+            assert module.body[0] is before.body[0]
+        before = module
+
+
+def test_a_repeated_statement_is_a_node_of_its_own() -> None:
+    """A statement the text repeats is parsed once per place: each place has its own node
+    (positions and findings are kept by node)."""
+    text = "import torch\nx = torch.log(torch.softmax(y, -1))\nimport torch\n"
+    parser = StatementParser()
+    for _ in range(2):
+        module = parser.parse(text, ast.parse(text).body, None, engine.parse)
+        assert module.deep_equals(engine.parse(text))
+        assert module.body[0] is not module.body[2]
 
 
 def test_a_moved_finding_is_the_finding_replaced() -> None:
