@@ -323,8 +323,9 @@ def distances(x, y):
         ("x2 + y2 - 2 * x @ y.t()", "d2.sqrt()", ["high"]),
         ("torch.addmm(x2 + y2, x, y.t(), alpha=-2)", "torch.sqrt(d2)", ["high"]),
         ("-2 * torch.mm(x, y.t()) + x2 + y2", "d2 ** 0.5", ["high"]),
-        # clamped first: only the gradient at 0 is left, graded as a clamp
-        ("(x2 + y2 - 2 * x @ y.t()).clamp(min=0)", "d2.sqrt()", ["low"]),
+        # clamped first: only the gradient at 0 is left; a difference clamped at 0 is one
+        # the code expects to be 0: medium in a helper nothing visibly differentiates
+        ("(x2 + y2 - 2 * x @ y.t()).clamp(min=0)", "d2.sqrt()", ["medium"]),
         # a sum, not a difference: nothing cancels
         ("x2 + y2 + 2 * x @ y.t()", "d2.sqrt()", []),
     ],
@@ -2176,3 +2177,38 @@ def test_root_of_a_determinant(root: str, expected: list[str]) -> None:
     its root's gradient is NaN there."""
     code = f"class KFIoU(nn.Module):\n    def forward(self, sigma):\n        return 4 * {root}\n"
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        ("(0.5 * (1 - cosine)).clamp(0, 1).sqrt()", ["medium"]),  # expected to reach 0
+        ("((1 - cosine) / 2).clamp(min=0).sqrt()", ["medium"]),
+        ("(0.5 * R[:, 0, 0]).clamp(0, 1).sqrt()", ["low"]),  # no difference: an entry clamped
+        ("(cosine * scale).clamp(0, 1).sqrt()", ["low"]),  # scaled by a tensor, not a number
+    ],
+)
+def test_a_scaled_difference_clamped_at_0(root: str, expected: list[str]) -> None:
+    """A difference scaled by a number and clamped at 0 reaches exactly 0 when its terms
+    are equal (the identity rotation): the code expects the 0, so a library function that
+    nothing differentiates shows it (medium); a clamp of anything else stays low there."""
+    code = f"""
+def half_angle(R, scale):
+    cosine = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1)
+    return {root}
+"""
+    assert _grades(code, "NUM201") == expected
+
+
+def test_a_name_scaled_by_itself_in_a_loop_ends() -> None:
+    """`d = d * 2` in a loop, then the root of `d.clamp(min=0)`: reading through the scaling
+    stops (the name is a multiple of itself) and the finding stands."""
+    code = """
+class Gap(nn.Module):
+    def forward(self, a, b):
+        d = a - b
+        for _ in range(3):
+            d = d * 2
+        return d.clamp(min=0).sqrt()
+"""
+    assert len(_grades(code, "NUM201")) == 1

@@ -134,7 +134,9 @@ class SqrtAtZero(Rule):
     ReLU output (its backward selects 0). The harm is a gradient, so a root is low unless
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
     calling `backward()` or `autograd.grad`, or a function one of those calls, across the
-    project) or the code tests the value against 0 itself. Also low where a variable the
+    project) or the code expects the value to be 0: it tests it against 0, or clamps a
+    difference at 0 (medium in a library function nothing differentiates: its callers'
+    tensors may require grad). Also low where a variable the
     root is computed from was first given a safe value at some entries
     (`r = torch.where(sphere, torch.full_like(r, 0.5), r)`, the double-`where` fix).
 
@@ -724,6 +726,20 @@ class SqrtAtZero(Rule):
             """,
             note="the same helper with no module, loss or caller that differentiates it",
         ),
+        Invalid(
+            """
+            import torch
+            def half_angle_sine(R):
+                cosine = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1)
+                return (0.5 * (1 - cosine)).clamp(0, 1).sqrt()
+            """,
+            line=4,
+            column=12,
+            confidence="medium",
+            fixed=None,
+            note="a scaled difference clamped at 0 in a library function: the identity "
+            "rotation makes it exactly 0, and the caller's rotations may require grad",
+        ),
     ]
     PROBE = Probe(
         hazard="torch.sqrt(((a - b) ** 2).sum(-1))",
@@ -829,9 +845,12 @@ class SqrtAtZero(Rule):
                 "(`torch.sqrt(s + eps)`)"
             )
         # sqrt's harm is its gradient only: shown by default where something differentiates
-        # this code, or where the code itself expects the value to be 0
+        # this code, or where the code itself expects the value to be 0 (it tests it, or
+        # clamps a difference at 0: equal terms cancel to exactly 0)
+        clamped = reason == "a value clamped at 0" and _clamped_difference(ctx, arg)
         expected = zero_tested(ctx, ctx.value(arg))
-        unseen = name == "sqrt" and not expected and not gradient_evident(ctx)
+        evident = gradient_evident(ctx)
+        unseen = name == "sqrt" and not expected and not clamped and not evident
         if found is not None:
             confidence = "low" if unseen else found.confidence
             if confidence == "low" and not unseen and _of_prediction(ctx, name, arg):
@@ -840,11 +859,7 @@ class SqrtAtZero(Rule):
             return
         fix = self._fix(node, arg) if name == "sqrt" and not passed else None
         confidence = grade(ctx, reason, ctx.value(arg))
-        if (
-            name == "sqrt"
-            and reason == "a value clamped at 0"
-            and not _clamped_difference(ctx, arg)
-        ):
+        if name == "sqrt" and reason == "a value clamped at 0" and not clamped:
             # clamp's backward selects like ReLU's: only a value exactly 0 before the clamp
             # hurts, which a difference reaches by cancellation and a variance, eigenvalue or
             # pivot clamped against rounding only when degenerate
@@ -871,6 +886,8 @@ class SqrtAtZero(Rule):
             confidence = "medium"  # an RMSE loss: 0 wherever the prediction fits exactly
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
+        elif clamped and not evident and confidence == "high":
+            confidence = "medium"  # a library's function: its caller's tensors may need grad
         self.report(node, message, fix, confidence=confidence)
 
     def _defer(self, node: cst.CSTNode, arg: cst.BaseExpression, name: str) -> None:
@@ -1117,11 +1134,33 @@ def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
     inner = ctx.deref(Value(o.input, value.env)).node
     if any(_determinant(ctx, f, value.env) for f in factors(inner)):
         return True  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box's determinant is 0
+    inner = _unscaled(ctx, inner, value.env)  # `0.5 * (1 - c)`: 0 where the difference is
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
         return False
     return not _discriminant(ctx, inner, value.env)
+
+
+def _unscaled(ctx, expr: cst.BaseExpression, env) -> cst.BaseExpression:
+    """`expr` without multiplications and divisions by nonzero numbers (`0.5 * (1 - c)`,
+    `(a - b) / 2`): the same zeros."""
+    for _ in range(4):  # (a name bound to a multiple of itself in a loop: `a = a * 2`)
+        if not (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Multiply, cst.Divide))
+        ):
+            break
+        left, right = const(ctx, expr.left, env), const(ctx, expr.right, env)
+        if isinstance(right, (int, float)) and right != 0:
+            expr = ctx.deref(Value(expr.left, env)).node
+        elif (
+            isinstance(left, (int, float)) and left != 0 and isinstance(expr.operator, cst.Multiply)
+        ):
+            expr = ctx.deref(Value(expr.right, env)).node
+        else:
+            break
+    return expr
 
 
 def _determinant(ctx, expr: cst.BaseExpression, env) -> bool:
