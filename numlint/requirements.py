@@ -5,7 +5,6 @@ Read as text only: numlint never imports torch or the project to learn it.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from functools import lru_cache
@@ -130,6 +129,8 @@ def _pyproject_requirements(data: dict[str, Any]) -> tuple[list[str], list[str]]
 
 def _setup_cfg(text: str) -> list[str]:
     """`install_requires` and `extras_require` of a setup.cfg."""
+    import configparser  # here: most runs read no setup.cfg, and every run starts this module
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
