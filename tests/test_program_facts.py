@@ -323,9 +323,9 @@ def distances(x, y):
         ("x2 + y2 - 2 * x @ y.t()", "d2.sqrt()", ["high"]),
         ("torch.addmm(x2 + y2, x, y.t(), alpha=-2)", "torch.sqrt(d2)", ["high"]),
         ("-2 * torch.mm(x, y.t()) + x2 + y2", "d2 ** 0.5", ["high"]),
-        # clamped first: only the gradient at 0 is left; a difference clamped at 0 is one
-        # the code expects to be 0: medium in a helper nothing visibly differentiates
-        ("(x2 + y2 - 2 * x @ y.t()).clamp(min=0)", "d2.sqrt()", ["medium"]),
+        # clamped first: only the gradient at 0 is left, graded as a clamp (low in a helper
+        # nothing visibly differentiates: not a number less a value)
+        ("(x2 + y2 - 2 * x @ y.t()).clamp(min=0)", "d2.sqrt()", ["low"]),
         # a sum, not a difference: nothing cancels
         ("x2 + y2 + 2 * x @ y.t()", "d2.sqrt()", []),
     ],
@@ -2186,12 +2186,14 @@ def test_root_of_a_determinant(root: str, expected: list[str]) -> None:
         ("((1 - cosine) / 2).clamp(min=0).sqrt()", ["medium"]),
         ("(0.5 * R[:, 0, 0]).clamp(0, 1).sqrt()", ["low"]),  # no difference: an entry clamped
         ("(cosine * scale).clamp(0, 1).sqrt()", ["low"]),  # scaled by a tensor, not a number
+        ("(cosine - scale).clamp(min=0).sqrt()", ["low"]),  # two values: nothing bounds them
     ],
 )
 def test_a_scaled_difference_clamped_at_0(root: str, expected: list[str]) -> None:
-    """A difference scaled by a number and clamped at 0 reaches exactly 0 when its terms
-    are equal (the identity rotation): the code expects the 0, so a library function that
-    nothing differentiates shows it (medium); a clamp of anything else stays low there."""
+    """A number less a value, scaled by a number and clamped at 0, is 0 where the value
+    reaches the number at its bound (the identity rotation): the code expects the 0, so a
+    library function that nothing differentiates shows it (medium); a clamp of anything
+    else, a difference of two values included, stays low there."""
     code = f"""
 def half_angle(R, scale):
     cosine = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1)

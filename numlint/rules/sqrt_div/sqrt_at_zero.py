@@ -135,8 +135,10 @@ class SqrtAtZero(Rule):
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
     calling `backward()` or `autograd.grad`, or a function one of those calls, across the
     project) or the code expects the value to be 0: it tests it against 0, or clamps a
-    difference at 0 (medium in a library function nothing differentiates: its callers'
-    tensors may require grad). Also low where a variable the
+    number less a value at 0, also scaled (`(0.5 * (1 - c)).clamp(0, 1)`: the value reaches
+    the number at its bound, the cosine of the identity rotation; medium in a library
+    function nothing differentiates, whose callers' tensors may require grad; a difference of
+    two computed values there stays low). Also low where a variable the
     root is computed from was first given a safe value at some entries
     (`r = torch.where(sphere, torch.full_like(r, 0.5), r)`, the double-`where` fix).
 
@@ -846,11 +848,12 @@ class SqrtAtZero(Rule):
             )
         # sqrt's harm is its gradient only: shown by default where something differentiates
         # this code, or where the code itself expects the value to be 0 (it tests it, or
-        # clamps a difference at 0: equal terms cancel to exactly 0)
+        # clamps a number less a value at 0: the value reaches the number at its bound)
         clamped = reason == "a value clamped at 0" and _clamped_difference(ctx, arg)
+        at_bound = clamped and _clamped_difference(ctx, arg, bound=True)
         expected = zero_tested(ctx, ctx.value(arg))
         evident = gradient_evident(ctx)
-        unseen = name == "sqrt" and not expected and not clamped and not evident
+        unseen = name == "sqrt" and not expected and not at_bound and not evident
         if found is not None:
             confidence = "low" if unseen else found.confidence
             if confidence == "low" and not unseen and _of_prediction(ctx, name, arg):
@@ -886,7 +889,7 @@ class SqrtAtZero(Rule):
             confidence = "medium"  # an RMSE loss: 0 wherever the prediction fits exactly
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
-        elif clamped and not evident and confidence == "high":
+        elif at_bound and not evident and confidence == "high":
             confidence = "medium"  # a library's function: its caller's tensors may need grad
         self.report(node, message, fix, confidence=confidence)
 
@@ -1123,21 +1126,25 @@ def _constant_fill(ctx, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _clamped_difference(ctx, arg: cst.BaseExpression) -> bool:
+def _clamped_difference(ctx, arg: cst.BaseExpression, bound: bool = False) -> bool:
     """`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: a difference clamped
     at 0, which equal terms cancel to exactly 0; or a product of determinants, exactly 0 for
-    a degenerate matrix (and underflowing for tiny ones)."""
+    a degenerate matrix (and underflowing for tiny ones). `bound`: only a number less a value
+    (`(0.5 * (1 - c)).clamp(0, 1)`): the clamp says the value passes the number, which it
+    reaches at its bound (the cosine of the identity rotation)."""
     value = _under_views(ctx, arg)
     o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
     if o is None or o.name not in ("clamp", "clamp_min", "maximum", "max") or not o.input:
         return False
     inner = ctx.deref(Value(o.input, value.env)).node
-    if any(_determinant(ctx, f, value.env) for f in factors(inner)):
+    if not bound and any(_determinant(ctx, f, value.env) for f in factors(inner)):
         return True  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box's determinant is 0
     inner = _unscaled(ctx, inner, value.env)  # `0.5 * (1 - c)`: 0 where the difference is
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
+        return False
+    if bound and not const(ctx, inner.left, value.env):
         return False
     return not _discriminant(ctx, inner, value.env)
 
