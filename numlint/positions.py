@@ -282,6 +282,8 @@ _KINDS: dict[type, type] = {
 }
 if hasattr(ast, "TryStar"):  # Python 3.11+
     _KINDS[ast.TryStar] = cst.TryStar
+#: CPython's compound statements (those with a block).
+COMPOUND = tuple(_KINDS)
 
 
 def _anchors(

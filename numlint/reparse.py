@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.diagnostic import Diagnostic
-from numlint.positions import common_ends, unit_start
+from numlint.positions import COMPOUND, common_ends, unit_start
 
 
 class Reparser:
@@ -137,13 +137,6 @@ def _shift(nodes: Sequence[ast.AST], by: int) -> None:
                 push(value)
 
 
-_COMPOUND = (
-    *(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor),
-    *(ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match),
-    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
-)
-
-
 #: How a line that a block above can own begins (indented, even if blank).
 _INDENTS = (" ", "\t", "\f")
 
@@ -212,7 +205,7 @@ class StatementParser:
                 piece = before[len(kept)]
             else:
                 try:
-                    piece = _parsed(whole(text))
+                    piece = _piece(whole(text))
                 except Exception:  # said by the parse of the whole text, at its line
                     return None
             kept.append(piece)
@@ -238,7 +231,8 @@ class StatementParser:
         )
 
 
-def _parsed(module: cst.Module) -> _Piece:
+def _piece(module: cst.Module) -> _Piece:
+    """A piece parsed alone."""
     return _Piece(
         tuple(module.body),
         tuple(module.header),
@@ -290,7 +284,7 @@ def _pieces(
         start, end = at(unit_start(node)), at(node.end_lineno or node.lineno)
         if start is None or end is None or rows[end - 1].endswith("\\"):
             return None  # (a statement's line continued past its end: `x = 1 \\`)
-        compound = int(isinstance(node, _COMPOUND))
+        compound = int(isinstance(node, COMPOUND))
         if spans and start <= spans[-1][1]:  # `a = 1; b = 2`: one of libcst's statements
             spans[-1][1:3] = [end, spans[-1][2] | compound]
         elif spans and any(r[:1] in _INDENTS for r in rows[spans[-1][1] : start - 1]):

@@ -30,6 +30,7 @@ from numlint.analysis.ops import (
     op,
     unpacked_from,
     unpacking_call,
+    unscaled,
 )
 from numlint.analysis.semantics import dotted_name, keyword, positional, strip
 from numlint.analysis.summaries import (
@@ -470,7 +471,7 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     if isinstance(node, cst.IfExp):  # `k.clamp_min(0) if r else torch.ones_like(d)`: each arm
         arms = (Value(node.body, found.env), Value(node.orelse, found.env))
         return max((_summed_grade(ctx, a) for a in arms), key=confidence_rank)
-    diff = _difference(_unscaled(ctx, node, found.env))
+    diff = _difference(unscaled(ctx, node, found.env))
     if diff is not None:
         left, right = diff
         a, b = root_of(left), root_of(right)
@@ -1604,20 +1605,6 @@ def _identifier(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Attribute):
         return node.attr.value
     return None
-
-
-def _unscaled(ctx: Context, node: cst.CSTNode, env: Env) -> cst.CSTNode:
-    """`node` without constant factors (`(a - b) * 0.5`, `2 * (a - b)`, `(a - b) / 2`)."""
-    while isinstance(node, cst.BinaryOperation) and isinstance(
-        node.operator, (cst.Multiply, cst.Divide)
-    ):
-        if const(ctx, node.right, env) is not None:
-            node = node.left
-        elif isinstance(node.operator, cst.Multiply) and const(ctx, node.left, env) is not None:
-            node = node.right
-        else:
-            break
-    return node
 
 
 def _difference(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

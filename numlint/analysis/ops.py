@@ -278,6 +278,22 @@ def plus_one(
     return None
 
 
+def unscaled(ctx: Context, node: cst.CSTNode, env: Env) -> cst.CSTNode:
+    """`node` without constant factors other than 0 (`(a - b) * 0.5`, `2 * (a - b)`,
+    `(a - b) / 2`): the same zeros."""
+    while isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.Divide)
+    ):
+        left, right = const(ctx, node.left, env), const(ctx, node.right, env)
+        if right not in (None, 0):
+            node = node.left
+        elif left not in (None, 0) and isinstance(node.operator, cst.Multiply):
+            node = node.right
+        else:
+            break
+    return node
+
+
 def clamp_bounds(o: Op) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
     """(min, max) of a clamp / clip / clamp_min call."""
     if o.name == "clamp_min":

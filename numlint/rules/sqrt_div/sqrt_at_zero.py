@@ -19,7 +19,7 @@ from numlint.analysis.evidence import (
 )
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import guarded_by_condition, selection
-from numlint.analysis.ops import const, has_tensor_op, op
+from numlint.analysis.ops import const, has_tensor_op, op, unscaled
 from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
@@ -849,8 +849,8 @@ class SqrtAtZero(Rule):
         # sqrt's harm is its gradient only: shown by default where something differentiates
         # this code, or where the code itself expects the value to be 0 (it tests it, or
         # clamps a number less a value at 0: the value reaches the number at its bound)
-        clamped = reason == "a value clamped at 0" and _clamped_difference(ctx, arg)
-        at_bound = clamped and _clamped_difference(ctx, arg, bound=True)
+        gap = _clamped_difference(ctx, arg) if reason == "a value clamped at 0" else None
+        clamped, at_bound = gap is not None, gap == "a number less a value"
         expected = zero_tested(ctx, ctx.value(arg))
         evident = gradient_evident(ctx)
         unseen = name == "sqrt" and not expected and not at_bound and not evident
@@ -1126,48 +1126,32 @@ def _constant_fill(ctx, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _clamped_difference(ctx, arg: cst.BaseExpression, bound: bool = False) -> bool:
-    """`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: a difference clamped
-    at 0, which equal terms cancel to exactly 0; or a product of determinants, exactly 0 for
-    a degenerate matrix (and underflowing for tiny ones). `bound`: only a number less a value
-    (`(0.5 * (1 - c)).clamp(0, 1)`): the clamp says the value passes the number, which it
-    reaches at its bound (the cosine of the identity rotation)."""
+def _clamped_difference(ctx, arg: cst.BaseExpression) -> str | None:
+    """What `arg` clamps at 0 that can be exactly 0 there, or None: "a difference"
+    (`(a - b).clamp(min=0)`, `torch.clamp(x2 + y2 - 2 * xy, min=0)`: equal terms cancel),
+    "a number less a value" (`(0.5 * (1 - c)).clamp(0, 1)`: the clamp says the value passes
+    the number, which it reaches at its bound, the cosine of the identity rotation), or "a
+    determinant" (a product of determinants, exactly 0 for a degenerate matrix and
+    underflowing for tiny ones)."""
     value = _under_views(ctx, arg)
     o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
     if o is None or o.name not in ("clamp", "clamp_min", "maximum", "max") or not o.input:
-        return False
+        return None
     inner = ctx.deref(Value(o.input, value.env)).node
-    if not bound and any(_determinant(ctx, f, value.env) for f in factors(inner)):
-        return True  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box's determinant is 0
-    inner = _unscaled(ctx, inner, value.env)  # `0.5 * (1 - c)`: 0 where the difference is
+    if any(_determinant(ctx, f, value.env) for f in factors(inner)):
+        return "a determinant"  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box
+    for _ in range(4):  # `0.5 * (1 - c)`, also through names (`d = d * 2` in a loop: bounded)
+        stripped = unscaled(ctx, inner, value.env)
+        if stripped is inner:
+            break
+        inner = ctx.deref(Value(stripped, value.env)).node  # type: ignore[arg-type]
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
-        return False
-    if bound and not const(ctx, inner.left, value.env):
-        return False
-    return not _discriminant(ctx, inner, value.env)
-
-
-def _unscaled(ctx, expr: cst.BaseExpression, env) -> cst.BaseExpression:
-    """`expr` without multiplications and divisions by nonzero numbers (`0.5 * (1 - c)`,
-    `(a - b) / 2`): the same zeros."""
-    for _ in range(4):  # (a name bound to a multiple of itself in a loop: `a = a * 2`)
-        if not (
-            isinstance(expr, cst.BinaryOperation)
-            and isinstance(expr.operator, (cst.Multiply, cst.Divide))
-        ):
-            break
-        left, right = const(ctx, expr.left, env), const(ctx, expr.right, env)
-        if isinstance(right, (int, float)) and right != 0:
-            expr = ctx.deref(Value(expr.left, env)).node
-        elif (
-            isinstance(left, (int, float)) and left != 0 and isinstance(expr.operator, cst.Multiply)
-        ):
-            expr = ctx.deref(Value(expr.right, env)).node
-        else:
-            break
-    return expr
+        return None
+    if _discriminant(ctx, inner, value.env):
+        return None
+    return "a number less a value" if const(ctx, inner.left, value.env) else "a difference"
 
 
 def _determinant(ctx, expr: cst.BaseExpression, env) -> bool:
