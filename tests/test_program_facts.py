@@ -2214,3 +2214,84 @@ class Gap(nn.Module):
         return d.clamp(min=0).sqrt()
 """
     assert len(_grades(code, "NUM201")) == 1
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # two counts of a test: 0 when the batch has no positive prediction
+        ("tp + fp", ["high"]),
+        ("tp + 0.5 * (fp + fn)", ["high"]),
+        # precision plus recall: 0 without a true positive (an F1 score)
+        ("tp / (tp + fp) + tp / (tp + fn)", ["high", "high", "high"]),
+        # a count plus a sum of the caller's magnitudes: as likely as that sum
+        ("tp + given.abs().sum()", ["low"]),
+        # an eps, a smoothed ratio, a positive sum, signed sums: not 0 together
+        ("tp + fp + 1e-8", []),
+        ("(tp + 1) / (tp + fp + 1) + (tp + 1) / (tp + fn + 1)", []),
+        ("tp + torch.sigmoid(x).sum()", []),
+        ("x.sum() + x.mean()", []),
+        ("tp + given.sum()", []),
+    ],
+)
+def test_a_sum_of_counts_is_0_where_each_is(den: str, expected: list[str]) -> None:
+    """`tp + fp`, `precision + recall`: a sum of reductions of values that are never
+    negative is 0 where every term is, graded as its least likely term."""
+    code = (
+        "def score(x, pred, target, given):\n"
+        "    tp = ((pred == 1) & (target == 1)).sum().float()\n"
+        "    fp = ((pred == 1) & (target == 0)).sum().float()\n"
+        "    fn = ((pred == 0) & (target == 1)).sum().float()\n"
+        f"    return tp / ({den})\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("setup", "passed", "expected"),
+    [
+        # a ReLU output or a value clamped at 0, made by the caller: 0 for a dead unit
+        ("", "F.relu(out[:, 1])", ["high"]),
+        ("", "out[:, 1].clamp(min=0)", ["high"]),
+        ("", "torch.clamp(out[:, 1], 0, 10)", ["high"]),
+        # unpacked from a tuple written out
+        ("mu, var = out[:, 0], F.relu(out[:, 1])", "var", ["high"]),
+        # positive: an exp, a clamp above 0
+        ("", "out[:, 1].exp()", []),
+        ("", "out[:, 1].clamp(min=1e-4)", []),
+        ("mu, var = out[:, 0], out[:, 1].exp()", "var", []),
+    ],
+)
+def test_a_parameter_its_caller_floors_at_0(setup: str, passed: str, expected: list[str]) -> None:
+    """`torch.log(var)` of a parameter: a caller passing a ReLU output (or a clamp at 0)
+    makes it 0 for a dead unit, as in the caller's own body."""
+    code = (
+        "def nll(mu, var, y):\n"
+        "    return 0.5 * torch.log(var) + (y - mu) ** 2\n\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 2)\n\n"
+        "    def forward(self, x, y):\n"
+        "        out = self.fc(x)\n"
+        f"        {setup or 'pass'}\n"
+        f"        return nll(out[:, 0], {passed}, y).mean()\n"
+    )
+    found = check_source(HEAD + code, "<string>", {"select": ["NUM103"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found] == [(5, e) for e in expected]
+
+
+def test_a_count_a_helper_returns(tmp_path: Path) -> None:
+    """A project function that returns the count of a test (`(x > 0).sum(1)`, also in
+    another file): 0 where the test holds nowhere; a helper returning a plain size is not."""
+    pkg = _package(
+        tmp_path,
+        stats=HEAD + "\n\ndef hits(x):\n    return (x > 0).sum(1)\n\n\n"
+        "def size(x):\n    return x.shape[1]\n",
+        loss=HEAD + "from pkg.stats import hits, size\n\n\n"
+        "def per_hit(d, x):\n    return d.sum(1) / hits(x)\n\n\n"
+        "def per_entry(d, x):\n    return d.sum(1) / size(x)\n",
+    )
+    found = check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found] == [(8, "medium")]
+    assert "a count a project function returns" in found[0].message

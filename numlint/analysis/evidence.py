@@ -52,6 +52,7 @@ from numlint.analysis.zeros import (
     square_of,
     user_call,
     zero_reason,
+    zero_sum_terms,
 )
 from numlint.diagnostic import Confidence, confidence_rank
 from numlint.tree import call_name, descendants, exits
@@ -67,6 +68,7 @@ REASONS: dict[str, Confidence] = {
     "a `torch.where` with a 0 branch": "high",
     "`1 - x**2`": "high",
     "a count": "high",
+    "a count a project function returns": "medium",
     "a count per class": "medium",
     "a node's degree": "medium",
     "a determinant": "medium",
@@ -120,6 +122,9 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
+    terms = zero_sum_terms(ctx, value) if value is not None and not log else None
+    if terms:  # `tp + fp`: 0 only where every term is, so as likely as the least likely
+        return min((grade(ctx, r, t) for t, r in terms), key=confidence_rank)
     if reason == "the square root of `1 - x**2`" and value is not None:
         if not _root_of_unit_gap(ctx, value):
             return "low"  # `sqrt(1 - ecc**2)`: an eccentricity stops short of 1

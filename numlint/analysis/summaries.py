@@ -49,7 +49,10 @@ _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
 _UNIT = frozenset({"torch.nn.functional.normalize"})
+_RELU = frozenset({"torch.relu", "torch.nn.functional.relu", "torch.nn.functional.relu6"})
 _MODULE_KINDS = {
+    "torch.nn.ReLU": "relu",
+    "torch.nn.ReLU6": "relu",
     **dict.fromkeys(SOFTMAX_MODULES, "softmax"),
     **dict.fromkeys(SIGMOID_MODULES, "sigmoid"),
     "torch.nn.CosineSimilarity": "cosine",
@@ -756,6 +759,10 @@ class Project:
             return _at(here, "sigmoid", f"the sigmoid in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
+        if qual == "torch.count_nonzero" or (
+            isinstance(fn, ast.Attribute) and fn.attr == "count_nonzero" and qual is None
+        ):
+            return _at(here, "count", f"the count in {_where(mod, func)}")
         if qual in _UNIT:
             return _at(here, "unit", f"the normalised vector in {_where(mod, func)}")
         if qual in _NORMS or (isinstance(fn, ast.Attribute) and fn.attr == "norm" and qual is None):
@@ -764,8 +771,15 @@ class Project:
             isinstance(fn, ast.Attribute) and fn.attr == "exp" and qual is None and not expr.args
         ):
             return _at(here, "positive", f"the exp in {_where(mod, func)}")
-        if (_clamp_floor(qual, fn, expr) or 0.0) > 0:
+        floor = _clamp_floor(qual, fn, expr)
+        if floor is not None and floor > 0:
             return _at(here, "positive", f"the clamp above 0 in {_where(mod, func)}")
+        if floor == 0:
+            return _at(here, "floored", f"the clamp at 0 in {_where(mod, func)}")
+        if qual in _RELU or (
+            isinstance(fn, ast.Attribute) and fn.attr == "relu" and qual is None and not expr.args
+        ):
+            return _at(here, "relu", f"the ReLU in {_where(mod, func)}")
         if qual == "torch.abs" or (
             isinstance(fn, ast.Attribute) and fn.attr == "abs" and qual is None and not expr.args
         ):
@@ -789,6 +803,8 @@ class Project:
             if summed is not None and _square(summed):
                 found = _at(here, "sum_of_squares", f"the sum of squares in {_where(mod, func)}")
                 return replace(found, confidence=_difference_grade(summed))
+            if summed is not None and _test(summed) and not _mean(qual, fn):
+                return _at(here, "count", f"the count in {_where(mod, func)}")
             inner = sub(mod, summed, func, depth + 1) if summed is not None else None
             if inner is not None and inner.kind == "positive":
                 return _at(here, "positive", f"the sum of positive values in {_where(mod, func)}")
@@ -897,7 +913,13 @@ class Project:
     def _element(
         self, mod: Module, expr: ast.expr, index: int, func: str | None, depth: int
     ) -> Origin | None:
-        """Element `index` of a tuple `expr` returns (`p, _ = model(x)`, `model(x)[0]`)."""
+        """Element `index` of a tuple `expr` returns (`p, _ = model(x)`, `model(x)[0]`) or
+        of a tuple written out (`mu, var = h[:, 0], F.relu(h[:, 1])`)."""
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            elts = expr.elts
+            if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts):
+                return self._kind(mod, elts[index], func, depth + 1)
+            return None
         if not isinstance(expr, ast.Call):
             return None
         returns = self._return_exprs(mod, expr, func, depth)
@@ -1828,6 +1850,24 @@ def _nonzero_mask(index: ast.expr) -> bool:
             and part.comparators[0].value == 0
         ):
             return True
+    return False
+
+
+def _mean(qual: str | None, fn: ast.expr) -> bool:
+    """`torch.mean(...)` or `x.mean(...)` (not a sum)."""
+    return qual in ("mean", "torch.mean") or (isinstance(fn, ast.Attribute) and fn.attr == "mean")
+
+
+def _test(node: ast.expr) -> bool:
+    """A 0/1 mask made by a test: `x > t`, `(a == 1) & (b == 0)`, `~m`, `(x > t).float()`."""
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        return _test(node.left) and _test(node.right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return _test(node.operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("float", "long", "int", "double", "to") and _test(node.func.value)
     return False
 
 

@@ -117,7 +117,21 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
         return sub(node.body) or sub(node.orelse)
     if isinstance(node, cst.Call):
         return _call_reason(ctx, node, env, mode, sub, value, depth)
+    if isinstance(node, cst.Name):
+        return floored_elsewhere(ctx, node)  # a parameter its callers pass a ReLU output
     return None
+
+
+#: Kinds of numlint.analysis.summaries for a value with a floor at exactly 0.
+_FLOORED = {"relu": "a ReLU output", "floored": "a value clamped at 0"}
+
+
+def floored_elsewhere(ctx: Context, node: cst.BaseExpression) -> str | None:
+    """A ReLU output or a value clamped at 0 that another function makes: what a caller
+    passes for a parameter (`nll(mu, F.relu(v), y)`), what a project function, method or
+    model returns (`torch.log(self.scale(x))` of a `forward` ending in `nn.ReLU()`)."""
+    found = origin_of(ctx, node, tuple(_FLOORED))
+    return _FLOORED[found.kind] if found is not None else None
 
 
 def indexed_by_nonzero(ctx: Context, node: cst.Subscript, env: Env) -> bool:
@@ -489,7 +503,7 @@ def _call_reason(
         src = segment_sum_input(ctx, node, env) if mode == "sqrt" else None
         if src is not None and sub(src) in (_SQUARE, _SUM_SQUARES):
             return _SUM_SQUARES  # `scatter(x * x, batch, reduce="add")`: a graph's variance
-        return None
+        return floored_elsewhere(ctx, node) if user_call(ctx, node, env) else None
     inp = o.input
     if o.name == "relu":
         return "a ReLU output"
@@ -1801,6 +1815,74 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
     return ctx.on_any_arm(value, lambda v: _denominator_reason(ctx, v, depth))
 
 
+#: Reductions that are 0 only where every entry they reduce is 0, when no entry is negative.
+_ZERO_TOGETHER = frozenset({"a count", "a sum", "a norm", "a sum of squares"})
+#: Of those, the ones that are never negative whatever they reduce.
+_NEVER_NEGATIVE = frozenset({"a count", "a norm", "a sum of squares"})
+
+
+def zero_sum_terms(ctx: Context, value: Value, depth: int = 0) -> list[tuple[Value, str]] | None:
+    """`tp + fp`, `pred.sum() + target.sum()` of 0/1 masks, `p + r` of two ratios of such
+    counts: a sum whose every term is a count, norm or sum of values that are never negative
+    (or a multiple or a ratio of one) is 0 where every term is (no positive prediction, two
+    empty masks). Its terms, each with why it can be 0; None when a term is none of these
+    (an eps, a positive value)."""
+    if depth > 10:
+        return None
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        return None
+    found = []
+    for part in _added(node):
+        term = _term_of(ctx, part, env)
+        if term is None:
+            return None
+        reason = denominator_reason(ctx, term, depth + 1)
+        if reason not in _ZERO_TOGETHER:
+            return None
+        if reason not in _NEVER_NEGATIVE and not _non_negative(ctx, term):
+            return None  # `x.sum() + y.sum()` of signed values: 0 only by cancelling
+        found.append((term, reason))
+    return found
+
+
+def _added(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The terms of a sum `a + b + c`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return [*_added(node.left), *_added(node.right)]
+    return [node]
+
+
+def _term_of(ctx: Context, part: cst.BaseExpression, env: Env) -> Value | None:
+    """What a term of a sum is 0 with: itself, the other factor of a positive constant
+    multiple (`0.5 * fp`), the numerator of a ratio (`tp / (tp + fp)`: 0 where tp is)."""
+    if isinstance(part, cst.BinaryOperation) and isinstance(part.operator, cst.Multiply):
+        for k, other in ((part.left, part.right), (part.right, part.left)):
+            c = const(ctx, k, env)
+            if c is not None:
+                return _term_of(ctx, other, env) if c > 0 else None
+    if isinstance(part, cst.BinaryOperation) and isinstance(part.operator, cst.Divide):
+        found = ctx.deref(Value(part.left, env))
+        if isinstance(found.node, cst.BinaryOperation) and isinstance(found.node.operator, cst.Add):
+            return None  # a smoothed ratio, `(inter + smooth) / (...)`
+        return Value(part.left, env) if _non_negative(ctx, Value(part.right, env)) else None
+    if const(ctx, part, env) is not None:
+        return None  # `n + 1e-8`: guarded
+    found = ctx.deref(Value(part, env))
+    if isinstance(found.node, cst.BinaryOperation) and isinstance(found.node.operator, cst.Divide):
+        return _term_of(ctx, found.node, found.env)  # `precision = tp / (tp + fp)`, then `p + r`
+    return Value(part, env)
+
+
+#: Why what a project function returns can be 0, by numlint.analysis.summaries kind.
+_MADE_ELSEWHERE = {
+    "norm": "a norm",
+    "sum_of_squares": "a sum",
+    "count": "a count a project function returns",
+}
+
+
 def _squares_of_tensors(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
     """`a ** 2 + b ** 2` with a and b computed by tensor ops (local means of two images):
     not `(1 - t) ** 2 + t ** 2` of a number, nor `sigma ** 2 + self.sigma_data ** 2`."""
@@ -1879,6 +1961,9 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return _own_range(ctx, node, env)
         if isinstance(operator, cst.Add) and _squares_of_tensors(ctx, node, env):
             return _SUM_SQUARES  # `mu_x ** 2 + mu_y ** 2`: 0 where both are
+        if isinstance(operator, cst.Add) and (terms := zero_sum_terms(ctx, value, depth)):
+            reasons = {r for _, r in terms}  # `tp + fp`: no positive prediction
+            return reasons.pop() if len(reasons) == 1 else "a sum"
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
@@ -1908,9 +1993,9 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return "the log of 1 + a count"  # `torch.log(deg + 1)`: 0 for deg = 0
         return None
     if o is None and user_call(ctx, node, env):
-        found = origin_of(ctx, node, ("norm", "sum_of_squares"))
+        found = origin_of(ctx, node, ("norm", "sum_of_squares", "count"))
         if found is not None:  # `x / l2_norm(x)`, a helper in another function or file
-            return "a norm" if found.kind == "norm" else "a sum"
+            return _MADE_ELSEWHERE[found.kind]
         return None
     if o is None or o.input is None and o.name not in ("count",):
         return None
@@ -2375,9 +2460,13 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     c = const(ctx, node, env)
     if c is not None:
         return c >= 0
-    if square_of(ctx, node, env) is not None:
-        return True
+    if square_of(ctx, node, env) is not None or isinstance(node, cst.Comparison):
+        return True  # a 0/1 mask, `pred == 1`
     if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.BitAnd, cst.BitOr)):  # `(p == 1) & (t == 1)`
+            return _non_negative(ctx, Value(node.left, env), depth + 1) and _non_negative(
+                ctx, Value(node.right, env), depth + 1
+            )
         if isinstance(node.operator, cst.Power):
             e = const(ctx, node.right, env)
             return e is not None and e % 2 == 0

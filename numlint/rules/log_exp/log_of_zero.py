@@ -44,8 +44,10 @@ class LogOfZero(Rule):
     methods applied to a value that can be exactly 0: `1 - p` of a softmax output or a 0/1
     mask, a ReLU output, a `torch.rand` draw, a value clamped at 0, a normalised ratio
     (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
-    branch; also when the value reaches the log through a variable of the same function.
-    Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
+    branch; also when the value reaches the log through a variable of the same function,
+    and a ReLU output or a value clamped at 0 that another function makes: what every caller
+    passes for a parameter (`nll(mu, F.relu(v), y)`, then `torch.log(var)`), or what a
+    function, method or model of the project returns. Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
     vector + mask.log())`): masking by -inf, which a fully masked row turns into NaN.
     The natural log of a softmax or sigmoid output itself is NUM101 / NUM102; a log
     multiplied by its own argument (`p * torch.log(p)`) is NUM109.

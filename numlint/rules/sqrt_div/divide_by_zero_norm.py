@@ -113,6 +113,13 @@ class DivideByZeroNorm(Rule):
     `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`: one tensor twice with the
     same subscripts, an index summed).
 
+    A sum of such reductions of values that are never negative is 0 where every one of them
+    is, and is graded as its least likely term: `tp + fp` of two counts of a test (no
+    positive prediction in the batch), `precision + recall` of two ratios of counts (an F1
+    score without a true positive). A term that is an eps or a positive value (the sum of a
+    sigmoid's outputs), a smoothed ratio (`(tp + s) / (tp + fp + s)`), or a sum of signed
+    values (0 only where they cancel) keeps the sum from counting.
+
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
     a hand-written softmax `exp(x) / exp(x).sum(...)` is NUM106. Counts from `len()` are
@@ -455,8 +462,44 @@ class DivideByZeroNorm(Rule):
             """,
             "the test exits before the division",
         ),
+        Valid(
+            """
+            import torch
+            def precision(pred, target, eps=1e-8):
+                tp = ((pred == 1) & (target == 1)).sum()
+                fp = ((pred == 1) & (target == 0)).sum()
+                return tp / (tp + fp + eps)
+            """,
+            "counts with an eps",
+        ),
+        Valid(
+            """
+            import torch
+            def soft_dice(logits, target):
+                p = torch.sigmoid(logits)
+                return 2 * (p * target).sum() / (p.sum() + (target > 0).sum())
+            """,
+            "a sum of sigmoid outputs is positive",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def f1_score(pred, target):
+                tp = ((pred == 1) & (target == 1)).sum().float()
+                fp = ((pred == 1) & (target == 0)).sum().float()
+                fn = ((pred == 0) & (target == 1)).sum().float()
+                p, r = tp / (tp + fp), tp / (tp + fn)
+                return 2 * p * r / (p + r)
+            """,
+            line=7,
+            column=12,
+            confidence="high",
+            also=[(6, 12), (6, 28)],
+            note="a sum of counts is 0 where each is: no positive prediction; and precision "
+            "plus recall is 0 without a true positive",
+        ),
         Invalid(
             """
             import torch
