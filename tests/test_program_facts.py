@@ -2295,3 +2295,26 @@ def test_a_count_a_helper_returns(tmp_path: Path) -> None:
     found = check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [(d.row, d.confidence) for d in found] == [(8, "medium")]
     assert "a count a project function returns" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # the exp of a log-probability is a probability, 1 where the model is sure
+        ("torch.log(1 - torch.exp(lp))", ["high"]),
+        ("torch.log1p(-lp.exp())", ["high"]),
+        ("(1 - lp.gather(-1, y[:, None]).exp()).log()", ["high"]),
+        # clamped below 1, or the exp of a value the code does not know to be a log-probability
+        ("torch.log1p(-lp.exp().clamp(max=1 - 1e-6))", []),
+        ("torch.log1p(-torch.exp(-raw.abs() - 1))", []),
+    ],
+)
+def test_the_exp_of_a_log_probability(body: str, expected: list[str]) -> None:
+    """`log1p(-exp(lp))` of a log_softmax output, made here or passed by a caller."""
+    here = f"def loss(logits, y, raw):\n    lp = F.log_softmax(logits, -1)\n    return {body}\n"
+    assert _grades(here, "NUM103") == expected
+    passed = (
+        f"def term(lp, y, raw):\n    return {body}\n\n\n"
+        "def loss(logits, y, raw):\n    return term(F.log_softmax(logits, -1), y, raw)\n"
+    )
+    assert _grades(passed, "NUM103") == expected

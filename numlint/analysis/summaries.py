@@ -41,6 +41,7 @@ from numlint.analysis.tables import (
     SIGMOID_MODULES,
     SOFTMAX_FUNCTIONS,
     SOFTMAX_MODULES,
+    TRANSPARENT_FUNCTIONS,
     TRANSPARENT_METHODS,
 )
 from numlint.positions import line_offsets
@@ -49,6 +50,9 @@ _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
 _UNIT = frozenset({"torch.nn.functional.normalize"})
+_LOG_SOFTMAX = frozenset(
+    {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
+)
 _RELU = frozenset({"torch.relu", "torch.nn.functional.relu", "torch.nn.functional.relu6"})
 _MODULE_KINDS = {
     "torch.nn.ReLU": "relu",
@@ -746,6 +750,8 @@ class Project:
         fn = expr.func
         qual = self.qualname(mod, fn)
         here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
+        if qual in TRANSPARENT_FUNCTIONS and expr.args:  # `torch.gather(lp, -1, y)`
+            return sub(mod, expr.args[0], func, depth + 1, params)
         if qual in _JOINS and expr.args and f is not None:
             return self._joined(mod, expr.args[0], f, func, depth)
         if qual in _SOFTMAX or (isinstance(fn, ast.Attribute) and fn.attr == "softmax"):
@@ -757,6 +763,10 @@ class Project:
             isinstance(fn, ast.Attribute) and fn.attr == "sigmoid" and not expr.args
         ):
             return _at(here, "sigmoid", f"the sigmoid in {_where(mod, func)}")
+        if qual in _LOG_SOFTMAX or (
+            isinstance(fn, ast.Attribute) and fn.attr == "log_softmax" and qual is None
+        ):
+            return _at(here, "log_softmax", f"the log_softmax in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
         if qual == "torch.count_nonzero" or (

@@ -724,6 +724,9 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if o is not None and o.name == "cosine":
             return "a cosine similarity"
         if o is not None and o.name == "exp" and o.input is not None:
+            kind = log_probability(ctx, Value(o.input, env))
+            if kind is not None:  # `logp.exp()` of a log_softmax: 1 where the model is sure
+                return f"a {kind} output"
             inner = zero_reason(ctx, Value(o.input, env), "log", depth + 1)
             if inner in _EXP_AT_ZERO:  # `1 - exp(-relu(s) * d)`: exp(0) is exactly 1
                 return f"an exp of {inner}"
@@ -739,6 +742,43 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
                 callee.receiver is not None and callee.method in ("tanh", "cos", "sin")
             ):
                 return f"the square of a {name or callee.method} output"
+    return None
+
+
+#: Log-probabilities, by the probability whose log they are.
+_LOG_PROBABILITIES = {
+    "torch.log_softmax": "softmax",
+    "torch.nn.functional.log_softmax": "softmax",
+    "torch.special.log_softmax": "softmax",
+    "torch.nn.functional.logsigmoid": "sigmoid",
+}
+
+
+def log_probability(ctx: Context, value: Value, depth: int = 0) -> str | None:
+    """ "softmax" or "sigmoid" when `value` is a log_softmax or logsigmoid output, or entries
+    of one (`lp.gather(-1, y)`, `lp[:, 0]`), following variables; its exp is a probability,
+    exactly 1 where the model is sure."""
+    if depth > 8:
+        return None
+    found = ctx.deref(value)
+    node, env = found.node, found.env
+    if isinstance(node, cst.Subscript):
+        return log_probability(ctx, Value(node.value, env), depth + 1)
+    if isinstance(node, cst.Name) or (isinstance(node, cst.Call) and user_call(ctx, node, env)):
+        # what a caller passes, a project function returns
+        return "softmax" if origin_of(ctx, node, ("log_softmax",)) is not None else None
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.qualname in _LOG_PROBABILITIES:
+        return _LOG_PROBABILITIES[callee.qualname]
+    if callee.receiver is not None and callee.qualname is None:
+        if callee.method == "log_softmax":
+            return "softmax"
+        if callee.method in TRANSPARENT_METHODS:
+            return log_probability(ctx, Value(callee.receiver, env), depth + 1)
+    if callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):
+        return log_probability(ctx, Value(arg, env), depth + 1)
     return None
 
 

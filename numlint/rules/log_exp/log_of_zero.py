@@ -47,7 +47,10 @@ class LogOfZero(Rule):
     branch; also when the value reaches the log through a variable of the same function,
     and a ReLU output or a value clamped at 0 that another function makes: what every caller
     passes for a parameter (`nll(mu, F.relu(v), y)`, then `torch.log(var)`), or what a
-    function, method or model of the project returns. Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
+    function, method or model of the project returns. `log1p(-p)` is `log(1 - p)`, and the
+    exp of a log-probability (a log_softmax or logsigmoid output or entries of one, also one
+    a caller passes) is a probability: `torch.log1p(-logp.exp())` and `torch.log(1 -
+    torch.exp(logp))` are -inf where the model is sure. Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
     vector + mask.log())`): masking by -inf, which a fully masked row turns into NaN.
     The natural log of a softmax or sigmoid output itself is NUM101 / NUM102; a log
     multiplied by its own argument (`p * torch.log(p)`) is NUM109.
@@ -139,9 +142,19 @@ class LogOfZero(Rule):
         "log of a value that can be exactly 0: gives -inf and infinite gradients; clamp it "
         "first (`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
     )
-    TRIGGERS = ("log(", "log2(", "log10(")
+    TRIGGERS = ("log(", "log2(", "log10(", "log1p(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def unlikelihood(logits, y):
+                logp = F.log_softmax(logits, -1).gather(-1, y[:, None])
+                return -torch.log1p(-logp.exp().clamp(max=1 - 1e-6)).mean()
+            """,
+            "the probability clamped below 1",
+        ),
         Valid(
             """
             import torch
@@ -358,6 +371,19 @@ class LogOfZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def unlikelihood(logits, y):
+                logp = F.log_softmax(logits, -1).gather(-1, y[:, None])
+                return -torch.log1p(-logp.exp()).mean()
+            """,
+            line=5,
+            column=13,
+            confidence="high",
+            note="the exp of a log-probability is 1 where the model is sure: log1p(-1) = -inf",
+        ),
         Invalid(
             """
             import torch
@@ -607,16 +633,21 @@ class LogOfZero(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         o = op(ctx, node)
-        if o is None or o.name not in _LOGS or o.input is None:
+        if o is None or o.name not in (*_LOGS, "log1p") or o.input is None:
             return
         if o.spelling == "method" and node.args:
             return
         value = ctx.value(o.input)
-        if o.name == "log" and _other_rule(ctx, value):
+        if o.name == "log1p":
+            reason = _log1p_reason(ctx, value)  # `log1p(-p)` is `log(1 - p)`
+            if reason is None:
+                return
+        elif o.name == "log" and _other_rule(ctx, value):
             return
-        if o.name in ("log", "log2") and _entropy_factor(ctx, node, value):
+        elif o.name in ("log", "log2") and _entropy_factor(ctx, node, value):
             return  # `p * log(p)`: NUM109, whose fix (`xlogy`) covers the log too
-        reason = zero_reason(ctx, value, "log")
+        else:
+            reason = zero_reason(ctx, value, "log")
         if reason is None and o.name == "log":
             paired = complemented_probability(ctx, value)
             if paired is not None and not not_a_tensor(ctx, value):
@@ -1048,6 +1079,19 @@ def _entropy_factor(ctx, node: cst.Call, value: Value) -> bool:
         other = other.expression
     # NUM109 leaves a softmax or sigmoid `p` to the log rules
     return same_value(ctx, ctx.value(other), value) and activation(ctx, value) is None
+
+
+def _log1p_reason(ctx, value: Value) -> str | None:
+    """`log1p(-p)` (also `log1p(-exp(logp))`) is `log(1 - p)`: -inf where p is exactly 1."""
+    found, _ = strip(ctx, value)
+    node = found.node
+    if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)):
+        return None
+    p = Value(node.expression, found.env)
+    if activation(ctx, p, ("sigmoid",)) is not None:
+        return None  # `log1p(-sigmoid(z))`: NUM102
+    one = zero_reason(ctx, p, "one")
+    return f"`1 - p` of {one}" if one else None
 
 
 def _other_rule(ctx, value: Value) -> bool:
