@@ -2318,3 +2318,30 @@ def test_the_exp_of_a_log_probability(body: str, expected: list[str]) -> None:
         "def loss(logits, y, raw):\n    return term(F.log_softmax(logits, -1), y, raw)\n"
     )
     assert _grades(passed, "NUM103") == expected
+
+
+@pytest.mark.parametrize(
+    ("den", "expected"),
+    [
+        # a hand-written variance, in a module's forward: 0 for a constant row (medium)
+        ("torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True))", ["medium"]),
+        ("((x - x.mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True).sqrt()", ["medium"]),
+        ("torch.sqrt(x.var(-1, keepdim=True))", ["medium"]),
+        # a root mean square of x itself is a norm: 0 only for an all-zero row (low)
+        ("torch.sqrt((x ** 2).mean(-1, keepdim=True))", ["low"]),
+        # the mean of another tensor: not a deviation from x's own mean
+        ("torch.sqrt(((x - y.mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True))", ["low"]),
+    ],
+)
+def test_a_hand_written_variance(den: str, expected: list[str]) -> None:
+    """`(x - mu) / sqrt(((x - mu) ** 2).mean(-1))`: a layer norm without its eps."""
+    code = (
+        "class Norm(nn.Module):\n"
+        "    def __init__(self, d):\n"
+        "        super().__init__()\n"
+        "        self.g = nn.Parameter(torch.ones(d))\n\n"
+        "    def forward(self, x, y):\n"
+        "        mu = x.mean(-1, keepdim=True)\n"
+        f"        return self.g * (x - mu) / {den}\n"
+    )
+    assert _grades(code, "NUM202") == expected

@@ -571,6 +571,8 @@ def _call_reason(
         if o.name in ("sum", "mean") and inp is not None:
             summed = ctx.deref(Value(inp, env))
             base = square_of(ctx, summed.node, summed.env)
+            if base is not None and o.name == "mean" and centred(ctx, Value(base, summed.env)):
+                return "a variance"  # `((x - mu) ** 2).mean(-1)`: 0 for a constant input
             if base is not None:
                 return _SUM_SQUARES if _square(ctx, base, summed.env) else None
             inner = sub(inp)
@@ -1616,6 +1618,23 @@ _EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|jitter|smooth)($|_|\d)")
 _FLOOR_SETTING = re.compile(r"^(min_\w+|\w+_min)$")
 
 
+def centred(ctx: Context, value: Value) -> bool:
+    """`x - x.mean(-1, keepdim=True)`, also through names (`mu = x.mean(0)`; `x - mu`): a
+    deviation from its own mean, whose mean square is a variance (0 for a constant input)."""
+    found = ctx.deref(value)
+    node = found.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
+        return False
+    mean = ctx.deref(Value(node.right, found.env))
+    o = op(ctx, mean.node, mean.env) if isinstance(mean.node, cst.Call) else None
+    return (
+        o is not None
+        and o.name == "mean"
+        and o.input is not None
+        and same_value(ctx, Value(o.input, mean.env), ctx.deref(Value(node.left, found.env)))
+    )
+
+
 def _square(ctx: Context, base: cst.BaseExpression, env: Env) -> str | None:
     """The reason a square `base ** 2` under a root can be 0: None for an eps (`self.eps **
     2`) or a base shifted by one (`(x - y + eps) ** 2`: identical inputs give eps**2 > 0, and
@@ -2047,7 +2066,11 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if _zero_entries_lifted(ctx, ctx.deref(Value(o.input, env))):
             return None  # `x[x == 0] = x[x == 0] + eps` before `x.norm(dim=-1)`
         return "a norm"
-    if o.name == "mean" and square_of(ctx, ctx.deref(Value(o.input, env)).node, env) is not None:
+    if o.name == "mean" and (
+        base := square_of(ctx, (found := ctx.deref(Value(o.input, env))).node, found.env)
+    ):
+        if centred(ctx, Value(base, found.env)):
+            return "a variance"  # `((x - mu) ** 2).mean(-1)`: a hand-written variance
         return "a norm"  # a root mean square: `x.pow(2).mean(-1) ** 0.5`
     if o.name == "std":
         return "a standard deviation"

@@ -104,7 +104,9 @@ class DivideByZeroNorm(Rule):
     A node's degree (`degree(index, num_nodes=n)`, DGL's `g.in_degrees()`) is 0 for an
     isolated node, and so is the log of one plus a count (`torch.log(deg + 1)`, a PNA
     scaler); `a ** 2 + b ** 2` of tensors the code computes is a sum of squares, and a
-    project helper's root mean square (`sqrt(mean(x ** 2))`) a norm. A test of the
+    project helper's root mean square (`sqrt(mean(x ** 2))`) a norm; the mean square of a
+    deviation from its own mean (`((x - mu) ** 2).mean(-1)` with `mu = x.mean(-1, keepdim=
+    True)`, a hand-written layer norm) is a variance, graded as `x.var()`. A test of the
     denominator's total (`if rms.sum() < eps: rms = ...`) guards none of its entries.
 
     A vector's product with its own transpose (`v.T @ v`, `v_t @ v` with `v_t` a transpose or
