@@ -64,11 +64,6 @@ _MODULE_KINDS = {
 }
 _SEQUENTIAL = ("torch.nn.Sequential", "torch.nn.modules.container.Sequential")
 
-_TRANSPARENT = frozenset(
-    {"float", "double", "half", "bfloat16", "to", "type", "contiguous", "detach", "clone",
-     "squeeze", "unsqueeze", "view", "reshape", "flatten", "permute", "transpose", "t",
-     "gather", "index_select", "expand", "expand_as", "cpu", "cuda", "view_as", "reshape_as"}
-)  # fmt: skip
 _SUMS = frozenset({"sum", "torch.sum", "mean", "torch.mean"})
 _CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
 _NORMS = frozenset(
@@ -820,7 +815,7 @@ class Project:
                 return _at(here, "positive", f"the sum of positive values in {_where(mod, func)}")
             return None
         if isinstance(fn, ast.Attribute) and qual is None:
-            if fn.attr in _TRANSPARENT:
+            if fn.attr in TRANSPARENT_METHODS:
                 return sub(mod, fn.value, func, depth + 1, params)
             if isinstance(fn.value, ast.Name) and fn.value.id == "self" and f and f.cls:
                 return self._method(mod, f.cls, fn.attr, depth) or self._call_object(

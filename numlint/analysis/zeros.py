@@ -757,9 +757,9 @@ _LOG_PROBABILITIES = {
 
 
 def log_probability(ctx: Context, value: Value, depth: int = 0) -> str | None:
-    """ "softmax" or "sigmoid" when `value` is a log_softmax or logsigmoid output, or entries
-    of one (`lp.gather(-1, y)`, `lp[:, 0]`), following variables; its exp is a probability,
-    exactly 1 where the model is sure."""
+    """The activation ("softmax" or "sigmoid") when `value` is a log_softmax or logsigmoid
+    output, or entries of one (`lp.gather(-1, y)`, `lp[:, 0]`), following variables: its
+    exp is a probability, exactly 1 where the model is sure."""
     if depth > 8:
         return None
     found = ctx.deref(value)
