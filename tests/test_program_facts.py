@@ -2345,3 +2345,21 @@ def test_a_hand_written_variance(den: str, expected: list[str]) -> None:
         f"        return self.g * (x - mu) / {den}\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+def test_a_zero_made_in_another_function_is_named() -> None:
+    """The finding says where the ReLU its value comes from is, and points at it."""
+    code = (
+        "def nll(var):\n    return torch.log(var)\n\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 2)\n\n"
+        "    def forward(self, x):\n"
+        "        return nll(F.relu(self.fc(x))).mean()\n"
+    )
+    (found,) = check_source(HEAD + code, "<string>", {"select": ["NUM103"]})
+    assert "(the ReLU in `Head.forward`" in found.message
+    assert [(row, message) for _, row, _, message in found.related] == [
+        (14, "the ReLU in `Head.forward` (<string>) is computed here")
+    ]

@@ -31,7 +31,7 @@ from numlint.analysis.ops import (
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.settings import settings_only
-from numlint.analysis.summaries import bounded_by_callers, origin_of
+from numlint.analysis.summaries import Origin, bounded_by_callers, origin_of
 from numlint.analysis.tables import TRANSPARENT_FUNCTIONS, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
@@ -132,6 +132,36 @@ def floored_elsewhere(ctx: Context, node: cst.BaseExpression) -> str | None:
     model returns (`torch.log(self.scale(x))` of a `forward` ending in `nn.ReLU()`)."""
     found = origin_of(ctx, node, tuple(_FLOORED))
     return _FLOORED[found.kind] if found is not None else None
+
+
+def made_elsewhere(ctx: Context, value: Value) -> Origin | None:
+    """Where another function makes the zero of `value` (a ReLU, a clamp at 0, a
+    log_softmax whose exp is a probability), for a finding to name it; None when `value`
+    gets it in the function itself."""
+    v = ctx.deref(value)
+    for _ in range(8):  # through `-x`, `x[i]`, `1 - x`, `exp(x)`, `x.gather(...)`
+        node = v.node
+        if isinstance(node, cst.UnaryOperation):
+            inner: cst.BaseExpression = node.expression
+        elif isinstance(node, cst.Subscript):
+            inner = node.value
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+            inner = node.right
+        elif isinstance(node, cst.Call) and (o := op(ctx, node, v.env)) and o.name == "exp":
+            if o.input is None:
+                break
+            inner = o.input
+        elif isinstance(node, cst.Call) and (
+            (c := ctx.callee(node, v.env)).method in TRANSPARENT_METHODS and c.receiver
+        ):
+            inner = c.receiver
+        else:
+            break
+        v = ctx.deref(Value(inner, v.env))
+    node = v.node
+    if isinstance(node, cst.Name) or (isinstance(node, cst.Call) and user_call(ctx, node, v.env)):
+        return origin_of(ctx, node, (*_FLOORED, "log_softmax"))
+    return None
 
 
 def indexed_by_nonzero(ctx: Context, node: cst.Subscript, env: Env) -> bool:

@@ -23,9 +23,11 @@ from numlint.analysis.guards import (
 )
 from numlint.analysis.ops import const, is_zero, op, same_value
 from numlint.analysis.semantics import activation, is_one, positional, strip
+from numlint.analysis.summaries import related
 from numlint.analysis.zeros import (
     bounded_probability,
     complemented_probability,
+    made_elsewhere,
     positive_value,
     zero_reason,
 )
@@ -698,10 +700,13 @@ class LogOfZero(Rule):
         # `log(x / x.sum())` of a quantity (a composition, a volume), not of tallies
         harmless = harmless or (reason == _RATIO and not tallied_share(ctx, value))
         harmless = harmless or (reason == _CLAMPED and _clamped_setting(ctx, value))
+        found = made_elsewhere(ctx, value)  # a caller's ReLU output: say where it is made
+        where = f" ({found.what})" if found is not None else ""
         self.report(
             node,
-            f"log of {reason}, which can be exactly 0: {tail}",
+            f"log of {reason}{where}, which can be exactly 0: {tail}",
             confidence="low" if harmless else grade(ctx, reason, value, log=True),
+            related=related(found) if found is not None else (),
         )
 
     def _repaired(self, node: cst.Call, arg: cst.BaseExpression) -> None:
