@@ -238,3 +238,35 @@ def test_project_reexports_of_torch_resolve(tmp_path, backend: str, expected: li
     )
     found = check_paths([str(user)], config={"select": ["NUM101"]})
     assert [d.code for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        # the torch module itself, imported where its absence is tolerated
+        ("try:\n    import torch\n    nn = torch.nn\nexcept ImportError:\n"
+         "    torch = None\n    nn = None\n", ["NUM101"]),
+        ("import torch\nfrom torch import nn\n", ["NUM101"]),
+        # a module of the project's own that happens to be called torch: not torch
+        ("class torch:\n    pass\nnn = None\n", []),
+    ],
+)  # fmt: skip
+def test_project_reexport_of_the_torch_module(tmp_path, backend: str, expected: list[str]) -> None:
+    """`from pkg.torch_utils import torch, nn`, where pkg/torch_utils binds the torch module
+    (in a `try` whose `except` binds None): `torch.log` there is torch's."""
+    from numlint.api import check_paths
+
+    utils = tmp_path / "pkg" / "torch_utils"
+    utils.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (utils / "torch.py").write_text(backend)
+    (utils / "__init__.py").write_text("from pkg.torch_utils.torch import torch, nn\n")
+    user = tmp_path / "pkg" / "use.py"
+    user.write_text(
+        "from pkg.torch_utils import torch, nn\n\n\n"
+        "class Head(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.log(torch.softmax(x, dim=-1))\n"
+    )
+    found = check_paths([str(user)], config={"select": ["NUM101"]})
+    assert [d.code for d in found] == expected

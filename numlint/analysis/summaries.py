@@ -648,12 +648,13 @@ class Project:
                 return None
             target = mod.imports.get(attr)
             if target is not None:
-                if target.startswith("torch."):
+                if target == "torch" or target.startswith("torch."):
                     return target
                 modname, _, attr = target.rpartition(".")
                 mod = self._module(modname) if modname else None
                 continue
-            values = mod.globals.get(attr, [])
+            # `nn = torch.nn` beside `nn = None` where the import of torch failed
+            values = [v for v in mod.globals.get(attr, []) if not _is_none(v)]
             if len(values) != 1 or attr in mod.functions or attr in mod.classes:
                 return None
             found = self.qualname(mod, values[0])
@@ -1861,6 +1862,10 @@ def _nonzero_mask(index: ast.expr) -> bool:
 def _mean(qual: str | None, fn: ast.expr) -> bool:
     """`torch.mean(...)` or `x.mean(...)` (not a sum)."""
     return qual in ("mean", "torch.mean") or (isinstance(fn, ast.Attribute) and fn.attr == "mean")
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _test(node: ast.expr) -> bool:

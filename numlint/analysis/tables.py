@@ -61,7 +61,8 @@ TORCH_ALIASES = frozenset(
      "einsum", "normalize", "softmax", "log_softmax", "sigmoid", "pad", "diag", "rand", "randn",
      "sqrt", "rsqrt", "log", "exp", "log1p", "expm1", "pow", "abs", "clamp", "clip", "norm",
      "sum", "mean", "std", "var", "acos", "asin", "atan2", "matmul", "relu", "cross_entropy",
-     "nll_loss", "binary_cross_entropy", "Module", "Parameter", "Tensor", "no_grad"}
+     "nll_loss", "binary_cross_entropy", "Module", "Parameter", "Tensor", "no_grad", "torch",
+     "nn", "functional"}
 )  # fmt: skip
 #: Methods that give a host value (an array, a list, a number) whatever they are called on.
 HOST_METHODS = frozenset({"numpy", "tolist", "item", "to_numpy"})
