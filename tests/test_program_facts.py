@@ -2363,3 +2363,44 @@ def test_a_zero_made_in_another_function_is_named() -> None:
     assert [(row, message) for _, row, _, message in found.related] == [
         (14, "the ReLU in `Head.forward` (<string>) is computed here")
     ]
+
+
+@pytest.mark.parametrize(
+    ("setup", "ratio", "expected"),
+    [
+        # a metric's Dice and IoU of two masks it is given: both empty gives 0/0
+        ("", "2 * (a * b).sum() / (a.sum() + b.sum())", ["medium"]),
+        ("", "(a * b).sum() / (a.sum() + b.sum() - (a * b).sum())", ["medium"]),
+        # a mask the function thresholds: an empty prediction is everyday
+        ("h = (a > 0.5).float()", "2 * (h * b).sum() / (h.sum() + b.sum())", ["high"]),
+        # probabilities have a positive sum
+        ("a = torch.sigmoid(a)", "2 * (a * b).sum() / (a.sum() + b.sum())", []),
+        # smoothed, or a test that one mask is not empty on the arm that divides
+        ("", "(2 * (a * b).sum() + 1) / (a.sum() + b.sum() + 1)", []),
+        (
+            "i, u = (a * b).sum(), a.sum() + b.sum() - (a * b).sum()",
+            "torch.where(a.sum() > 0, i / u, torch.tensor(float('nan')))",
+            [],
+        ),
+    ],
+)
+def test_dice_and_iou_of_two_masks(setup: str, ratio: str, expected: list[str]) -> None:
+    """The overlap of two masks over their sizes (numlint.analysis.zeros.overlap_masks)."""
+    code = f"def score(a, b):\n    {setup or 'pass'}\n    return {ratio}\n"
+    assert _grades(code, "NUM202") == expected
+
+
+def test_a_dice_loss_on_probabilities_is_low(tmp_path: Path) -> None:
+    """In a loss a module's training minimises, a Dice of given tensors is low (they are
+    mostly soft probabilities); with the caller's softmax known, it is not reported."""
+    loss = (
+        "def dice(p, t):\n    return 1 - 2 * (p * t).sum() / (p.sum() + t.sum())\n\n\n"
+        "class Seg(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 2, 1)\n\n"
+        "    def forward(self, x, t):\n"
+        "        return dice({passed}, t)\n"
+    )
+    assert _grades(loss.format(passed="self.conv(x)"), "NUM202") == ["low"]
+    assert _grades(loss.format(passed="self.conv(x).softmax(1)"), "NUM202") == []

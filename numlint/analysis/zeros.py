@@ -28,6 +28,7 @@ from numlint.analysis.ops import (
     same_value,
     unpacked_from,
     unpacking_call,
+    unscaled,
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.settings import settings_only
@@ -871,6 +872,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
             c = const(ctx, a, env)
             if c is not None and c > 0 and _non_negative(ctx, Value(b, env)):
                 return True  # `0.99 * torch.sigmoid(x) + 0.005`
+            if c is None and sub(a) and _non_negative(ctx, Value(b, env)):
+                return True  # `p + one_hot`: probabilities plus a 0/1 target
         return _convex_mix(ctx, node, env, sub)
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Multiply, cst.MatrixMultiply)
@@ -1936,6 +1939,52 @@ def zero_sum_terms(ctx: Context, value: Value, depth: int = 0) -> list[tuple[Val
     return found
 
 
+def overlap_masks(ctx: Context, num: Value, den: Value) -> tuple[Value, Value] | None:
+    """The masks a and b of `2 * (a * b).sum() / (a.sum() + b.sum())` (a Dice or F1 score)
+    or `(a * b).sum() / (a.sum() + b.sum() - (a * b).sum())` (an IoU): the overlap of two
+    masks over their sizes, 0/0 where both are empty (a class absent from an image and from
+    its prediction). None for another quotient, or where a or b is positive (probabilities,
+    also from every caller: their sum is not 0)."""
+    top = ctx.deref(num)
+    inner = _summed(ctx, Value(unscaled(ctx, top.node, top.env), top.env))  # type: ignore[arg-type]
+    if inner is None:
+        return None
+    pair = factors(inner.node)  # type: ignore[arg-type]
+    bottom = ctx.deref(den)
+    node = bottom.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        node = node.left  # `|a| + |b| - |a b|`
+    if len(pair) != 2 or not (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)
+    ):
+        return None
+    x, y = (_summed(ctx, Value(t, bottom.env)) for t in (node.left, node.right))
+    a, b = (Value(f, inner.env) for f in pair)
+    if x is None or y is None or any(_probabilities(ctx, m) for m in (a, b)):
+        return None
+    if same_value(ctx, a, x) and same_value(ctx, b, y):
+        return a, b
+    return (a, b) if same_value(ctx, a, y) and same_value(ctx, b, x) else None
+
+
+def _probabilities(ctx: Context, value: Value) -> bool:
+    """Positive here, or a parameter every caller passes a softmax, sigmoid or positive value."""
+    if positive_value(ctx, value):
+        return True
+    found = ctx.deref(value)
+    kinds = ("positive", "softmax", "sigmoid")
+    return isinstance(found.node, cst.Name) and origin_of(ctx, found.node, kinds) is not None
+
+
+def _summed(ctx: Context, value: Value) -> Value | None:
+    """What `x.sum(...)` / `torch.sum(x, ...)` sums, following variables."""
+    found = ctx.deref(value)
+    o = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    if o is None or o.name != "sum" or o.input is None:
+        return None
+    return ctx.deref(Value(o.input, found.env))
+
+
 def _added(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The terms of a sum `a + b + c`."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
@@ -2577,7 +2626,7 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
         qual = callee.qualname
-        if qual in _DISTANCES or qual in _ZERO_FILLS or qual in _COUNTS:
+        if qual in _DISTANCES or qual in _NON_NEGATIVE_MAKERS or qual in _COUNTS:
             return True
         if callee.receiver is not None and f"torch.{callee.method}" in _COUNTS:
             return True  # `x.bincount()`
@@ -2608,7 +2657,10 @@ def _positive_default(ctx: Context, name: str) -> bool:
     return low is not None and low >= 0
 
 
-_ZERO_FILLS = frozenset({"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like"})
+_NON_NEGATIVE_MAKERS = frozenset(
+    {"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
+     "torch.nn.functional.one_hot"}
+)  # fmt: skip
 _COUNTS = frozenset({"torch.bincount", "torch.histc", "torch.count_nonzero"})
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _DISTANCES = frozenset(

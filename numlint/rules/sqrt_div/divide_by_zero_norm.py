@@ -13,6 +13,7 @@ from numlint.analysis.evidence import (
     count_tested_by_callers,
     grade,
     joins_unit_vectors,
+    mask_computed,
     masked_loss_mean,
     minibatch_std,
     own_norm_of_features,
@@ -29,6 +30,7 @@ from numlint.analysis.gradients import (
     compared_here,
     constant_table,
     gradient_flows,
+    objective,
     only_thresholds,
     trained,
 )
@@ -40,11 +42,12 @@ from numlint.analysis.guards import (
     sanitised_later,
     selection,
 )
-from numlint.analysis.ops import const, op, same_code
-from numlint.analysis.semantics import keyword
+from numlint.analysis.ops import const, is_zero, op, same_code
+from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
-from numlint.analysis.zeros import denominator_reason
+from numlint.analysis.zeros import denominator_reason, overlap_masks
+from numlint.diagnostic import Confidence
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import call_name, descendants
 
@@ -55,6 +58,8 @@ _SPREADS = frozenset({"a standard deviation", "a variance"})
 #: where an entry that is 0 (`1 / sqrt(1 - alphas_cumprod)`) spoils only the calls that
 #: index it.
 _REDUCTIONS = frozenset({"a sum", "a norm", "a sum of squares", "a count", *_SPREADS})
+#: `2 * (a * b).sum() / (a.sum() + b.sum())`: Dice, F1 and IoU of two masks.
+_OVERLAP = "the total size of two masks (a Dice or IoU denominator)"
 #: A value the function tests for 0 (or a small bound) and only warns about.
 _WARNED = "a value the code tests for 0 and only warns about"
 
@@ -121,6 +126,15 @@ class DivideByZeroNorm(Rule):
     score without a true positive). A term that is an eps or a positive value (the sum of a
     sigmoid's outputs), a smoothed ratio (`(tp + s) / (tp + fp + s)`), or a sum of signed
     values (0 only where they cancel) keeps the sum from counting.
+
+    The overlap of two masks over their sizes, `2 * (a * b).sum() / (a.sum() + b.sum())` (a
+    Dice or F1 score) or `(a * b).sum() / (a.sum() + b.sum() - (a * b).sum())` (an IoU), is
+    0/0 where both masks are empty (a class absent from an image and from its prediction):
+    high where the function thresholds a mask (`(p > t).float()`), medium for the masks a
+    metric is given, low in a loss or a module's `forward` (its inputs are mostly soft
+    probabilities); not reported where a mask is positive (a sigmoid or softmax, also one
+    every caller passes), smoothed, or tested non-empty by the `torch.where` whose arm
+    divides (`torch.where(a.sum() > 0, i / u, nan)`).
 
     Known limitations:
     A sum of values known to be positive (exp, softmax, a clamped tensor) is not reported;
@@ -485,6 +499,18 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def dice_metric(logits, target):
+                hits = (logits.sigmoid() > 0.5).float()
+                return 2 * (hits * target).sum() / (hits.sum() + target.sum())
+            """,
+            line=4,
+            column=12,
+            confidence="high",
+            note="a class neither in the image nor predicted: both masks empty, 0/0",
+        ),
         Invalid(
             """
             import torch
@@ -888,6 +914,10 @@ class DivideByZeroNorm(Rule):
         reason = denominator_reason(ctx, ctx.value(den))
         if reason is None and warned_near_zero(ctx, den):
             reason = _WARNED
+        masks = None
+        if reason is None and not _size_tested_by_where(ctx, den):
+            masks = overlap_masks(ctx, ctx.value(num), ctx.value(den))
+            reason = _OVERLAP if masks is not None else None
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
         if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
@@ -906,6 +936,8 @@ class DivideByZeroNorm(Rule):
             hint = "use `F.normalize(x, dim=d)`, or clamp the norm (`n.clamp_min(eps)`)"
         message = f"division by {reason}, which can be exactly 0: gives 0/0 = NaN; {hint}"
         confidence = grade(ctx, reason, ctx.value(den))
+        if masks is not None:
+            confidence = _overlap_grade(ctx, masks)
         if weights_sum(ctx, ctx.value(num), ctx.value(den)) or vanishes_together(
             ctx, ctx.value(num), ctx.value(den)
         ):
@@ -976,6 +1008,42 @@ class DivideByZeroNorm(Rule):
             # F.normalize's default eps=1e-12 is 0 in float16: a zero row would give NaN
             code = f"{code[:-1]}, eps={finfo}({ctx.code(num)}.dtype).tiny)"
         return self.fix("unsafe", "Replace with `F.normalize`", (node, code))
+
+
+def _size_tested_by_where(ctx, den: cst.BaseExpression) -> bool:
+    """`torch.where(y_o > 0, inter / (y_o + y_p - inter), nan)`: a test that one of the
+    sizes a Dice or IoU denominator adds is above 0 keeps the denominator above 0 on the arm
+    that divides."""
+    node = ctx.deref(ctx.value(den)).node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        node = node.left
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        return False
+    sizes = {ctx.code(node.left).strip(), ctx.code(node.right).strip()}
+    for parent in ctx.ancestors():
+        o = op(ctx, parent) if isinstance(parent, cst.Call) else None
+        if o is None or o.name != "where":
+            continue
+        test = positional(parent, 0, "condition")
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        bound = test.comparisons[0]
+        return (
+            isinstance(bound.operator, (cst.GreaterThan, cst.NotEqual))
+            and is_zero(ctx, bound.comparator, ctx.value(bound.comparator).env)
+            and ctx.code(test.left).strip() in sizes
+        )
+    return False
+
+
+def _overlap_grade(ctx, masks: tuple[Value, Value]) -> Confidence:
+    """A Dice or IoU of two masks: high where the function thresholds one (`(p > t).float()`,
+    a one-hot of an argmax: a prediction can be empty); low in a loss or a module's forward,
+    whose inputs are mostly soft probabilities; medium elsewhere (a metric's masks)."""
+    made = [m for m in masks if not isinstance(ctx.deref(m).node, cst.Name)]  # not given
+    if any(mask_computed(ctx, m) for m in made):
+        return "high"
+    return "low" if trained(ctx) or objective(ctx) else "medium"
 
 
 def _sizes(ctx, operand: cst.BaseExpression) -> list[cst.Name]:
