@@ -2294,7 +2294,7 @@ def test_a_count_a_helper_returns(tmp_path: Path) -> None:
     )
     found = check_paths([pkg / "loss.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [(d.row, d.confidence) for d in found] == [(8, "medium")]
-    assert "a count a project function returns" in found[0].message
+    assert "a count another function makes" in found[0].message
 
 
 @pytest.mark.parametrize(
@@ -2404,3 +2404,19 @@ def test_a_dice_loss_on_probabilities_is_low(tmp_path: Path) -> None:
     )
     assert _grades(loss.format(passed="self.conv(x)"), "NUM202") == ["low"]
     assert _grades(loss.format(passed="self.conv(x).softmax(1)"), "NUM202") == []
+
+
+def test_counts_a_caller_passes() -> None:
+    """A confusion matrix a helper counts with `torch.bincount`, passed to the function that
+    divides by the sum of its entries (an IoU): 0 for a class absent from both."""
+    code = (
+        "def confusion(pred, target, k):\n"
+        "    return torch.bincount(target * k + pred, minlength=k * k).reshape(k, k)\n\n\n"
+        "def iou_of(c, w):\n"
+        "    return w.sum() * c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])\n\n\n"
+        "def binary_iou(pred, target, w):\n"
+        "    return iou_of({passed}, w)\n"
+    )
+    made = code.format(passed="confusion(pred, target, 2)")
+    assert _grades(made, "NUM202") == ["medium"]
+    assert _grades(code.format(passed="w.abs()"), "NUM202") == []

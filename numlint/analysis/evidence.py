@@ -68,7 +68,7 @@ REASONS: dict[str, Confidence] = {
     "a `torch.where` with a 0 branch": "high",
     "`1 - x**2`": "high",
     "a count": "high",
-    "a count a project function returns": "medium",
+    "a count another function makes": "medium",
     "a count per class": "medium",
     "a node's degree": "medium",
     "a determinant": "medium",

@@ -50,6 +50,7 @@ _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
 _UNIT = frozenset({"torch.nn.functional.normalize"})
+_COUNTING = frozenset({"torch.count_nonzero", "torch.bincount", "torch.histc"})
 _LOG_SOFTMAX = frozenset(
     {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
 )
@@ -765,9 +766,9 @@ class Project:
             return _at(here, "log_softmax", f"the log_softmax in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
-        if qual == "torch.count_nonzero" or (
-            isinstance(fn, ast.Attribute) and fn.attr == "count_nonzero" and qual is None
-        ):
+        if qual in _COUNTING or (
+            isinstance(fn, ast.Attribute) and f"torch.{fn.attr}" in _COUNTING and qual is None
+        ):  # `torch.bincount(y * k + p, minlength=k * k)`: a confusion matrix
             return _at(here, "count", f"the count in {_where(mod, func)}")
         if qual in _UNIT:
             return _at(here, "unit", f"the normalised vector in {_where(mod, func)}")

@@ -1908,9 +1908,11 @@ def denominator_reason(ctx: Context, value: Value, depth: int = 0) -> str | None
 
 
 #: Reductions that are 0 only where every entry they reduce is 0, when no entry is negative.
-_ZERO_TOGETHER = frozenset({"a count", "a sum", "a norm", "a sum of squares"})
+_ZERO_TOGETHER = frozenset(
+    {"a count", "a sum", "a norm", "a sum of squares", "a count another function makes"}
+)
 #: Of those, the ones that are never negative whatever they reduce.
-_NEVER_NEGATIVE = frozenset({"a count", "a norm", "a sum of squares"})
+_NEVER_NEGATIVE = _ZERO_TOGETHER - {"a sum"}
 
 
 def zero_sum_terms(ctx: Context, value: Value, depth: int = 0) -> list[tuple[Value, str]] | None:
@@ -2013,11 +2015,17 @@ def _term_of(ctx: Context, part: cst.BaseExpression, env: Env) -> Value | None:
     return Value(part, env)
 
 
+def _made_elsewhere_reason(ctx: Context, node: cst.BaseExpression) -> str | None:
+    """A norm, sum of squares or count that a project function returns or a caller passes."""
+    found = origin_of(ctx, node, tuple(_MADE_ELSEWHERE))
+    return _MADE_ELSEWHERE[found.kind] if found is not None else None
+
+
 #: Why what a project function returns can be 0, by numlint.analysis.summaries kind.
 _MADE_ELSEWHERE = {
     "norm": "a norm",
     "sum_of_squares": "a sum",
-    "count": "a count a project function returns",
+    "count": "a count another function makes",
 }
 
 
@@ -2105,6 +2113,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
+    if isinstance(node, cst.Name):
+        return _made_elsewhere_reason(ctx, node)  # a norm or count every caller passes
     if not isinstance(node, cst.Call):
         return None
     if self_product(ctx, node, env):
@@ -2131,10 +2141,7 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return "the log of 1 + a count"  # `torch.log(deg + 1)`: 0 for deg = 0
         return None
     if o is None and user_call(ctx, node, env):
-        found = origin_of(ctx, node, ("norm", "sum_of_squares", "count"))
-        if found is not None:  # `x / l2_norm(x)`, a helper in another function or file
-            return _MADE_ELSEWHERE[found.kind]
-        return None
+        return _made_elsewhere_reason(ctx, node)  # `x / l2_norm(x)`, a helper elsewhere
     if o is None or o.input is None and o.name not in ("count",):
         return None
     if o.name in ("norm", "sum", "std", "var") and random_sample(ctx, Value(o.input, env)):
