@@ -2420,3 +2420,51 @@ def test_counts_a_caller_passes() -> None:
     made = code.format(passed="confusion(pred, target, 2)")
     assert _grades(made, "NUM202") == ["medium"]
     assert _grades(code.format(passed="w.abs()"), "NUM202") == []
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        # masks a loss reads from its batch, multiplied: a batch with every sample masked out
+        ('data["token_mask"] * data["sample_mask"].unsqueeze(-1)', ["medium"]),
+        ("region_mask * sample_mask.unsqueeze(-1)", ["medium"]),
+        # a per-row mean of the same masks is left to the masks (a row keeps a token)
+        ('data["token_mask"][:, 0]', ["low"]),
+    ],
+)
+def test_a_loss_mean_over_masks_it_is_given(mask: str, expected: list[str]) -> None:
+    """`(err * mask).sum() / mask.sum()` over the whole batch in a loss, with the mask a
+    product of masks the loss is given (parameters or entries of one)."""
+    code = (
+        "def loss_fn(logits, data, region_mask, sample_mask):\n"
+        f"    mask = {mask}\n"
+        "    err = (logits - data['target']) ** 2\n"
+        "    return (err * mask).sum() / mask.sum()\n\n\n"
+        "def train(model, batch, opt):\n"
+        "    loss = loss_fn(model(batch['x']), batch, batch['m'], batch['s'])\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("ratio", "expected"),
+    [
+        # a dense graph convolution's mean over neighbours: an isolated node has none
+        ("torch.matmul(adj, x) / adj.sum(dim=-1, keepdim=True)", ["medium"]),
+        ("(adj @ x) / adj.sum(-1, keepdim=True)", ["medium"]),
+        # degrees clamped, or positive weights
+        ("torch.matmul(adj, x) / adj.sum(-1, keepdim=True).clamp(min=1)", []),
+        ("torch.matmul(adj.exp(), x) / adj.exp().sum(-1, keepdim=True)", []),
+    ],
+)
+def test_a_mean_over_neighbours(ratio: str, expected: list[str]) -> None:
+    """`(A @ X) / A.sum(-1)` of an adjacency the layer is given."""
+    code = (
+        "class MeanConv(nn.Module):\n"
+        "    def forward(self, x, adj):\n"
+        "        adj = adj.unsqueeze(0) if adj.dim() == 2 else adj\n"
+        f"        return {ratio}\n"
+    )
+    assert _grades(code, "NUM202") == expected

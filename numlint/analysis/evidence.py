@@ -28,6 +28,7 @@ from numlint.analysis.ops import (
     mapped_element,
     names,
     op,
+    same_value,
     unpacked_from,
     unpacking_call,
     unscaled,
@@ -962,6 +963,14 @@ def mask_like(ctx: Context, value: Value, depth: int = 0) -> bool:
     product with one (`x * mask`)."""
     if depth > 6:
         return False
+    bound = ctx.deref(value)
+    for _ in range(4):  # `data["sample_mask"].unsqueeze(-1)`
+        callee = ctx.callee(bound.node, bound.env) if isinstance(bound.node, cst.Call) else None
+        if callee is None or callee.method not in TRANSPARENT_METHODS or not callee.receiver:
+            break
+        bound = ctx.deref(Value(callee.receiver, bound.env))
+    if isinstance(bound.node, cst.Subscript) and _keyed_mask(bound.node):
+        return True  # `data["token_mask"][:, 1:]`
     v, _ = strip(ctx, value)
     node = v.node
     if isinstance(node, cst.Comparison):
@@ -1174,6 +1183,9 @@ def given_name(ctx: Context, value: Value) -> str | None:
             and (node.func.attr.value in TRANSPARENT_METHODS or node.func.attr.value in _CASTS)
         ):
             node = node.func.value
+        elif isinstance(node, cst.IfExp):  # `adj = adj.unsqueeze(0) if adj.dim() == 2 else adj`
+            arms = {given_name(ctx, Value(a, env)) for a in (node.body, node.orelse)}
+            return arms.pop() if len(arms) == 1 else None
         else:
             break
     if isinstance(node, cst.Attribute):
@@ -1605,6 +1617,17 @@ def _padding_parts(
     return False
 
 
+def _keyed_mask(node: cst.Subscript) -> bool:
+    """An entry of a batch whose key says "mask" (`batch["loss_mask"]`, also sliced)."""
+    while isinstance(node, cst.Subscript):
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            key = index.value.evaluated_value
+            return isinstance(key, str) and bool(_MASK_NAME.search(key))
+        node = node.value  # type: ignore[assignment]
+    return False
+
+
 def _identifier(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -1870,6 +1893,29 @@ def weights_sum(ctx: Context, numerator: Value, denominator: Value) -> bool:
     return _weighs(ctx, numerator, ident)
 
 
+def neighbour_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`torch.matmul(adj, x) / adj.sum(-1, keepdim=True)` of a matrix the function is given:
+    a matrix product with A divided by A's row sums, a mean over each row's neighbours (a
+    dense graph convolution's mean aggregation); a row with no entry (an isolated node)
+    gives 0/0."""
+    if _outer_op(ctx, denominator) != "sum":
+        return False
+    inner = reduced(ctx, denominator)
+    top = ctx.deref(numerator)
+    node = top.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        left: cst.BaseExpression | None = node.left
+    else:
+        o = op(ctx, node, top.env) if isinstance(node, cst.Call) else None
+        left = o.input if o is not None and o.name == "matmul" else None
+    if inner is None or left is None or positive_value(ctx, inner):
+        return False
+    given = given_name(ctx, inner)  # a matrix the code computes has evidence of its own
+    if given is None or ctx.parameter(given) is None:
+        return False
+    return same_value(ctx, Value(left, top.env), ctx.deref(inner))
+
+
 def _weighs(ctx: Context, numerator: Value, ident: str) -> bool:
     """The numerator multiplies something by the value named `ident` (`(x * w).sum()`)."""
     found = False
@@ -1940,8 +1986,25 @@ def masked_loss_mean(ctx: Context, numerator: Value, denominator: Value) -> bool
     inner = Value(o.input, denominator.env)
     name = given_name(ctx, inner)
     if name is None or ctx.parameter(name) is None or not mask_like(ctx, inner):
-        return False
+        name = root_of(o.input)  # `mask = token_mask * sample_mask`: given masks multiplied
+        if name is None or not _given_masks(ctx, inner):
+            return False
     return _weighs(ctx, numerator, name)
+
+
+def _given_masks(ctx: Context, value: Value) -> bool:
+    """A product of two or more masks the function is given (parameters, or entries of
+    one: `data["token_mask"] * data["sample_mask"][:, None]`)."""
+    found = ctx.deref(value)
+    parts = factors(found.node)  # type: ignore[arg-type]
+    if len(parts) < 2:
+        return False
+    for part in parts:
+        v = Value(part, found.env)
+        name = given_name(ctx, v)
+        if name is None or ctx.parameter(name) is None or not mask_like(ctx, v):
+            return False
+    return True
 
 
 #: Calls that draw an index from a distribution (or its logits): the entry drawn has p > 0.

@@ -2113,8 +2113,11 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if isinstance(operator, cst.MatrixMultiply) and _with_own_transpose(ctx, node, env):
             return _SUM_SQUARES  # `v_t @ v`: a vector's squared length
         return None
-    if isinstance(node, cst.Name):
-        return _made_elsewhere_reason(ctx, node)  # a norm or count every caller passes
+    if isinstance(node, cst.Name) and depth > 0:
+        # entries or terms of a norm or count a caller passes (`c[0, 1] + c[1, 1]` of a
+        # confusion matrix); a bare parameter (`x / scale`) is not asked about: the question
+        # searches the project for callers, and a scale or temperature is rarely a count
+        return _made_elsewhere_reason(ctx, node)
     if not isinstance(node, cst.Call):
         return None
     if self_product(ctx, node, env):

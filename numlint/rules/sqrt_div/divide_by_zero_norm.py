@@ -16,6 +16,7 @@ from numlint.analysis.evidence import (
     mask_computed,
     masked_loss_mean,
     minibatch_std,
+    neighbour_mean,
     own_norm_of_features,
     padding_mask,
     selection_can_be_empty,
@@ -215,7 +216,11 @@ class DivideByZeroNorm(Rule):
     function is given (`mask`, `valid`, `self.mask`: valid-entry masks keep an entry per row
     by construction; but medium for a loss's masked mean over the whole batch, `(err *
     mask).sum() / mask.sum()` with `mask` a parameter of the loss: a region mask that comes
-    with the targets is all 0 for a batch without the region), a padding test of indices (`idx >= 0`, `species == -1`,
+    with the targets is all 0 for a batch without the region; so is a product of masks the
+    loss is given, `data["token_mask"] * data["sample_mask"][:, None]`: a batch whose
+    samples are all masked out; and medium for a mean over the neighbours of a matrix the
+    function is given, `torch.matmul(adj, x) / adj.sum(-1, keepdim=True)`: an isolated
+    node), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
     count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
@@ -944,6 +949,8 @@ class DivideByZeroNorm(Rule):
             confidence = "high"
         elif confidence == "low" and masked_loss_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # a loss's mask over the whole batch: empty without the region
+        elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
+            confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
         sanitised = sanitised_later(ctx, nan=True)  # an `isinf` test leaves 0/0
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
             return  # a deliberate NaN the code replaces, where no gradient carries it on
