@@ -167,7 +167,7 @@ class ResultCache:
         if not isinstance(rows, list):
             return None
         deps = self.entries.get(k + _DEPS)
-        if deps is not None and any(self._signature(p) != [p, *sig] for p, *sig in deps):
+        if deps is not None and any(self._signature(d[0]) != d for d in deps):
             return None  # another file the findings were read from has changed
         self.used.add(k)
         if deps is not None:
