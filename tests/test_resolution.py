@@ -224,20 +224,12 @@ def test_no_grad_context():
 def test_project_reexports_of_torch_resolve(tmp_path, backend: str, expected: list[str]) -> None:
     """`from pkg.core import log, softmax`, where pkg/core re-exports `log = torch.log` from
     a backend module: the names are torch's."""
-    from numlint.api import check_paths
-
-    core = tmp_path / "pkg" / "core"
-    core.mkdir(parents=True)
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (core / "_backend.py").write_text(backend)
-    (core / "__init__.py").write_text("from pkg.core._backend import log, softmax\n")
-    user = tmp_path / "pkg" / "use.py"
-    user.write_text(
+    user = (
         "import torch\nfrom pkg.core import log, softmax\n\n"
         "def f(x: torch.Tensor):\n    return log(softmax(x, 1))\n"
     )
-    found = check_paths([str(user)], config={"select": ["NUM101"]})
-    assert [d.code for d in found] == expected
+    reexport = "from pkg.core._backend import log, softmax\n"
+    assert _num101_through(tmp_path, "core", "_backend", backend, reexport, user) == expected
 
 
 @pytest.mark.parametrize(
@@ -254,19 +246,28 @@ def test_project_reexports_of_torch_resolve(tmp_path, backend: str, expected: li
 def test_project_reexport_of_the_torch_module(tmp_path, backend: str, expected: list[str]) -> None:
     """`from pkg.torch_utils import torch, nn`, where pkg/torch_utils binds the torch module
     (in a `try` whose `except` binds None): `torch.log` there is torch's."""
-    from numlint.api import check_paths
-
-    utils = tmp_path / "pkg" / "torch_utils"
-    utils.mkdir(parents=True)
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (utils / "torch.py").write_text(backend)
-    (utils / "__init__.py").write_text("from pkg.torch_utils.torch import torch, nn\n")
-    user = tmp_path / "pkg" / "use.py"
-    user.write_text(
+    user = (
         "from pkg.torch_utils import torch, nn\n\n\n"
         "class Head(nn.Module):\n"
         "    def forward(self, x):\n"
         "        return torch.log(torch.softmax(x, dim=-1))\n"
     )
-    found = check_paths([str(user)], config={"select": ["NUM101"]})
-    assert [d.code for d in found] == expected
+    reexport = "from pkg.torch_utils.torch import torch, nn\n"
+    assert _num101_through(tmp_path, "torch_utils", "torch", backend, reexport, user) == expected
+
+
+def _num101_through(
+    tmp_path, package: str, module: str, backend: str, reexport: str, user: str
+) -> list[str]:
+    """NUM101's findings in pkg/use.py (`user`), which imports from pkg/<package>, whose
+    `__init__` re-exports (`reexport`) the names pkg/<package>/<module>.py binds (`backend`)."""
+    from numlint.api import check_paths
+
+    sub = tmp_path / "pkg" / package
+    sub.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (sub / f"{module}.py").write_text(backend)
+    (sub / "__init__.py").write_text(reexport)
+    (tmp_path / "pkg" / "use.py").write_text(user)
+    found = check_paths([str(tmp_path / "pkg" / "use.py")], config={"select": ["NUM101"]})
+    return [d.code for d in found]
