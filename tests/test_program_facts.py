@@ -2468,3 +2468,19 @@ def test_a_mean_over_neighbours(ratio: str, expected: list[str]) -> None:
         f"        return {ratio}\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+def test_a_layer_is_named_where_it_is_built() -> None:
+    """A sigmoid layer assigned in `__init__` is named there, not in the method calling it."""
+    code = (
+        "class D(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())\n\n"
+        "    def forward(self, x):\n"
+        "        return self.net(x)\n\n\n"
+        "def d_loss(d: D, real):\n"
+        "    return -torch.log(d(real)).mean()\n"
+    )
+    (found,) = check_source(HEAD + code, "<string>", {"select": ["NUM102"]})
+    assert "the `Sigmoid` module built in `D.__init__`" in found.message

@@ -1213,7 +1213,7 @@ class Project:
         elif isinstance(fn, ast.Attribute) and f and f.cls:
             values = self._attr(mod, f.cls, fn.attr)
         outs = [
-            self._constructed(mod, v.func, func, depth, v)
+            self._constructed(mod, v.func, _built_in(mod, v) or func, depth, v)
             for v in values
             if isinstance(v, ast.Call)
         ]
@@ -1863,6 +1863,14 @@ def _nonzero_mask(index: ast.expr) -> bool:
 def _mean(qual: str | None, fn: ast.expr) -> bool:
     """`torch.mean(...)` or `x.mean(...)` (not a sum)."""
     return qual in ("mean", "torch.mean") or (isinstance(fn, ast.Attribute) and fn.attr == "mean")
+
+
+def _built_in(mod: Module, value: ast.expr) -> str | None:
+    """The method whose `self.x = ...` assigns `value` (`__init__` for a module's layers)."""
+    for key, f in mod.functions.items():
+        if f.cls and any(v is value for vs in f.self_attrs.values() for v in vs):
+            return key
+    return None
 
 
 def _is_none(node: ast.expr) -> bool:
