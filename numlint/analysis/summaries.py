@@ -31,8 +31,10 @@ from pathlib import Path
 
 from numlint.analysis.names import import_one
 from numlint.analysis.tables import (
+    COUNT_FUNCTIONS,
     HOST_METHODS,
     HOST_MODULES,
+    LOG_PROBABILITIES,
     NO_GRAD,
     NOT_DIFFERENTIABLE,
     PROBS_OF_LOGITS,
@@ -50,10 +52,7 @@ _SOFTMAX = SOFTMAX_FUNCTIONS
 _SIGMOID = SIGMOID_FUNCTIONS
 _COSINE = frozenset({"torch.cosine_similarity", "torch.nn.functional.cosine_similarity"})
 _UNIT = frozenset({"torch.nn.functional.normalize"})
-_COUNTING = frozenset({"torch.count_nonzero", "torch.bincount", "torch.histc"})
-_LOG_SOFTMAX = frozenset(
-    {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
-)
+_LOG_SOFTMAX = frozenset(q for q, kind in LOG_PROBABILITIES.items() if kind == "softmax")
 _RELU = frozenset({"torch.relu", "torch.nn.functional.relu", "torch.nn.functional.relu6"})
 _MODULE_KINDS = {
     "torch.nn.ReLU": "relu",
@@ -766,8 +765,8 @@ class Project:
             return _at(here, "log_softmax", f"the log_softmax in {_where(mod, func)}")
         if qual in _COSINE:
             return _at(here, "cosine", f"the cosine similarity in {_where(mod, func)}")
-        if qual in _COUNTING or (
-            isinstance(fn, ast.Attribute) and f"torch.{fn.attr}" in _COUNTING and qual is None
+        if qual in COUNT_FUNCTIONS or (
+            isinstance(fn, ast.Attribute) and f"torch.{fn.attr}" in COUNT_FUNCTIONS and qual is None
         ):  # `torch.bincount(y * k + p, minlength=k * k)`: a confusion matrix
             return _at(here, "count", f"the count in {_where(mod, func)}")
         if qual in _UNIT:

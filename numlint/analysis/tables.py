@@ -64,6 +64,15 @@ TORCH_ALIASES = frozenset(
      "nll_loss", "binary_cross_entropy", "Module", "Parameter", "Tensor", "no_grad", "torch",
      "nn", "functional"}
 )  # fmt: skip
+#: Functions whose result counts entries (whole numbers; 0 where there are none).
+COUNT_FUNCTIONS = frozenset({"torch.bincount", "torch.histc", "torch.count_nonzero"})
+#: Log-probabilities, by the activation whose log they are: their exp is a probability.
+LOG_PROBABILITIES = {
+    "torch.log_softmax": "softmax",
+    "torch.nn.functional.log_softmax": "softmax",
+    "torch.special.log_softmax": "softmax",
+    "torch.nn.functional.logsigmoid": "sigmoid",
+}
 #: Methods that give a host value (an array, a list, a number) whatever they are called on.
 HOST_METHODS = frozenset({"numpy", "tolist", "item", "to_numpy"})
 

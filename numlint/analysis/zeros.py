@@ -33,7 +33,12 @@ from numlint.analysis.ops import (
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import Origin, bounded_by_callers, origin_of
-from numlint.analysis.tables import TRANSPARENT_FUNCTIONS, TRANSPARENT_METHODS
+from numlint.analysis.tables import (
+    COUNT_FUNCTIONS,
+    LOG_PROBABILITIES,
+    TRANSPARENT_FUNCTIONS,
+    TRANSPARENT_METHODS,
+)
 from numlint.tree import call_name, descendants
 
 _SQUARE = "a square"
@@ -778,15 +783,6 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
     return None
 
 
-#: Log-probabilities, by the probability whose log they are.
-_LOG_PROBABILITIES = {
-    "torch.log_softmax": "softmax",
-    "torch.nn.functional.log_softmax": "softmax",
-    "torch.special.log_softmax": "softmax",
-    "torch.nn.functional.logsigmoid": "sigmoid",
-}
-
-
 def log_probability(ctx: Context, value: Value, depth: int = 0) -> str | None:
     """The activation ("softmax" or "sigmoid") when `value` is a log_softmax or logsigmoid
     output, or entries of one (`lp.gather(-1, y)`, `lp[:, 0]`), following variables: its
@@ -803,8 +799,8 @@ def log_probability(ctx: Context, value: Value, depth: int = 0) -> str | None:
     if not isinstance(node, cst.Call):
         return None
     callee = ctx.callee(node, env)
-    if callee.qualname in _LOG_PROBABILITIES:
-        return _LOG_PROBABILITIES[callee.qualname]
+    if callee.qualname in LOG_PROBABILITIES:
+        return LOG_PROBABILITIES[callee.qualname]
     if callee.receiver is not None and callee.qualname is None:
         if callee.method == "log_softmax":
             return "softmax"
@@ -2636,9 +2632,9 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
         qual = callee.qualname
-        if qual in _DISTANCES or qual in _NON_NEGATIVE_MAKERS or qual in _COUNTS:
+        if qual in _DISTANCES or qual in _NON_NEGATIVE_MAKERS or qual in COUNT_FUNCTIONS:
             return True
-        if callee.receiver is not None and f"torch.{callee.method}" in _COUNTS:
+        if callee.receiver is not None and f"torch.{callee.method}" in COUNT_FUNCTIONS:
             return True  # `x.bincount()`
         if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
             return _non_negative(ctx, Value(callee.receiver, env), depth + 1)  # `s.to(x)`
@@ -2671,7 +2667,6 @@ _NON_NEGATIVE_MAKERS = frozenset(
     {"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
      "torch.nn.functional.one_hot"}
 )  # fmt: skip
-_COUNTS = frozenset({"torch.bincount", "torch.histc", "torch.count_nonzero"})
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _DISTANCES = frozenset(
     {"torch.cdist", "torch.nn.functional.pdist", "torch.pdist", "torch.dist",
