@@ -132,6 +132,15 @@ def iter_files(
     Raises FileNotFoundError for a path that does not exist.
     """
     configs = resolver if resolver is not None else ConfigResolver(config, overrides)
+    for name in _file_names(paths, configs, force_exclude):
+        yield Path(name)
+
+
+def _file_names(
+    paths: Iterable[str | Path], configs: ConfigResolver, force_exclude: bool
+) -> Iterator[str]:
+    """iter_files' files as the names `str(path)` gives: no Path is built per file (a run
+    whose findings are all cached spends most of its time walking)."""
     seen: set[str] = set()
     for given in paths:
         p = Path(given)
@@ -142,7 +151,7 @@ def iter_files(
         if not p.is_dir():
             if str(p) not in seen:
                 seen.add(str(p))
-                yield p
+                yield str(p)
             continue
         top = os.fspath(p)
         visited: set[tuple[int, int]] = set()
@@ -159,7 +168,7 @@ def iter_files(
                 dirs[:] = []
                 continue
             visited.add(key)
-            above = found.get(os.path.dirname(root)) if root != top else None
+            above = found.get(_parent(root)) if root != top else None
             if above is not None and not any(name == "pyproject.toml" for name, _ in files):
                 # a directory below one walked, without a configuration file: the same
                 # configuration (found from the same pyproject.toml files upward)
@@ -171,13 +180,25 @@ def iter_files(
             for name, link in sorted(files):
                 if not name.endswith((".py", ".pyi")) or cfg.excludes(here, name):
                     continue
-                f = here / name
-                text = str(f)
+                text = _join(root, name)
                 if text not in seen:
                     seen.add(text)
                     if not link:
                         configs.known_file(text, cfg)
-                    yield f
+                    yield text
+
+
+def _join(directory: str, name: str) -> str:
+    """`str(Path(directory) / name)` for a directory name as Path writes it."""
+    if directory == ".":
+        return name
+    return directory + name if directory.endswith(os.sep) else directory + os.sep + name
+
+
+def _parent(directory: str) -> str:
+    """The directory above one _walk yields, as _walk wrote it."""
+    parent = os.path.dirname(directory)
+    return parent or "."
 
 
 def _walk(top: str) -> Iterator[tuple[str, list[str], list[tuple[str, bool]]]]:
@@ -209,7 +230,7 @@ def _walk(top: str) -> Iterator[tuple[str, list[str], list[tuple[str, bool]]]]:
     yield top, dirs, files
     for name in dirs:
         if name not in links:
-            yield from _walk(os.path.join(top, name))
+            yield from _walk(_join(top, name))
 
 
 def excluded(path: Path, cfg: Config) -> bool:
@@ -387,19 +408,43 @@ def lint_paths(
     `resolver`: the run's ConfigResolver (of `config` and `overrides`), for a caller that
     wants the files' configurations too without finding them again.
     """
+    for name, found in lint_names(
+        paths,
+        config,
+        overrides,
+        cache=cache,
+        jobs=jobs,
+        force_exclude=force_exclude,
+        verdicts=verdicts,
+        resolver=resolver,
+    ):
+        yield Path(name), found
+
+
+def lint_names(
+    paths: Iterable[str | Path],
+    config: ConfigLike = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    cache: bool = False,
+    jobs: int | None = None,
+    force_exclude: bool = False,
+    verdicts: Verdicts | None = None,
+    resolver: ConfigResolver | None = None,
+) -> Iterator[tuple[str, list[Diagnostic]]]:
+    """lint_paths with each file named by its path's text (no Path built per file)."""
     from numlint.cache import ResultCache, key, rules_digest
 
     results = ResultCache() if cache else None
     config_of = resolver if resolver is not None else ConfigResolver(config, overrides)
-    files = list(iter_files(paths, config, overrides, force_exclude, resolver=config_of))
+    files = list(_file_names(paths, config_of, force_exclude))
     done: dict[int, list[Diagnostic]] = {}
     todo: list[tuple[int, str, tuple[str, bytes, Any]]] = []
     specs: dict[Config, Selection] = {}
     #: Per selection (by identity; kept alive in the value): its repr and rules_digest.
     spec_keys: dict[int, tuple[Selection, str, str]] = {}
     stats: dict[int, tuple[os.stat_result, str]] = {}
-    for i, f in enumerate(files):
-        name = str(f)
+    for i, name in enumerate(files):
         spec = _rules_key(config_of(name), name, specs)
         rules = digest = ""
         st = None
@@ -420,7 +465,7 @@ def lint_paths(
                     continue
                 stats[i] = (st, digest)
         try:
-            data = f.read_bytes()
+            data = Path(name).read_bytes()
         except IsADirectoryError:
             done[i] = [parse_error(name, "could not read: is a directory")]
             continue
@@ -472,11 +517,11 @@ def lint_paths(
             results.put(k, diags, deps)
             if i in stats:
                 st, digest = stats[i]
-                results.remember(str(files[i]), st, digest, k)
+                results.remember(files[i], st, digest, k)
     if results is not None:
         results.save()
-    for i, f in enumerate(files):
-        yield f, shown(config_of(f), done[i], verdicts)
+    for i, name in enumerate(files):
+        yield name, shown(config_of(name), done[i], verdicts)
 
 
 def check_paths(

@@ -311,7 +311,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         try:
             results = list(
-                api.lint_paths(
+                api.lint_names(
                     paths,
                     config,
                     overrides,
@@ -323,13 +323,12 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         except FileNotFoundError as exc:  # removed while numlint ran
             raise UsageError(f"{exc}: no such file or directory") from None
-        for f, found in results:
-            name = str(f)
+        for name, found in results:
             warnings.update(configs(name).warnings)
             env.files.append(name)
             if found and any(d.code != "NUM000" for d in found):
                 try:
-                    env.sources[name] = api.read_source(f)[0]
+                    env.sources[name] = api.read_source(Path(name))[0]
                 except api.SourceError:
                     pass
             diagnostics.extend(found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,21 @@ def test_docs_check_detects_stale(tmp_path: Path):
         text=True,
     )
     assert r.returncode == 1 and "NUM101.md" in r.stderr
+
+
+@pytest.mark.parametrize("top", [".", "./src", "src/", "src//pkg", "ABS"])
+def test_walked_files_are_named_as_pathlib_names_them(tmp_path: Path, monkeypatch, top: str):
+    """The walk names files by text, without a Path each; the names are still str(Path)."""
+    for rel in ["src/a.py", "src/pkg/b.py", "src/pkg/deep/c.pyi", "top.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    top = str(tmp_path / "src") if top == "ABS" else top
+    expected = sorted(
+        str(Path(top) / Path(root).relative_to(top) / f)
+        for root, _, files in os.walk(top)
+        for f in files
+    )
+    names = [name for name, _ in numlint.api.lint_names([top])]
+    assert sorted(names) == expected
+    assert [str(p) for p in numlint.api.iter_files([top])] == names
