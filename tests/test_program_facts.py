@@ -2256,6 +2256,12 @@ def test_a_sum_of_counts_is_0_where_each_is(den: str, expected: list[str]) -> No
         ("", "torch.clamp(out[:, 1], 0, 10)", ["high"]),
         # unpacked from a tuple written out
         ("mu, var = out[:, 0], F.relu(out[:, 1])", "var", ["high"]),
+        # the elementwise maximum with zeros, spelt three ways
+        ("", "torch.max(out[:, 1], torch.zeros_like(out[:, 1]))", ["high"]),
+        ("", "torch.maximum(out[:, 1], out.new_zeros(()))", ["high"]),
+        ("v = out[:, 1]", "v.max(torch.tensor(0.0))", ["high"]),
+        # `torch.max(x, 0)` is a maximum along dim 0, not a floor
+        ("", "torch.max(out, 0)[0]", []),
         # positive: an exp, a clamp above 0
         ("", "out[:, 1].exp()", []),
         ("", "out[:, 1].clamp(min=1e-4)", []),
@@ -2484,3 +2490,74 @@ def test_a_layer_is_named_where_it_is_built() -> None:
     )
     (found,) = check_source(HEAD + code, "<string>", {"select": ["NUM102"]})
     assert "the `Sigmoid` module built in `D.__init__`" in found.message
+
+
+@pytest.mark.parametrize(
+    ("floor", "expected"),
+    [
+        ("torch.max(r - m, torch.zeros_like(r))", ["high"]),
+        ("torch.maximum(r - m, torch.zeros(1))", ["high"]),
+        ("torch.max(r - m, torch.full_like(r, 0.0))", ["high"]),
+        # a floor above 0, and a maximum along a dim: no zero
+        ("torch.max(r - m, torch.full_like(r, 0.1))", []),
+        ("torch.max(r - m, 1)[0]", []),
+    ],
+)
+def test_the_sum_of_squares_of_a_value_floored_by_another_method(
+    tmp_path: Path, floor: str, expected: list[str]
+) -> None:
+    """A perceptual loss's disturbance: the maximum of a difference and zeros, made in one
+    method and summed as squares under a root in another, is 0 for a frame where nothing
+    exceeds the masking threshold (silence): sqrt(0) and a NaN gradient."""
+    code = (
+        "class Loss(nn.Module):\n"
+        "    def parts(self, ref, deg):\n"
+        "        r = torch.abs(deg - ref)\n"
+        "        m = 0.25 * torch.min(ref, deg)\n"
+        f"        d = {floor}\n"
+        "        return d, r\n\n"
+        "    def frame(self, d, w):\n"
+        "        s = torch.sum(torch.pow(d * w, 2.0), dim=-1, keepdim=True)\n"
+        "        return torch.sqrt(s)\n\n"
+        "    def forward(self, ref, deg, w):\n"
+        "        d, r = self.parts(ref, deg)\n"
+        "        return self.frame(d, w).mean()\n"
+    )
+    (tmp_path / "loss.py").write_text(HEAD + code)
+    found = check_paths([tmp_path / "loss.py"], {"select": ["NUM201"], "min-confidence": "low"})
+    assert [(d.row, d.confidence) for d in found if d.confidence != "low"] == [
+        (13, e) for e in expected
+    ]
+
+
+BUCKET = """
+def bucket(relative_position, num_buckets=32, max_distance=128):
+    n = torch.max(-relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (
+        torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * 8
+    ).{cast}
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    {use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("cast", "use", "expected"),
+    [
+        # an integer bucket whose entries at 0 a `torch.where` on the same test drops
+        ("long()", "return torch.where(is_small, n, large)", []),
+        # not dropped: the -inf becomes a garbage bucket
+        ("long()", "return large", ["high"]),
+        # kept as a float: the log's infinite slope may reach a gradient
+        ("float()", "return torch.where(is_small, n, large)", ["high"]),
+    ],
+)
+def test_a_log_rounded_to_a_bucket_and_dropped_by_where(
+    cast: str, use: str, expected: list[str]
+) -> None:
+    """`log(n / k)` of positions floored at 0, made an integer and replaced by a `where` on
+    `n < k`: no gradient flows through the rounding, and the -inf entries are dropped."""
+    code = "import math\n" + BUCKET.format(cast=cast, use=use)
+    assert _grades(code, "NUM103") == expected

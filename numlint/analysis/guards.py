@@ -212,7 +212,11 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
     if found is None:
         return False
     name, after, wanted = found
-    for stmt in after[:3]:
+    # `log(n / max_exact)` replaced where `n < max_exact`: the threshold is no operand name
+    wanted = {
+        w for w in wanted if not _THRESHOLD.search(w.rsplit(".", 1)[-1].lstrip("_"))
+    } or wanted
+    for stmt in after[:4]:
         if _only_in_where_branches(ctx, stmt, name, wanted):
             return True  # `h = p * p.log()`, `out = out + torch.where(p > 0, h, 0)`
         if assigned_name(stmt) != name or not isinstance(stmt, cst.SimpleStatementLine):
@@ -222,7 +226,9 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
         if isinstance(value, cst.Call) and call_name(value) == "where" and value.args:
             cond = value.args[0].value
             return name in names(value) and _tests(ctx, cond, wanted)
-        return False
+        if value is None or name not in names(value):
+            return False
+        # `v = torch.min(v, cap)`, `v = v.long()`: the same entries, still to be replaced
     return False
 
 

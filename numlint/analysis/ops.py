@@ -258,7 +258,42 @@ def _most_negative(ctx: Context, node: cst.CSTNode, env: Env) -> bool:
 
 
 def is_zero(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
-    return const(ctx, expr, env) == 0.0
+    """The number 0, or a tensor of zeros (`torch.zeros_like(x)`, `x.new_zeros(n)`,
+    `torch.full_like(x, 0)`, `torch.tensor(0.0)`), also through a variable."""
+    if const(ctx, expr, env) == 0.0:
+        return True
+    found = ctx.deref(Value(expr, env))
+    node = found.node
+    if not isinstance(node, cst.Call):
+        return False
+    name = ctx.qualname(node.func, found.env) or ""
+    if name in _ZERO_MAKERS:
+        return True
+    if isinstance(node.func, cst.Attribute) and not name.startswith(HOST_MODULES):
+        method = node.func.attr.value
+        if method == "new_zeros":
+            return True
+        if method == "new_full":
+            fill = positional(node, 1, "fill_value")
+            return fill is not None and const(ctx, fill, found.env) == 0.0
+        if method == "new_tensor":
+            data = positional(node, 0, "data")
+            return data is not None and const(ctx, data, found.env) == 0.0
+    if name in _FILLED:
+        fill = positional(node, 1, "fill_value")
+        return fill is not None and const(ctx, fill, found.env) == 0.0
+    if name in _WRAPPED:
+        data = positional(node, 0, "data")
+        return data is not None and const(ctx, data, found.env) == 0.0
+    return False
+
+
+#: Torch functions whose result is all zeros.
+_ZERO_MAKERS = frozenset({"torch.zeros", "torch.zeros_like"})
+#: Torch functions filling a tensor with their second argument.
+_FILLED = frozenset({"torch.full", "torch.full_like"})
+#: Torch functions making a tensor of their first argument.
+_WRAPPED = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 
 
 def plus_one(

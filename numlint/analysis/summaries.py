@@ -778,6 +778,8 @@ class Project:
         ):
             return _at(here, "positive", f"the exp in {_where(mod, func)}")
         floor = _clamp_floor(qual, fn, expr)
+        if floor is None and self._floored_at_zero(mod, qual, fn, expr):
+            floor = 0.0  # `torch.max(r - m, torch.zeros_like(r))`
         if floor is not None and floor > 0:
             return _at(here, "positive", f"the clamp above 0 in {_where(mod, func)}")
         if floor == 0:
@@ -864,6 +866,29 @@ class Project:
             and len(n.args) == 1
         ]
         return self._all(mod, appended, func, depth)
+
+    def _floored_at_zero(self, mod: Module, qual: str | None, fn: ast.expr, call: ast.Call) -> bool:
+        """`torch.max(x, torch.zeros_like(x))`, `torch.maximum(x, x.new_zeros(()))`,
+        `x.max(torch.tensor(0.0))`: the elementwise maximum with zeros, a clamp at 0."""
+        if qual in _MAXIMA and len(call.args) == 2:
+            other = call.args[1]
+        elif qual is None and isinstance(fn, ast.Attribute) and fn.attr in ("max", "maximum"):
+            other = call.args[0] if len(call.args) == 1 else None
+        else:
+            return False
+        if not isinstance(other, ast.Call):  # `torch.max(x, 0)`: a maximum along dim 0
+            return False
+        made = self.qualname(mod, other.func)
+        if made in _ZERO_MAKERS:
+            return True
+        if made is None and isinstance(other.func, ast.Attribute):
+            if other.func.attr == "new_zeros":
+                return True
+        if made in _WRAPPED and other.args and isinstance(other.args[0], ast.Constant):
+            return other.args[0].value == 0
+        if made in _FILLED and len(other.args) > 1 and isinstance(other.args[1], ast.Constant):
+            return other.args[1].value == 0
+        return False
 
     def _positive_product(
         self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
@@ -1983,6 +2008,13 @@ def _root(node: ast.expr) -> str | None:
             node = node.func.value
         else:
             return _dotted(node)
+
+
+_MAXIMA = frozenset({"torch.max", "torch.maximum", "torch.fmax"})
+#: Torch functions whose result is all zeros, and those making a tensor of one number.
+_ZERO_MAKERS = frozenset({"torch.zeros", "torch.zeros_like"})
+_WRAPPED = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+_FILLED = frozenset({"torch.full", "torch.full_like"})
 
 
 def _clamp_floor(qual: str | None, fn: ast.expr, call: ast.Call) -> float | None:
