@@ -2561,3 +2561,46 @@ def test_a_log_rounded_to_a_bucket_and_dropped_by_where(
     `n < k`: no gradient flows through the rounding, and the -inf entries are dropped."""
     code = "import math\n" + BUCKET.format(cast=cast, use=use)
     assert _grades(code, "NUM103") == expected
+
+
+SALIENCY = """
+class Saliency:
+    def __init__(self, model, magnitude=True):
+        self.model = model
+        self.magnitude = magnitude
+
+    def get_grad(self, x):
+        x.requires_grad = True
+        self.model(x).sum().backward()
+        {made}
+        return g
+
+
+class SmoothGrad(Saliency):
+    def __call__(self, x):
+        total = torch.zeros_like(x)
+        for _ in range(8):
+            g = self.get_grad((x + torch.randn_like(x)).detach())
+            total += (g * g) if self.magnitude else g
+        total = total ** 0.5
+        return total / 8
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        # a method of the base class returns a detached input gradient: a map for display
+        ("g = x.grad.detach()", []),
+        # the model's output: a gradient may flow through the root
+        ("g = self.model(x)", [23]),
+    ],
+)
+def test_a_method_returning_a_detached_value_carries_no_gradient(
+    tmp_path: Path, made: str, expected: list[int]
+) -> None:
+    """SmoothGrad's saliency map: the root of summed squared input gradients, which a base
+    class's method returns detached, is never differentiated: sqrt(0) = 0 is harmless."""
+    (tmp_path / "saliency.py").write_text(HEAD + SALIENCY.format(made=made))
+    found = check_paths([tmp_path / "saliency.py"], {"select": ["NUM201"], "min-confidence": "low"})
+    assert [d.row for d in found] == expected

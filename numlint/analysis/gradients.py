@@ -27,6 +27,7 @@ from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacking_call
 from numlint.analysis.places import evaluation_code, inference_code
 from numlint.analysis.summaries import (
+    detached_result,
     file_text,
     function_key,
     of_arguments_only,
@@ -757,6 +758,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True  # an einops pattern
     if isinstance(node, cst.UnaryOperation):
         return sub(node.expression)
+    if isinstance(node, cst.IfExp):
+        return sub(node.body) and sub(node.orelse)
     if isinstance(node, cst.BinaryOperation):
         if integers and not isinstance(node.operator, _INTEGER_OPS):
             if not (isinstance(node.operator, cst.Power) and isinstance(node.right, cst.Integer)):
@@ -830,11 +833,25 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return True
     if callee.method == "requires_grad_":
         return bool(args) and isinstance(args[0], cst.Name) and args[0].value == "False"
+    if not integers and _own_call(node) and detached_result(ctx, node):
+        return True  # `g = self.get_grad(x)` of a method returning `x.grad.detach()`
     if callee.method is not None and callee.receiver is not None:
         if callee.method in _SHAPE_METHODS:
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+def _own_call(node: cst.Call) -> bool:
+    """`helper(x)` or `self.method(x)`: a call that may be of this project's own code."""
+    func = node.func
+    if isinstance(func, cst.Name):
+        return True
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    )
 
 
 def batch_of_training_loop(ctx: Context, name: cst.Name, env: Env) -> bool:

@@ -989,6 +989,20 @@ class Project:
                 return self._method_returns(*cls, "forward") if cls else None
         return None
 
+    def detached(self, call: ast.expr, func: str | None) -> bool:
+        """Whether `call` (in function `func` of the file being linted) calls a project
+        function or method (also one a base class defines) every return of which is
+        detached (`return x.grad.detach()`, `g = p.grad.detach(); return g`)."""
+        mod = self.main
+        if mod is None or not isinstance(call, ast.Call):
+            return False
+        found = self._return_exprs(mod, call, func, 0)
+        if found is None or not found[2]:
+            return False
+        rmod, rfunc, values = found
+        f = rmod.functions.get(rfunc)
+        return f is not None and all(_detached(v, f) for v in values)
+
     def _method_returns(
         self, mod: Module, cls: str, name: str
     ) -> tuple[Module, str, list[ast.expr]] | None:
@@ -2017,6 +2031,19 @@ _WRAPPED = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 _FILLED = frozenset({"torch.full", "torch.full_like"})
 
 
+def _detached(value: ast.expr, f: Function) -> bool:
+    """`x.detach()`, or a local name every assignment of which is one."""
+    if isinstance(value, ast.Name):
+        found = f.assigned.get(value.id, [])
+        return bool(found) and all(not isinstance(v, ast.Name) and _detached(v, f) for v in found)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "detach"
+        and not value.args
+    )
+
+
 def _clamp_floor(qual: str | None, fn: ast.expr, call: ast.Call) -> float | None:
     """The constant lower bound of `torch.clamp(x, min=c)`, `x.clamp(min=c)`,
     `x.clamp_min(c)` (None where there is none)."""
@@ -2289,6 +2316,13 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
         return None
     found = project.origin(tree, function_key(ctx), kinds)
     return found if found is not None and found.crossed else None
+
+
+def detached_result(ctx: object, expr: object) -> bool:
+    """Whether a libcst call of the code being linted calls a project function or method
+    whose every return is detached (Project.detached): its result carries no gradient."""
+    project, tree = _question(ctx, expr)
+    return project is not None and tree is not None and project.detached(tree, function_key(ctx))
 
 
 def array_of(ctx: object, expr: object) -> bool:
