@@ -2604,3 +2604,47 @@ def test_a_method_returning_a_detached_value_carries_no_gradient(
     (tmp_path / "saliency.py").write_text(HEAD + SALIENCY.format(made=made))
     found = check_paths([tmp_path / "saliency.py"], {"select": ["NUM201"], "min-confidence": "low"})
     assert [d.row for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a loss's mean weighted by a target map it is given: an image without text is 0/0
+        (
+            "class Loss(nn.Module):\n"
+            "    def forward(self, gt_score, pred_score, loss_map):\n"
+            "        return torch.sum(loss_map * gt_score) / torch.sum(gt_score)\n",
+            ["medium"],
+        ),
+        # a helper's mean over a mask summed over everything (its axis defaults to None)
+        (
+            "def masked_mean(values, mask, axis=None):\n"
+            "    return (values * mask).sum(axis=axis) / mask.sum(axis=axis)\n",
+            ["medium"],
+        ),
+        # per row: a padding mask keeps an entry in every row
+        (
+            "def masked_mean(values, mask, axis=1):\n"
+            "    return (values * mask).sum(axis=axis) / mask.sum(axis=axis)\n",
+            ["low"],
+        ),
+        # outside a loss, a weight that is not a mask: sample weights are rarely all 0
+        (
+            "def weighted(values, weight):\n"
+            "    return (values * weight).sum() / weight.sum()\n",
+            ["low"],
+        ),
+        # the denominator sums something the numerator does not weigh by
+        (
+            "def ratio(values, mask, other):\n"
+            "    return (values * other).sum() / mask.sum()\n",
+            ["low"],
+        ),
+    ],
+)
+def test_a_mean_over_everything_a_given_mask_or_weight_marks(
+    code: str, expected: list[str]
+) -> None:
+    """`(x * w).sum() / w.sum()` over every entry, with `w` given: all 0 for a batch
+    without what it marks (a loss's target map; a mask a helper is passed)."""
+    assert _grades(code, "NUM202") == expected

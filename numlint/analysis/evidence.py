@@ -1973,23 +1973,44 @@ def selection_can_be_empty(ctx: Context, mask: Value) -> Confidence:
     return "low"
 
 
-def masked_loss_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
-    """`(err * mask).sum() / mask.sum()` over the whole batch in a loss, with `mask` one of
-    its parameters: a mask that comes with the targets, all 0 for a batch without the
-    region it marks (an image without text). A mean per row (`mask.sum(1)`) is left to
-    the mask's own evidence: a padding mask keeps an entry in every row."""
-    if not objective(ctx) or _outer_op(ctx, denominator) != "sum":
+def whole_masked_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`(err * w).sum() / w.sum()` over everything, with `w` a weight or mask the function
+    is given: all 0 for a batch without what it marks (an image without text, a batch whose
+    every response is cut off). In a loss any given weight counts (a target's score map);
+    elsewhere a mask (`masked_mean(values, mask, axis=None)`). A mean per row (`mask.sum(1)`)
+    is left to the mask's own evidence: a padding mask keeps an entry in every row."""
+    if _outer_op(ctx, denominator) != "sum":
         return False
     o = op(ctx, ctx.deref(denominator).node, denominator.env)
-    if o is None or o.input is None or o.rest():
+    if o is None or o.input is None or not _over_everything(ctx, o):
         return False  # `mask.sum(1)`: per row
+    loss = objective(ctx)
     inner = Value(o.input, denominator.env)
     name = given_name(ctx, inner)
-    if name is None or ctx.parameter(name) is None or not mask_like(ctx, inner):
+    param = ctx.parameter(name) if name is not None else None
+    if param is not None and _defaults_to_none(param):
+        return False  # `active_masks=None`: a validity mask the caller may leave out
+    if param is None or not (loss or mask_like(ctx, inner)):
         name = root_of(o.input)  # `mask = token_mask * sample_mask`: given masks multiplied
         if name is None or not _given_masks(ctx, inner):
             return False
     return _weighs(ctx, numerator, name)
+
+
+def _over_everything(ctx: Context, o: Op) -> bool:
+    """A reduction over every entry: no dims, or a dim the function is given whose default
+    is None (`mask.sum(axis=axis)` of `def masked_mean(values, mask, axis=None)`)."""
+    rest = o.rest()
+    if not rest:
+        return True
+    if len(rest) != 1 or not isinstance(rest[0].value, cst.Name):
+        return False
+    param = ctx.parameter(rest[0].value.value)
+    return param is not None and _defaults_to_none(param)
+
+
+def _defaults_to_none(param: cst.Param) -> bool:
+    return isinstance(param.default, cst.Name) and param.default.value == "None"
 
 
 def _given_masks(ctx: Context, value: Value) -> bool:

@@ -14,7 +14,6 @@ from numlint.analysis.evidence import (
     grade,
     joins_unit_vectors,
     mask_computed,
-    masked_loss_mean,
     minibatch_std,
     neighbour_mean,
     own_norm_of_features,
@@ -25,6 +24,7 @@ from numlint.analysis.evidence import (
     vanishes_together,
     warned_near_zero,
     weights_sum,
+    whole_masked_mean,
     zero_tested,
 )
 from numlint.analysis.gradients import (
@@ -764,9 +764,22 @@ class DivideByZeroNorm(Rule):
             def masked_mean(x, mask):
                 return (x * mask).sum() / mask.sum()
             """,
+            confidence="medium",
+            line=3,
+            column=12,
+            note="a mask the caller must pass, summed over every entry: a batch whose "
+            "every entry is masked out (each response cut off) gives 0/0",
+        ),
+        Invalid(
+            """
+            import torch
+            def masked_mean(x, mask):
+                return (x * mask).sum(1) / mask.sum(1)
+            """,
             confidence="low",
             line=3,
             column=12,
+            note="a mean per row of a given mask: a padding mask keeps an entry in each row",
         ),
         Invalid(
             """
@@ -947,8 +960,9 @@ class DivideByZeroNorm(Rule):
             ctx, ctx.value(num), ctx.value(den)
         ):
             confidence = "high"
-        elif confidence == "low" and masked_loss_mean(ctx, ctx.value(num), ctx.value(den)):
-            confidence = "medium"  # a loss's mask over the whole batch: empty without the region
+        elif confidence == "low" and whole_masked_mean(ctx, ctx.value(num), ctx.value(den)):
+            # a given mask or weight summed over everything: empty without what it marks
+            confidence = "medium"
         elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
         sanitised = sanitised_later(ctx, nan=True)  # an `isinf` test leaves 0/0
