@@ -2630,14 +2630,12 @@ def test_a_method_returning_a_detached_value_carries_no_gradient(
         ),
         # outside a loss, a weight that is not a mask: sample weights are rarely all 0
         (
-            "def weighted(values, weight):\n"
-            "    return (values * weight).sum() / weight.sum()\n",
+            "def weighted(values, weight):\n    return (values * weight).sum() / weight.sum()\n",
             ["low"],
         ),
         # the denominator sums something the numerator does not weigh by
         (
-            "def ratio(values, mask, other):\n"
-            "    return (values * other).sum() / mask.sum()\n",
+            "def ratio(values, mask, other):\n    return (values * other).sum() / mask.sum()\n",
             ["low"],
         ),
     ],
