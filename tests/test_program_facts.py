@@ -2616,6 +2616,14 @@ def test_a_method_returning_a_detached_value_carries_no_gradient(
             "        return torch.sum(loss_map * gt_score) / torch.sum(gt_score)\n",
             ["medium"],
         ),
+        # weights a loss reads from its batch, applied by a dot product
+        (
+            "class Loss(nn.Module):\n"
+            "    def forward(self, batch, logits):\n"
+            "        w = batch[2][0].float()\n"
+            "        return torch.dot(F.softplus(logits), w) / torch.sum(w)\n",
+            ["medium"],
+        ),
         # a helper's mean over a mask summed over everything (its axis defaults to None)
         (
             "def masked_mean(values, mask, axis=None):\n"

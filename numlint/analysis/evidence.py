@@ -1916,17 +1916,29 @@ def neighbour_mean(ctx: Context, numerator: Value, denominator: Value) -> bool:
     return same_value(ctx, Value(left, top.env), ctx.deref(inner))
 
 
-def _weighs(ctx: Context, numerator: Value, ident: str) -> bool:
-    """The numerator multiplies something by the value named `ident` (`(x * w).sum()`)."""
+def _weighs(ctx: Context, numerator: Value, ident: str, *more: str) -> bool:
+    """The numerator multiplies something by the value named `ident` (or one of `more`):
+    `(x * w).sum()`, `torch.dot(x, w)`, `x @ w`, `torch.mul(x, w)`."""
     found = False
+    idents = {ident, *more}
 
     class _Products(cst.CSTVisitor):
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
             nonlocal found
-            if isinstance(n.operator, cst.Multiply) and ident in (
+            if isinstance(n.operator, (cst.Multiply, cst.MatrixMultiply)) and idents & {
                 root_of(n.left),
                 root_of(n.right),
-            ):
+            }:
+                found = True
+
+        def visit_Call(self, n: cst.Call) -> None:
+            nonlocal found
+            if call_name(n) not in _PRODUCT_CALLS:
+                return
+            operands = [a.value for a in n.args]
+            if isinstance(n.func, cst.Attribute):
+                operands.append(n.func.value)  # `x.dot(w)`
+            if idents & {root_of(o) for o in operands}:
                 found = True
 
     ctx.deref(numerator).node.visit(_Products())
@@ -1994,7 +2006,7 @@ def whole_masked_mean(ctx: Context, numerator: Value, denominator: Value) -> boo
         name = root_of(o.input)  # `mask = token_mask * sample_mask`: given masks multiplied
         if name is None or not _given_masks(ctx, inner):
             return False
-    return _weighs(ctx, numerator, name)
+    return _weighs(ctx, numerator, name, root_of(o.input) or name)
 
 
 def _over_everything(ctx: Context, o: Op) -> bool:
@@ -2007,6 +2019,10 @@ def _over_everything(ctx: Context, o: Op) -> bool:
         return False
     param = ctx.parameter(rest[0].value.value)
     return param is not None and _defaults_to_none(param)
+
+
+#: Calls that multiply their arguments.
+_PRODUCT_CALLS = frozenset({"dot", "mul", "multiply", "matmul", "inner", "vdot", "mm", "bmm"})
 
 
 def _defaults_to_none(param: cst.Param) -> bool:
