@@ -2630,6 +2630,21 @@ def test_a_method_returning_a_detached_value_carries_no_gradient(
             "    return (values * mask).sum(axis=axis) / mask.sum(axis=axis)\n",
             ["medium"],
         ),
+        # a recall: the labels are compared with a thresholded prediction, so they are 0/1
+        (
+            "def recall(preds, targs, thresh=0.5):\n"
+            "    pred_pos = preds > thresh\n"
+            "    tpos = torch.mul((targs.byte() == pred_pos), targs.byte())\n"
+            "    return tpos.sum() / targs.sum()\n",
+            ["medium"],
+        ),
+        # the same weighting where nothing shows the labels are 0/1
+        (
+            "def weighted(preds, targs):\n"
+            "    tpos = torch.mul(preds, targs)\n"
+            "    return tpos.sum() / targs.sum()\n",
+            ["low"],
+        ),
         # per row: a padding mask keeps an entry in every row
         (
             "def masked_mean(values, mask, axis=1):\n"

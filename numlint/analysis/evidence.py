@@ -1941,7 +1941,15 @@ def _weighs(ctx: Context, numerator: Value, ident: str, *more: str) -> bool:
             if idents & {root_of(o) for o in operands}:
                 found = True
 
-    ctx.deref(numerator).node.visit(_Products())
+    top = ctx.deref(numerator)
+    top.node.visit(_Products())
+    for n in descendants(top.node):
+        if found:
+            break
+        if isinstance(n, cst.Name) and n.value not in idents:  # `tpos = torch.mul(hit, t)`
+            bound = ctx.deref(Value(n, top.env))
+            if bound.node is not n:
+                bound.node.visit(_Products())
     return found
 
 
@@ -2002,7 +2010,7 @@ def whole_masked_mean(ctx: Context, numerator: Value, denominator: Value) -> boo
     param = ctx.parameter(name) if name is not None else None
     if param is not None and _defaults_to_none(param):
         return False  # `active_masks=None`: a validity mask the caller may leave out
-    if param is None or not (loss or mask_like(ctx, inner)):
+    if param is None or not (loss or mask_like(ctx, inner) or _binary_by_use(ctx, name)):
         name = root_of(o.input)  # `mask = token_mask * sample_mask`: given masks multiplied
         if name is None or not _given_masks(ctx, inner):
             return False
@@ -2019,6 +2027,24 @@ def _over_everything(ctx: Context, o: Op) -> bool:
         return False
     param = ctx.parameter(rest[0].value.value)
     return param is not None and _defaults_to_none(param)
+
+
+def _binary_by_use(ctx: Context, name: str | None) -> bool:
+    """The function compares its parameter `name` for equality with a mask
+    (`targs.byte() == (preds > t)`): a 0/1 tensor, the labels a recall counts."""
+    func = ctx.function
+    if func is None or name is None:
+        return False
+    for node in descendants(func.body):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        target = node.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            continue
+        for one, other in ((node.left, target.comparator), (target.comparator, node.left)):
+            if root_of(one) == name and mask_like(ctx, Value(other, ctx.env)):
+                return True
+    return False
 
 
 #: Calls that multiply their arguments.
