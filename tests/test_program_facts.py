@@ -2669,3 +2669,40 @@ def test_a_mean_over_everything_a_given_mask_or_weight_marks(
     """`(x * w).sum() / w.sum()` over every entry, with `w` given: all 0 for a batch
     without what it marks (a loss's target map; a mask a helper is passed)."""
     assert _grades(code, "NUM202") == expected
+
+
+NAN_REPAIRED = """
+class Pool(nn.Module):
+    def forward(self, s, mask):
+        s = s.softmax(-1) * mask[..., None]
+        return s, self.kl(s)
+
+    @staticmethod
+    def kl(s):
+        p = s ** 2
+        p = p / p.sum(dim=2, keepdim=True)
+        {repair}
+        return F.kl_div(s.clamp(1e-15).log(), p, reduction="batchmean")
+"""
+
+
+@pytest.mark.parametrize(
+    ("repair", "expected"),
+    [
+        # the NaN of a padded row is replaced: the value is repaired, its gradient is not
+        ("p[torch.isnan(p)] = 0.0", ["medium"]),
+        ("p = torch.nan_to_num(p)", ["medium"]),
+        # nothing replaced: the plain sum of a given value
+        ("pass", ["low"]),
+    ],
+)
+def test_a_nan_replaced_after_a_division_still_reaches_the_gradient(
+    tmp_path: Path, repair: str, expected: list[str]
+) -> None:
+    """`p / p.sum(2)` with `p[torch.isnan(p)] = 0` next, in code training differentiates:
+    the replacement passes back 0 at the repaired entries, and 0 * (1/0) is NaN."""
+    (tmp_path / "pool.py").write_text(HEAD + NAN_REPAIRED.format(repair=repair))
+    found = check_paths([tmp_path / "pool.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.confidence for d in found if d.row == 13] == expected
+    if repair != "pass":
+        assert "not in the gradient" in found[0].message

@@ -237,7 +237,9 @@ class DivideByZeroNorm(Rule):
     custom backward), the deliberate NaN is not a finding at all; nor is a ratio the rest of
     the function only compares against (`r = h / m; keep = u > 1 - r`, `sqrt(l / l[0]) >
     rcond`: a NaN makes a comparison False, not a NaN value); where one can, the NaN's
-    gradient survives the repair and the finding stays, graded low.
+    gradient survives the repair (the replacement passes back 0, and 0 * 1/0 is NaN): the
+    finding stays, medium in code that training differentiates (the code expects the 0/0),
+    low elsewhere.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html
@@ -968,7 +970,17 @@ class DivideByZeroNorm(Rule):
         sanitised = sanitised_later(ctx, nan=True)  # an `isinf` test leaves 0/0
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
             return  # a deliberate NaN the code replaces, where no gradient carries it on
-        if padding_mask(ctx, ctx.value(den)) or sanitised:
+        if sanitised and trained(ctx) and not padding_mask(ctx, ctx.value(den)):
+            # the code expects the 0/0 and replaces the NaN: the value is repaired, but the
+            # gradient at those entries is 0 * (1/0) = NaN
+            message = (
+                f"division by {reason}, which can be exactly 0: the NaN that the code replaces "
+                "afterwards is repaired in the value, not in the gradient (the 0 that the "
+                "replacement passes back, times 1/0, is NaN); clamp the denominator "
+                "(`den.clamp_min(eps)`) or divide under `torch.where(den > 0, den, 1)`"
+            )
+            confidence = "medium"
+        elif padding_mask(ctx, ctx.value(den)) or sanitised:
             confidence = "low"
         elif returned_with_test(ctx, den):
             confidence = "low"  # `return mu, counts > eps`: the caller is told which are valid
