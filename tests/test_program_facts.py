@@ -2706,3 +2706,28 @@ def test_a_nan_replaced_after_a_division_still_reaches_the_gradient(
     assert [d.confidence for d in found if d.row == 13] == expected
     if repair != "pass":
         assert "not in the gradient" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("F.hardtanh(x, 0.0, 1.0)", ["high"]),
+        ("F.threshold(x, 0.1, 0.0)", ["high"]),
+        ("x * (x > 0)", ["high"]),
+        ("(x >= 0).float() * x", ["high"]),
+        # not a floor at 0: a hardtanh from -1, a threshold filling 20; an indicator's log
+        # is a log-density of 0 or -inf by design
+        ("F.hardtanh(x, -1.0, 1.0)", []),
+        ("F.threshold(x, 0.1, 20.0)", []),
+        ("(x > 0).float()", []),
+    ],
+)
+def test_floors_at_zero_spelt_otherwise(value: str, expected: list[str]) -> None:
+    """A ReLU or a clamp at 0 written as `F.hardtanh(x, 0, 1)`, `F.threshold(x, t, 0)` or by
+    hand (`x * (x > 0)`) is 0 for a dead unit; its log is -inf in a module's forward."""
+    code = (
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        f"        return torch.log({value}).mean()\n"
+    )
+    assert _grades(code, "NUM103") == expected

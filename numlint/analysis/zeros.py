@@ -366,6 +366,10 @@ def _binary_reason(ctx, node: cst.BinaryOperation, env: Env, mode: str, sub) -> 
         base = square_of(ctx, node, env) if mode == "sqrt" else None
         if base is not None:
             return _square(ctx, base, env)
+        if mode == "log" and _hand_relu(ctx, node, env):
+            # `x * (x > 0)`: x where positive, else exactly 0 (a product, not an indicator;
+            # its backward multiplies, so a root keeps reading it as a mask's product)
+            return "a ReLU output"
         return sub(node.left) or sub(node.right)
     if isinstance(operator, cst.Divide):
         left = sub(node.left)
@@ -528,6 +532,9 @@ def _call_reason(
     act = activation(ctx, Value(node, env))
     if act is not None:
         return f"a {act.kind} output"
+    floor = _floor_at_zero(ctx, node, callee.qualname, env)
+    if floor is not None:
+        return floor
     if _range_from_zero(ctx, node, env):
         return "a range from 0"
     if mode == "sqrt" and self_product(ctx, node, env):
@@ -2992,3 +2999,30 @@ def _bounded_here(ctx: Context, p: Value, depth: int) -> bool:
         return True
     # made by a model or helper elsewhere: NUM101/NUM102 name it
     return origin_of(ctx, node, ("softmax", "sigmoid")) is not None
+
+
+def _hand_relu(ctx: Context, node: cst.BinaryOperation, env: Env) -> bool:
+    """`x * (x > 0)`, `(x >= 0).float() * x`: a value times its own test against 0."""
+    for value, test in ((node.left, node.right), (node.right, node.left)):
+        t = strip(ctx, Value(test, env))[0].node
+        if not isinstance(t, cst.Comparison) or len(t.comparisons) != 1:
+            continue
+        target = t.comparisons[0]
+        if isinstance(target.operator, (cst.GreaterThan, cst.GreaterThanEqual)) and is_zero(
+            ctx, target.comparator, env
+        ):
+            if t.left.deep_equals(value):
+                return True
+    return False
+
+
+def _floor_at_zero(ctx: Context, node: cst.Call, qualname: str | None, env: Env) -> str | None:
+    """`F.hardtanh(x, 0.0, 1.0)` (a clamp at 0 from below) and `F.threshold(x, t, 0.0)`
+    (entries at or below t set to exactly 0)."""
+    if qualname == "torch.nn.functional.hardtanh":
+        low = positional(node, 1, "min_val")
+        return "a value clamped at 0" if low is not None and is_zero(ctx, low, env) else None
+    if qualname in ("torch.nn.functional.threshold", "torch.threshold"):
+        fill = positional(node, 2, "value")
+        return "a ReLU output" if fill is not None and is_zero(ctx, fill, env) else None
+    return None
