@@ -2731,3 +2731,24 @@ def test_floors_at_zero_spelt_otherwise(value: str, expected: list[str]) -> None
         f"        return torch.log({value}).mean()\n"
     )
     assert _grades(code, "NUM103") == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("return x / x.norm(dim=-1, keepdim=True)", ["medium"]),
+        # a copy of the layer's input is the same features
+        ("z = x.clone()\n        return z / z.norm(dim=-1, keepdim=True)", ["medium"]),
+        ("z = x.contiguous()\n        return z / z.norm(dim=-1, keepdim=True)", ["medium"]),
+        # computed here from two inputs: not the layer's own features
+        (
+            "z = torch.cat([x, x.flip(-1)], -1)\n        return z / z.norm(dim=-1, keepdim=True)",
+            ["low"],
+        ),
+    ],
+)
+def test_a_copy_of_layer_features_divided_by_its_norm(body: str, expected: list[str]) -> None:
+    """`x / x.norm()` of a layer's input features in a module's forward, also through a copy
+    (`z = x.clone()`): a zero vector at a position (after a ReLU, zero padding) is 0/0."""
+    code = f"class M(nn.Module):\n    def forward(self, x):\n        {body}\n"
+    assert _grades(code, "NUM202") == expected

@@ -2356,8 +2356,19 @@ def layer_features(ctx: Context, name: str) -> bool:
     if not module_forward(ctx):
         return False
     binding = ctx.lookup(name)
-    if binding is None or binding.value is not None:
-        return False  # assigned in the function: computed here
+    if binding is None:
+        return False
+    copied = binding.value
+    if copied is not None:  # assigned in the function: computed here, unless a copy
+        if (
+            isinstance(copied, cst.Call)
+            and isinstance(copied.func, cst.Attribute)
+            and copied.func.attr.value in TRANSPARENT_METHODS
+            and isinstance(copied.func.value, cst.Name)
+            and copied.func.value.value != name
+        ):
+            return layer_features(ctx, copied.func.value.value)  # `z = x.clone()`
+        return False
     if ctx.parameter(name) is not None:
         return not objective(ctx)
     for node in ctx.ancestors():
