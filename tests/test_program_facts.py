@@ -2498,6 +2498,7 @@ def test_a_layer_is_named_where_it_is_built() -> None:
         ("torch.max(r - m, torch.zeros_like(r))", ["high"]),
         ("torch.maximum(r - m, torch.zeros(1))", ["high"]),
         ("torch.max(r - m, torch.full_like(r, 0.0))", ["high"]),
+        ("torch.max(r - m, r.new_full(r.shape, fill_value=0.0))", ["high"]),
         # a floor above 0, and a maximum along a dim: no zero
         ("torch.max(r - m, torch.full_like(r, 0.1))", []),
         ("torch.max(r - m, 1)[0]", []),

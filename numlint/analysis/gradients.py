@@ -35,7 +35,7 @@ from numlint.analysis.summaries import (
     project_root,
     returns_numbers,
 )
-from numlint.analysis.tables import NOT_DIFFERENTIABLE, TRANSPARENT_METHODS
+from numlint.analysis.tables import NOT_DIFFERENTIABLE, ROUNDING, TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants
 
 #: Methods after which no gradient flows back.
@@ -852,6 +852,20 @@ def _own_call(node: cst.Call) -> bool:
         and isinstance(func.value, cst.Name)
         and func.value.value == "self"
     )
+
+
+def rounded_here(ctx: Context) -> bool:
+    """The value being visited is rounded to a whole number right away, through arithmetic
+    (`torch.round(torch.exp(d) - 1)`, `(torch.log(n / k) * s).long()`): its small digits are
+    discarded, and no gradient flows back through the rounding."""
+    for parent in ctx.ancestors():
+        if isinstance(parent, cst.Call):
+            callee = ctx.callee(parent)
+            name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
+            return name in ROUNDING
+        if not isinstance(parent, (cst.Arg, cst.Attribute, cst.BinaryOperation)):
+            return False
+    return False
 
 
 def batch_of_training_loop(ctx: Context, name: cst.Name, env: Env) -> bool:

@@ -213,9 +213,7 @@ def replaced_by_where(ctx: Context, operand: cst.BaseExpression) -> bool:
         return False
     name, after, wanted = found
     # `log(n / max_exact)` replaced where `n < max_exact`: the threshold is no operand name
-    wanted = {
-        w for w in wanted if not _THRESHOLD.search(w.rsplit(".", 1)[-1].lstrip("_"))
-    } or wanted
+    wanted = {w for w in wanted if not _threshold_ident(w.rsplit(".", 1)[-1])} or wanted
     for stmt in after[:4]:
         if _only_in_where_branches(ctx, stmt, name, wanted):
             return True  # `h = p * p.log()`, `out = out + torch.where(p > 0, h, 0)`
@@ -513,8 +511,11 @@ def threshold_name(bound: cst.BaseExpression) -> bool:
         return False
     if not isinstance(bound, (cst.Name, cst.Attribute)):
         return False
-    last = bound.value if isinstance(bound, cst.Name) else bound.attr.value
-    return bool(_THRESHOLD.search(last.lstrip("_")))
+    return _threshold_ident(bound.value if isinstance(bound, cst.Name) else bound.attr.value)
+
+
+def _threshold_ident(ident: str) -> bool:
+    return bool(_THRESHOLD.search(ident.lstrip("_")))
 
 
 def _mask_condition(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:

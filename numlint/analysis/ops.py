@@ -15,7 +15,13 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.semantics import number, positional
-from numlint.analysis.tables import HOST_MODULES
+from numlint.analysis.tables import (
+    FILL_FUNCTIONS,
+    FILL_METHODS,
+    HOST_MODULES,
+    ZERO_FUNCTIONS,
+    ZERO_METHODS,
+)
 from numlint.tree import walk
 
 #: Qualified torch functions -> a short op name.
@@ -267,33 +273,16 @@ def is_zero(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
     if not isinstance(node, cst.Call):
         return False
     name = ctx.qualname(node.func, found.env) or ""
-    if name in _ZERO_MAKERS:
+    if name in ZERO_FUNCTIONS:
         return True
-    if isinstance(node.func, cst.Attribute) and not name.startswith(HOST_MODULES):
+    spot = FILL_FUNCTIONS.get(name)
+    if spot is None and isinstance(node.func, cst.Attribute) and not name.startswith(HOST_MODULES):
         method = node.func.attr.value
-        if method == "new_zeros":
+        if method in ZERO_METHODS:
             return True
-        if method == "new_full":
-            fill = positional(node, 1, "fill_value")
-            return fill is not None and const(ctx, fill, found.env) == 0.0
-        if method == "new_tensor":
-            data = positional(node, 0, "data")
-            return data is not None and const(ctx, data, found.env) == 0.0
-    if name in _FILLED:
-        fill = positional(node, 1, "fill_value")
-        return fill is not None and const(ctx, fill, found.env) == 0.0
-    if name in _WRAPPED:
-        data = positional(node, 0, "data")
-        return data is not None and const(ctx, data, found.env) == 0.0
-    return False
-
-
-#: Torch functions whose result is all zeros.
-_ZERO_MAKERS = frozenset({"torch.zeros", "torch.zeros_like"})
-#: Torch functions filling a tensor with their second argument.
-_FILLED = frozenset({"torch.full", "torch.full_like"})
-#: Torch functions making a tensor of their first argument.
-_WRAPPED = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+        spot = FILL_METHODS.get(method)
+    fill = positional(node, *spot) if spot is not None else None
+    return fill is not None and const(ctx, fill, found.env) == 0.0
 
 
 def plus_one(

@@ -32,6 +32,8 @@ from pathlib import Path
 from numlint.analysis.names import import_one
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
+    FILL_FUNCTIONS,
+    FILL_METHODS,
     HOST_METHODS,
     HOST_MODULES,
     LOG_PROBABILITIES,
@@ -45,6 +47,8 @@ from numlint.analysis.tables import (
     SOFTMAX_MODULES,
     TRANSPARENT_FUNCTIONS,
     TRANSPARENT_METHODS,
+    ZERO_FUNCTIONS,
+    ZERO_METHODS,
 )
 from numlint.positions import line_offsets
 
@@ -879,16 +883,15 @@ class Project:
         if not isinstance(other, ast.Call):  # `torch.max(x, 0)`: a maximum along dim 0
             return False
         made = self.qualname(mod, other.func)
-        if made in _ZERO_MAKERS:
+        if made in ZERO_FUNCTIONS:
             return True
+        spot = FILL_FUNCTIONS.get(made or "")
         if made is None and isinstance(other.func, ast.Attribute):
-            if other.func.attr == "new_zeros":
+            if other.func.attr in ZERO_METHODS:
                 return True
-        if made in _WRAPPED and other.args and isinstance(other.args[0], ast.Constant):
-            return other.args[0].value == 0
-        if made in _FILLED and len(other.args) > 1 and isinstance(other.args[1], ast.Constant):
-            return other.args[1].value == 0
-        return False
+            spot = FILL_METHODS.get(other.func.attr)
+        fill = argument(other, *spot) if spot is not None else None
+        return isinstance(fill, ast.Constant) and fill.value == 0 and fill.value is not False
 
     def _positive_product(
         self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
@@ -2025,10 +2028,6 @@ def _root(node: ast.expr) -> str | None:
 
 
 _MAXIMA = frozenset({"torch.max", "torch.maximum", "torch.fmax"})
-#: Torch functions whose result is all zeros, and those making a tensor of one number.
-_ZERO_MAKERS = frozenset({"torch.zeros", "torch.zeros_like"})
-_WRAPPED = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
-_FILLED = frozenset({"torch.full", "torch.full_like"})
 
 
 def _detached(value: ast.expr, f: Function) -> bool:

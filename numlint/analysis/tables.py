@@ -73,6 +73,18 @@ LOG_PROBABILITIES = {
     "torch.special.log_softmax": "softmax",
     "torch.nn.functional.logsigmoid": "sigmoid",
 }
+#: A tensor of zeros: torch functions and tensor methods whose result is all zeros, and those
+#: whose result holds one argument everywhere, by (position, keyword) (0 there: zeros).
+ZERO_FUNCTIONS = frozenset({"torch.zeros", "torch.zeros_like"})
+ZERO_METHODS = frozenset({"new_zeros"})
+FILL_FUNCTIONS = {
+    "torch.full": (1, "fill_value"),
+    "torch.full_like": (1, "fill_value"),
+    "torch.tensor": (0, "data"),
+    "torch.as_tensor": (0, "data"),
+    "torch.scalar_tensor": (0, "s"),
+}
+FILL_METHODS = {"new_full": (1, "fill_value"), "new_tensor": (0, "data")}
 #: Methods that give a host value (an array, a list, a number) whatever they are called on.
 HOST_METHODS = frozenset({"numpy", "tolist", "item", "to_numpy"})
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import traced_dtype
-from numlint.analysis.gradients import no_gradient
+from numlint.analysis.gradients import no_gradient, rounded_here
 from numlint.analysis.ops import const, op, plus_one
 from numlint.analysis.summaries import origin_of, rounds_parameter
 from numlint.analysis.tables import ROUNDING
@@ -332,7 +332,7 @@ class Log1pExpm1Precision(Rule):
         else:
             return
         o = op(ctx, side)
-        if o is None or o.name != "exp" or o.input is None or _rounded(ctx):
+        if o is None or o.name != "exp" or o.input is None or rounded_here(ctx):
             return
         if _rounded_later(ctx, node):
             return
@@ -389,19 +389,6 @@ def _absorbed(ctx, node: cst.Call) -> bool:
         other = parent.right if parent.left is child else parent.left
         value = const(ctx, other)
         return value is not None and abs(value) >= 0.5
-    return False
-
-
-def _rounded(ctx) -> bool:
-    """The value is rounded to a whole number right away (`torch.round(torch.exp(d) - 1)`):
-    the digits `expm1` would keep are discarded anyway."""
-    for parent in ctx.ancestors():
-        if isinstance(parent, cst.Call):
-            callee = ctx.callee(parent)
-            name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
-            return name in ROUNDING
-        if not isinstance(parent, (cst.Arg, cst.Attribute, cst.BinaryOperation)):
-            return False
     return False
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.context import Context, Value
+from numlint.analysis.context import Value
 from numlint.analysis.evidence import grade, mask_like, root_of, tallied_share
 from numlint.analysis.gradients import (
     compared_here,
     gradient_flows,
     only_ranked,
     only_thresholds,
+    rounded_here,
     trained,
 )
 from numlint.analysis.guards import (
@@ -25,7 +26,6 @@ from numlint.analysis.guards import (
 from numlint.analysis.ops import const, is_zero, op, same_value
 from numlint.analysis.semantics import activation, is_one, positional, strip
 from numlint.analysis.summaries import related
-from numlint.analysis.tables import ROUNDING
 from numlint.analysis.zeros import (
     bounded_probability,
     complemented_probability,
@@ -681,7 +681,7 @@ class LogOfZero(Rule):
             return
         if reason == "a 0/1 mask" and isinstance(strip(ctx, value)[0].node, cst.Comparison):
             return  # `(x == v).float().log()`: a log-density of 0 or -inf, by design
-        flows = gradient_flows(ctx, o.input) and not _rounded_to_integer(ctx)
+        flows = gradient_flows(ctx, o.input) and not rounded_here(ctx)
         tail = _TAIL if flows else _TAIL_FORWARD
         # a replacement of the -inf repairs the value, not the gradient (see `_repaired`)
         repaired = sanitised_later(ctx) and not (
@@ -1117,32 +1117,3 @@ def _other_rule(ctx, value: Value) -> bool:
         inner = Value(node.right, direct.env, direct.mutations)
         return activation(ctx, inner, ("sigmoid",)) is not None
     return False
-
-
-_ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg)
-
-
-def _rounded_to_integer(ctx: Context) -> bool:
-    """The log being visited is part of arithmetic that is then made an integer
-    (`(torch.log(n / k) * s).long()`, a position's bucket): no gradient flows back
-    through the rounding, so the log's infinite slope cannot reach anything."""
-    child: cst.CSTNode | None = None
-    for node in ctx.ancestors():
-        if isinstance(node, cst.Call) and child is not None:
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.value is child:
-                return func.attr.value in ROUNDING
-            if not (isinstance(func, (cst.Name, cst.Attribute)) and call_name(node) in _ROUNDERS):
-                return False
-            return True  # `torch.floor(...)`, `math.floor(...)`
-        if isinstance(node, cst.Attribute):
-            child = node.value if child is None else child
-            continue
-        if not isinstance(node, _ARITHMETIC):
-            return False
-        child = node
-    return False
-
-
-#: Functions that round their argument to a whole number.
-_ROUNDERS = frozenset({"floor", "ceil", "round", "trunc"})
