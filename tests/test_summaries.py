@@ -503,7 +503,8 @@ def test_array_kind_across_functions_and_files(tmp_path: Path) -> None:
 
 def test_files_that_cannot_call_the_function_are_not_read() -> None:
     """summaries._may_call: a file that only calls its own `f` (no import binding `f`, no
-    module named like the callee's) or only `super().f(...)` is left out of the callers."""
+    module named like the callee's) or only `super().f(...)` is left out of the callers; a
+    text that is not ASCII is read as Python reads its identifiers."""
     from numlint.analysis.summaries import _may_call
 
     own = "def f(x):\n    return x\n\n\ndef g(y):\n    return f (y)\n"
@@ -515,3 +516,10 @@ def test_files_that_cannot_call_the_function_are_not_read() -> None:
     assert not _may_call(sub, "forward", "pkg.model", method=True)
     assert _may_call(sub + "y = net.forward(x)\n", "forward", "pkg.model", method=True)
     assert _may_call("ｆ = 1\nf(2)\n", "f", "pkg.losses", method=False)  # not ASCII
+    # A method is called on an object: a docstring or an old-style super() call is none.
+    old_style = "class B(A):\n    def forward(self, x):\n        return super(B, self).forward(x)\n"
+    docs = '"""Runs the forward pass — ✓."""\n'
+    assert not _may_call(docs + old_style, "forward", "pkg.model", method=True)
+    assert _may_call(docs + "y = net . forward (x)\n", "forward", "pkg.model", method=True)
+    assert _may_call("y = net.\\\n    forward(x)\n", "forward", "pkg.model", method=True)
+    assert _may_call("y = net.ｆorward(x)\n", "forward", "pkg.model", method=True)

@@ -23,10 +23,12 @@ from __future__ import annotations
 import ast
 import os
 import re
+import unicodedata
 import warnings
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from numlint.analysis.names import import_one
@@ -348,6 +350,7 @@ class Module:
         #: Per callee name, its calls (calls_of).
         self._calls: dict[str, list[tuple[str | None, ast.Call]]] = {}
         self._offsets: list[int] | None = None
+        self._plain: bool | None = None  # identifiers spelled as read (_plain), once asked
         self._spellers: dict[str, Callable[[ast.AST], bool]] = {}
         self._scan(tree.body, None)
 
@@ -443,9 +446,11 @@ class Module:
 
     def _spelled(self, name: str) -> Callable[[ast.AST], bool]:
         """Whether the lines of a node (a statement) hold `name` as a word: always, where the
-        text is not ASCII (an identifier is read normalised: it may be spelled otherwise)."""
+        text may spell an identifier otherwise (Python reads identifiers NFKC-normalised)."""
         text = self.text
-        if not text.isascii() or not name:
+        if self._plain is None:
+            self._plain = _plain(text)
+        if not name or not self._plain:
             return lambda node: True
         hits = []
         size, end_of = len(name), len(text)
@@ -471,6 +476,12 @@ class Module:
             return i < len(hits) and hits[i] < end
 
         return spelled
+
+
+def _plain(text: str) -> bool:
+    """Whether every identifier in `text` is spelled as Python reads it: ASCII, or a text
+    that NFKC normalisation leaves unchanged."""
+    return text.isascii() or unicodedata.normalize("NFKC", text) == text
 
 
 #: The characters of an ASCII identifier.
@@ -1809,18 +1820,26 @@ def _may_call(text: str, name: str, module: str, method: bool) -> bool:
     `module` as _calls_this sees it. A function: through an import binding `name` (spelled
     then not followed by `(` on its line, as it is in an import statement), or through an
     imported module or package whose dotted name ends in the module's last name (spelled as
-    a word). A method (`method`): on a receiver _instance can follow, which `super()` is not,
-    so `name` spelled other than in `super().name(` and `def name(`. A text that is not
-    ASCII may spell an identifier otherwise: always."""
+    a word). A method (`method`): called as an attribute (`obj.name(`) on a receiver
+    _instance can follow, which `super()` and `super(Cls, self)` are not. A text that is not
+    ASCII is read as Python reads identifiers (NFKC-normalised)."""
     if not text.isascii():
-        return True
+        text = unicodedata.normalize("NFKC", text)
     if method:
-        rest = text.replace(f"super().{name}(", "").replace(f"def {name}(", "")
-        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", rest) is not None
+        rest = re.sub(rf"super\([^()]*\)\.{re.escape(name)}", "", text)
+        return _method_call(name).search(rest) is not None
     last = re.escape(module.rsplit(".", 1)[-1])
     if re.search(rf"(?<!\w){last}(?!\w)", text):
         return True
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)(?![ \t]*\()", text) is not None
+
+
+@lru_cache(maxsize=256)
+def _method_call(name: str) -> re.Pattern[str]:
+    """Text that may call method `name` on an object: `.name` then `(` (spaces, line
+    continuations or comments between either)."""
+    gap = r"(?:\s|\\|#[^\n]*\n)*"
+    return re.compile(rf"\.{gap}{re.escape(name)}{gap}\(")
 
 
 def _call_pattern(name: str) -> re.Pattern[str]:
