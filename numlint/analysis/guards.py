@@ -127,6 +127,56 @@ def _inside_nan_handler(ctx: Context) -> bool:
     return False
 
 
+#: Reductions whose comparison with +-1 tests every entry of their input against it.
+_EXTREMES = frozenset({"min", "max", "amin", "amax", "abs"})
+
+
+def edge_tested(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """The function compares the operand, or its min, max or abs, with +-1 (`mask = d > 1 -
+    eps`, `if torch.max(x) >= 1: raise`): the author handles the edge (a `torch.where` or
+    lerp replaces those entries, or the call is refused)."""
+    func = ctx.function
+    if func is None:
+        return False
+    for node in descendants(func):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        left, right = node.left, node.comparisons[0].comparator
+        for side, bound in ((left, right), (right, left)):
+            if _near_one(ctx, bound) and (
+                same_code(ctx, side, operand) or _extreme_of(ctx, side, operand)
+            ):
+                return True
+    return False
+
+
+def _extreme_of(ctx: Context, side: cst.BaseExpression, operand: cst.BaseExpression) -> bool:
+    """`side` is `torch.max(operand)`, `operand.abs().max()` and the like."""
+    for _ in range(3):
+        if not isinstance(side, cst.Call):
+            return False
+        o = op(ctx, side)
+        if o is None or o.name not in _EXTREMES or o.input is None:
+            return False
+        if same_code(ctx, o.input, operand):
+            return True
+        side = o.input
+    return False
+
+
+def _near_one(ctx: Context, bound: cst.BaseExpression) -> bool:
+    value = const(ctx, bound)
+    if value is not None:
+        return 0.9 <= abs(value) <= 1.0
+    if isinstance(bound, cst.UnaryOperation):
+        bound = bound.expression
+    return (
+        isinstance(bound, cst.BinaryOperation)
+        and isinstance(bound.operator, (cst.Add, cst.Subtract))
+        and any(abs(const(ctx, side) or 0) == 1.0 for side in (bound.left, bound.right))
+    )
+
+
 def sanitised_later(ctx: Context, nan: bool = False) -> bool:
     """The value the current statement computes is inside `torch.nansum` / `nan_to_num`, or
     the value it assigns has its non-finite entries replaced by one of the next statements

@@ -18,14 +18,15 @@ from numlint.analysis.gradients import (
 from numlint.analysis.guards import (
     assigned_here,
     beside_minus_inf,
+    edge_tested,
     replaced_by_where,
     sanitised_later,
     selection,
     writes_minus_inf,
 )
-from numlint.analysis.ops import const, is_zero, op, same_value
+from numlint.analysis.ops import const, is_zero, op, same_code, same_value
 from numlint.analysis.semantics import activation, is_one, positional, strip
-from numlint.analysis.summaries import related
+from numlint.analysis.summaries import bounded_by_callers, related
 from numlint.analysis.zeros import (
     bounded_probability,
     complemented_probability,
@@ -57,7 +58,11 @@ class LogOfZero(Rule):
     torch.exp(logp))` are -inf where the model is sure. Also the log of a 0/1 mask added to scores that a softmax normalises (`log_softmax(
     vector + mask.log())`): masking by -inf, which a fully masked row turns into NaN.
     The natural log of a softmax or sigmoid output itself is NUM101 / NUM102; a log
-    multiplied by its own argument (`p * torch.log(p)`) is NUM109.
+    multiplied by its own argument (`p * torch.log(p)`) is NUM109. Also an inverse tanh
+    written by hand, `log((1 + x) / (1 - x))` (either way up), `log(1 + x) - log(1 - x)` or
+    `log1p(x) - log1p(-x)`, where x is not clamped and the function does not test it (or its
+    min, max or abs) against +-1. And `log(1 - exp(x))`, `log1p(-exp(x))` or `log(-expm1(x))`
+    of an x of no known kind that is not clamped: the idiom says x <= 0, a log-probability.
 
     Why is this bad?
     `log(0)` is -inf and its gradient is inf; one such element turns the loss into -inf or
@@ -106,6 +111,13 @@ class LogOfZero(Rule):
     `best = float("-inf")` search start does not count), and a log only compared against
     where a gradient may flow (`u.log() < log_alpha`: -inf only passes or fails a test).
 
+    An inverse tanh written by hand: medium where a gradient flows or in code that trains (x
+    is usually a tanh output, an action of a squashed policy or a flow's activation: float32
+    tanh is exactly +-1 from |u| = 9.01), low elsewhere. So is `log(1 - exp(x))` of a
+    log-probability of no known kind (exp(x) rounds to 1 in float32 once x is within 3e-8 of
+    0: a sure model's log_softmax entry, 0 where it leads the others by 17); `1 - exp(-d)`
+    of a distance or rate d is read only where d is a ReLU output (above).
+
     A hand-written binary cross-entropy or focal loss on a probability the code is given
     (`y * log(p) + (1 - y) * log(1 - p)`, `log(where(y == 1, p, 1 - p))`, `p * y + (1 - p) *
     (1 - y)`): the code itself treats p as a probability, which saturates to exactly 0 or 1;
@@ -137,6 +149,7 @@ class LogOfZero(Rule):
     References:
     - https://pytorch.org/docs/stable/generated/torch.log.html
     - [numlint hazard catalog, row 3, 27](https://github.com/numlint/numlint/blob/main/docs/hazards.md#3)
+    - [numlint hazard catalog, row 34](https://github.com/numlint/numlint/blob/main/docs/hazards.md#34)
     - [numlint hazard catalog, row 2](https://github.com/numlint/numlint/blob/main/docs/hazards.md#2)
     """
 
@@ -373,8 +386,65 @@ class LogOfZero(Rule):
             """,
             "sampling keys only ranked where no gradient flows: a -inf key sorts last",
         ),
+        Valid(
+            """
+            import torch
+            def inverse(y):
+                if torch.min(y) <= -1 or torch.max(y) >= 1:
+                    raise ValueError("outside the domain")
+                return 0.5 * torch.log((1 + y) / (1 - y))
+            """,
+            "an inverse tanh whose input the function tests against +-1 first",
+        ),
+        Valid(
+            """
+            import torch
+            def atanh(y, eps=1e-6):
+                y = y.clamp(-1 + eps, 1 - eps)
+                return 0.5 * (torch.log1p(y) - torch.log1p(-y))
+            """,
+            "an inverse tanh of a clamped input",
+        ),
+        Valid(
+            """
+            import torch
+            def log1mexp(logp):
+                logp = logp.clamp_max(-torch.finfo(logp.dtype).eps)
+                return torch.log1p(-torch.exp(logp))
+            """,
+            "`log(1 - exp(x))` of an x kept below 0",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            class TanhNormal(torch.distributions.Distribution):
+                def log_prob(self, value):
+                    pre_tanh = torch.log((1 + value) / (1 - value)) / 2
+                    return self.normal.log_prob(pre_tanh)
+            """,
+            line=4,
+            column=20,
+            confidence="medium",
+            note="an inverse tanh by hand: a squashed action is exactly +-1 once tanh saturates",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def odds_ratio_loss(chosen_logps, rejected_logps):
+                log_odds = (chosen_logps - rejected_logps) - (
+                    torch.log1p(-torch.exp(chosen_logps)) - torch.log1p(-torch.exp(rejected_logps))
+                )
+                return -F.logsigmoid(log_odds).mean()
+            """,
+            line=5,
+            column=9,
+            also=((5, 49),),
+            confidence="medium",
+            note="log(1 - exp(x)) of a log-probability, 0 where the model is sure",
+        ),
         Invalid(
             """
             import torch
@@ -642,9 +712,14 @@ class LogOfZero(Rule):
         if o.spelling == "method" and node.args:
             return
         value = ctx.value(o.input)
+        if (x := _atanh_input(ctx, node, o.name, value)) is not None:
+            self._atanh(node, o.input, x)
+            return
         if o.name == "log1p":
             reason = _log1p_reason(ctx, value)  # `log1p(-p)` is `log(1 - p)`
             if reason is None:
+                if (x := _log1mexp_input(ctx, o.name, value)) is not None:
+                    self._log1mexp(node, o.input, x)
                 return
         elif o.name == "log" and _other_rule(ctx, value):
             return
@@ -652,6 +727,9 @@ class LogOfZero(Rule):
             return  # `p * log(p)`: NUM109, whose fix (`xlogy`) covers the log too
         else:
             reason = zero_reason(ctx, value, "log")
+        if reason is None and (x := _log1mexp_input(ctx, o.name, value)) is not None:
+            self._log1mexp(node, o.input, x)
+            return
         if reason is None and o.name == "log":
             paired = complemented_probability(ctx, value)
             if paired is not None and not not_a_tensor(ctx, value):
@@ -711,6 +789,45 @@ class LogOfZero(Rule):
             f"log of {reason}{where}, which can be exactly 0: {tail}",
             confidence="low" if harmless else grade(ctx, reason, value, log=True),
             related=related(found) if found is not None else (),
+        )
+
+    def _atanh(self, node: cst.Call, arg: cst.BaseExpression, x: Value) -> None:
+        """An inverse tanh written by hand (`log((1 + x) / (1 - x))`): +-inf at x = +-1,
+        unless x is clamped or the function tests it against +-1."""
+        ctx = self.ctx
+        if _clamped(ctx, x) or not_a_tensor(ctx, x) or _selected_by_own_test(ctx, x):
+            return
+        if isinstance(x.node, cst.Name) and bounded_by_callers(ctx, x.node.value):
+            return  # `atanh(y.clamp(-1 + eps, 1 - eps))` at every call that bounds it
+        if edge_tested(ctx, x.node) or sanitised_later(ctx):
+            return
+        text = ctx.code(x.node) if len(ctx.code(x.node)) <= 40 else "x"
+        self.report(
+            node,
+            f"inverse tanh written by hand: `{text}` at +-1 (a tanh output is exactly +-1 "
+            "in float32 from |u| = 9.01) gives +-inf and an infinite gradient; use "
+            f"`torch.atanh({text}.clamp(-1 + eps, 1 - eps))` with "
+            f"`eps = torch.finfo({text}.dtype).eps`",
+            confidence="medium" if gradient_flows(ctx, arg) or trained(ctx) else "low",
+        )
+
+    def _log1mexp(self, node: cst.Call, arg: cst.BaseExpression, x: Value) -> None:
+        """`log(1 - exp(x))` of an x of no known kind: the idiom says x <= 0, a
+        log-probability, which is exactly 0 where the model is sure."""
+        ctx = self.ctx
+        if _clamped(ctx, x) or not_a_tensor(ctx, x):
+            return
+        if sanitised_later(ctx) or only_thresholds(ctx):
+            return
+        flows = gradient_flows(ctx, arg)
+        self.report(
+            node,
+            "log of `1 - exp(x)`, which is exactly 0 where x is: x is a log-probability here, "
+            "and exp(x) rounds to 1 in float32 once x is within 3e-8 of 0 (a log_softmax "
+            "entry is exactly 0 where it leads the others by 17), where the log is "
+            f"-inf{' with an infinite gradient' if flows else ''}; keep x below 0 "
+            "(`x.clamp_max(-torch.finfo(x.dtype).eps)`)",
+            confidence="medium" if flows or trained(ctx) else "low",
         )
 
     def _repaired(self, node: cst.Call, arg: cst.BaseExpression) -> None:
@@ -784,6 +901,125 @@ _MASKED_LOG_PROBS = (
     "(soft targets, an entropy `p * logp`) gives 0 * -inf = NaN"
 )
 _SOFTMAXES = frozenset({"softmax", "log_softmax"})
+
+
+def _atanh_input(ctx, node: cst.Call, name: str, value: Value) -> Value | None:
+    """x of an inverse tanh written by hand: `log((1 + x) / (1 - x))` (either way up), or
+    the right-hand log of `log(1 + x) - log(1 - x)` / `log1p(x) - log1p(-x)`."""
+    if name == "log":
+        ratio = ctx.deref(value)
+        r = ratio.node
+        if isinstance(r, cst.BinaryOperation) and isinstance(r.operator, cst.Divide):
+            top = _one_plus(ctx, Value(r.left, ratio.env))
+            bottom = _one_plus(ctx, Value(r.right, ratio.env))
+            if top and bottom and top[0] != bottom[0] and same_value(ctx, top[1], bottom[1]):
+                return top[1]
+    parent = ctx.parent
+    if not (
+        isinstance(parent, cst.BinaryOperation)
+        and isinstance(parent.operator, cst.Subtract)
+        and parent.right is node
+        and isinstance(parent.left, cst.Call)
+    ):
+        return None
+    left = op(ctx, parent.left)
+    if left is None or left.name != name or left.input is None or name not in ("log", "log1p"):
+        return None
+    first, second = Value(left.input, ctx.env), value
+    if name == "log":
+        a, b = _one_plus(ctx, first), _one_plus(ctx, second)
+        if a and b and a[0] == 1 and b[0] == -1 and same_value(ctx, a[1], b[1]):
+            return b[1]
+        return None
+    negated = second.node
+    if isinstance(negated, cst.UnaryOperation) and isinstance(negated.operator, cst.Minus):
+        if same_value(ctx, first, Value(negated.expression, ctx.env)):
+            return first
+    return None
+
+
+def _log1mexp_input(ctx, name: str, value: Value) -> Value | None:
+    """x of `log(1 - exp(x))`, `log(-expm1(x))` or `log1p(-exp(x))`."""
+    found = ctx.deref(value)
+    node = found.node
+    if name == "log" and isinstance(node, cst.BinaryOperation):
+        one = _one_plus(ctx, found)
+        wanted = "exp" if one is not None and one[0] == -1 else None
+        inner = one[1] if one is not None else None
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        wanted = {"log": "expm1", "log1p": "exp"}.get(name)
+        inner = Value(node.expression, found.env)
+    else:
+        return None
+    if wanted is None or inner is None or not isinstance(inner.node, cst.Call):
+        return None
+    e = op(ctx, inner.node, inner.env)
+    if e is None or e.name != wanted or e.input is None:
+        return None
+    x = e.input
+    while isinstance(x, cst.BinaryOperation):
+        x = x.left  # `-d * t`, `-raw.abs() - 1`
+    if isinstance(x, cst.UnaryOperation) and isinstance(x.operator, cst.Minus):
+        return None  # `1 - exp(-d)` of a distance or rate d >= 0: not a log-probability
+    return Value(e.input, inner.env)
+
+
+#: Calls that bound a value (the bound itself is not read).
+_BOUNDING = frozenset(
+    {"clamp", "clip", "clamp_", "clip_", "clamp_max", "clamp_min", "minimum", "maximum",
+     "hardtanh"}
+)  # fmt: skip
+
+
+def _clamped(ctx, x: Value) -> bool:
+    """x is made by a clamp, clip, minimum or maximum (through variables)."""
+    found = ctx.deref(x)
+    if not isinstance(found.node, cst.Call):
+        return False
+    callee = ctx.callee(found.node, found.env)
+    name = callee.method or (callee.qualname or "").rsplit(".", 1)[-1]
+    return name in _BOUNDING
+
+
+def _selected_by_own_test(ctx, x: Value) -> bool:
+    """x is `v[mask]` where the mask (through names, `~`, `&` and `|`) compares v itself
+    (`v[~((v > c) | (v < -c))]`): the entries kept are the ones the test lets through."""
+    found = ctx.deref(x)
+    node = found.node
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index):
+        return False
+    todo, seen = [Value(index.value, found.env)], 0
+    while todo and seen < 8:
+        seen += 1
+        test = ctx.deref(todo.pop())
+        expr = test.node
+        if isinstance(expr, cst.Comparison):
+            sides = [expr.left, *(c.comparator for c in expr.comparisons)]
+            if any(same_code(ctx, side, node.value) for side in sides):
+                return True
+        elif isinstance(expr, cst.UnaryOperation):
+            todo.append(Value(expr.expression, test.env))
+        elif isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+            todo += [Value(expr.left, test.env), Value(expr.right, test.env)]
+    return False
+
+
+def _one_plus(ctx, value: Value) -> tuple[int, Value] | None:
+    """(+1, x) for `1 + x` or `x + 1`, (-1, x) for `1 - x`."""
+    node = value.node
+    if not isinstance(node, cst.BinaryOperation):
+        return None
+    if isinstance(node.operator, cst.Add):
+        if is_one(ctx, node.left):
+            return 1, Value(node.right, value.env)
+        if is_one(ctx, node.right):
+            return 1, Value(node.left, value.env)
+    if isinstance(node.operator, cst.Subtract) and is_one(ctx, node.left):
+        return -1, Value(node.right, value.env)
+    return None
 
 
 def _masks_scores(ctx, value: Value) -> str | None:

@@ -7,12 +7,12 @@ import libcst as cst
 from numlint.analysis.context import Env, Value
 from numlint.analysis.evidence import reduced
 from numlint.analysis.gradients import gradient_flows
+from numlint.analysis.guards import edge_tested
 from numlint.analysis.ops import FLOAT32_HALF_ULP_BELOW_ONE, clamp_bounds, const, op, same_code
 from numlint.analysis.semantics import needs_parens
 from numlint.analysis.summaries import origin_of, related
 from numlint.analysis.zeros import denominator_reason
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import descendants
 
 
 class AcosOfCosine(Rule):
@@ -311,7 +311,7 @@ class AcosOfCosine(Rule):
                 # clamping to exactly [-1, 1] says the value reaches +-1 (a unit quaternion's
                 # scalar at the identity, a sine at gimbal lock): there the slope is infinite
                 self.report(node, _CLAMPED, confidence="medium")
-            elif not clamped and _edge_tested(ctx, o.input) and gradient_flows(ctx, o.input):
+            elif not clamped and edge_tested(ctx, o.input) and gradient_flows(ctx, o.input):
                 # so does testing it against +-1 (`phi[r <= -1] = pi / 3`): rounding takes a
                 # value computed to lie in [-1, 1] past the edge, and overwriting those
                 # entries afterwards leaves their gradient NaN
@@ -321,7 +321,7 @@ class AcosOfCosine(Rule):
             # finite; the infinite gradient needs a cosine of exactly +-1 (equal vectors)
             self.report(node, _CLAMPED, confidence="low")
             return
-        edge = not clamped and _edge_tested(ctx, o.input)
+        edge = not clamped and edge_tested(ctx, o.input)
         self.report(
             node, fix=None if clamped else self._fix(o.input), confidence="low" if edge else None
         )
@@ -344,35 +344,6 @@ _CLAMPED = (
     "(equal or opposite vectors) is infinite; clamp strictly inside: "
     "`c.clamp(-1 + 1e-7, 1 - 1e-7)`"
 )
-
-
-def _edge_tested(ctx, operand: cst.BaseExpression) -> bool:
-    """The function compares the operand with +-1 (`mask = d > 1 - eps`): the author handles
-    the edge (a `torch.where` or lerp replaces those entries)."""
-    func = ctx.function
-    if func is None:
-        return False
-    for node in descendants(func):
-        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
-            continue
-        left, right = node.left, node.comparisons[0].comparator
-        for side, bound in ((left, right), (right, left)):
-            if same_code(ctx, side, operand) and _near_one(ctx, bound):
-                return True
-    return False
-
-
-def _near_one(ctx, bound: cst.BaseExpression) -> bool:
-    value = const(ctx, bound)
-    if value is not None:
-        return 0.9 <= abs(value) <= 1.0
-    if isinstance(bound, cst.UnaryOperation):
-        bound = bound.expression
-    return (
-        isinstance(bound, cst.BinaryOperation)
-        and isinstance(bound.operator, (cst.Add, cst.Subtract))
-        and any(abs(const(ctx, side) or 0) == 1.0 for side in (bound.left, bound.right))
-    )
 
 
 def _strict(ctx, bound: cst.BaseExpression | None, env: Env, edge: float) -> bool:
