@@ -2753,3 +2753,27 @@ def test_a_copy_of_layer_features_divided_by_its_norm(body: str, expected: list[
     (`z = x.clone()`): a zero vector at a position (after a ReLU, zero padding) is 0/0."""
     code = f"class M(nn.Module):\n    def forward(self, x):\n        {body}\n"
     assert _grades(code, "NUM202") == expected
+
+
+def test_bce_of_a_sigmoid_without_gradients(tmp_path) -> None:
+    """NUM303's harm is a vanishing gradient, and an error under autocast: a validation loss
+    in `torch.no_grad()` is left alone unless autocast is on there or in the project."""
+    body = "def validate(model, x, y):\n    with torch.no_grad():\n{inner}"
+    plain = "        return F.binary_cross_entropy(torch.sigmoid(model(x)), y)\n"
+    assert _grades(body.format(inner=plain), "NUM303") == []
+    autocast = (
+        "        with torch.autocast('cuda'):\n"
+        "            return F.binary_cross_entropy(torch.sigmoid(model(x)), y)\n"
+    )
+    assert _grades(body.format(inner=autocast), "NUM303") == ["high"]
+    trained = (
+        "def train(model, x, y):\n    return F.binary_cross_entropy(torch.sigmoid(model(x)), y)\n"
+    )
+    assert _grades(trained, "NUM303") == ["high"]
+    # the project trains with a GradScaler in another file: BCE raises under its autocast
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text("import torch\nscaler = torch.amp.GradScaler('cuda')\n")
+    val = tmp_path / "val.py"
+    val.write_text(HEAD + body.format(inner=plain))
+    found = check_paths([val], {"select": ["NUM303"], "min-confidence": "low"})
+    assert [d.code for d in found] == ["NUM303"]

@@ -118,6 +118,10 @@ class Op:
         return [a for a in self.call.args if a.value is not self.input]
 
 
+#: Python builtins that act on a tensor as the torch function does.
+_BUILTINS = {"abs": "abs"}
+
+
 def op(ctx: Context, node: cst.BaseExpression, env: Env | None = None) -> Op | None:
     """The tensor operation a call performs, or None (numpy, math, unknown functions)."""
     if not isinstance(node, cst.Call):
@@ -145,6 +149,10 @@ def _op(ctx: Context, node: cst.Call, env: Env) -> Op | None:
         if name is None or not node.args:
             return None
         return Op(name, node, env, node.args[0].value, "module", callee.instance_of)
+    func = node.func
+    if isinstance(func, cst.Name) and func.value in _BUILTINS and func.value not in env:
+        inp = positional(node, 0, "x")  # `abs(a - b)` of tensors is `torch.abs`
+        return Op(_BUILTINS[func.value], node, env, inp, "function", func.value)
     if callee.method is not None and callee.receiver is not None:
         name = METHODS.get(callee.method)
         if name is None or foreign(ctx, Value(callee.receiver, env)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from numlint.analysis.precision_mode import AUTOCAST, in_autocast, project_half
 from numlint.analysis.semantics import needs_parens
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import BCE, LossCall, configuration_grade, loss_call
@@ -43,6 +44,9 @@ class BceOnSigmoid(Rule):
     Follows values within one function, `self.` modules of one class and classes of the same
     file. A hand-written BCE on probabilities is reported by NUM102.
 
+    Not reported inside `torch.no_grad()` (validation, label assignment) unless the call
+    runs under autocast or the project uses autocast anywhere: no gradient can vanish there.
+
     Confidence:
     high, except where the loss object or its input is a `self.` attribute the class sets to
     different things in different places (a loss or a score chosen by a configuration
@@ -69,6 +73,16 @@ class BceOnSigmoid(Rule):
             loss = F.binary_cross_entropy_with_logits(z, y)
             """,
             "the stable API",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            criterion = nn.BCELoss()
+            with torch.no_grad():
+                val_loss = criterion(torch.sigmoid(model(x)), y).item()
+            """,
+            "validation without gradients, in a project without autocast",
         ),
         Valid(
             """
@@ -212,6 +226,8 @@ class BceOnSigmoid(Rule):
         prob = probability(self.ctx, self.ctx.value(loss.input), ("sigmoid",))
         if prob is None:
             return
+        if self.ctx.in_no_grad() and not _autocast_possible(self.ctx):
+            return  # no gradient to vanish, and the value differs only past the -100 clamp
         self.report(
             node,
             fix=self._fix(loss, prob),
@@ -259,3 +275,9 @@ def _args(ctx, call: cst.Call) -> list[str]:
         key = f"{arg.keyword.value}=" if arg.keyword is not None else arg.star
         out.append(f"{key}{ctx.code(arg.value)}")
     return out
+
+
+def _autocast_possible(ctx) -> bool:
+    """The call runs under autocast, or the project trains with it somewhere: BCE raises
+    under CUDA autocast, with or without a gradient."""
+    return in_autocast(ctx) or project_half(ctx, (AUTOCAST,)) is not None
