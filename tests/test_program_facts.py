@@ -2777,3 +2777,60 @@ def test_bce_of_a_sigmoid_without_gradients(tmp_path) -> None:
     val.write_text(HEAD + body.format(inner=plain))
     found = check_paths([val], {"select": ["NUM303"], "min-confidence": "low"})
     assert [d.code for d in found] == ["NUM303"]
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("p != 250", []),  # a probability never equals 250: the mask keeps every entry
+        ("p < 2", []),
+        ("-1 < p", []),
+        ("p != 0", ["high"]),  # a probability can be 0
+        ("logits != 250", ["high"]),  # not a probability: an ignore value can fill it
+    ],
+)
+def test_a_mask_a_probability_always_passes(test: str, expected: list[str]) -> None:
+    """A comparison that a softmax output in [0, 1] always passes is a mask of ones: its
+    count is never 0 (value ranges decide, not the constant)."""
+    code = (
+        "class Distill(nn.Module):\n"
+        "    def forward(self, x, xs):\n"
+        "        logits = self.teacher(xs)\n"
+        "        p = F.softmax(logits, dim=1)\n"
+        "        loss = F.kl_div(F.log_softmax(self.net(x), 1), p, reduction='none')\n"
+        f"        mask = ({test}).float()\n"
+        "        return (loss * mask).sum() / mask.sum()\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+SINKHORN = """
+class Assigner:
+    def __init__(self):
+        self.assign = self.sinkhorn
+
+    def step(self, out):
+        q = {made}
+        return self.assign(q, 3)
+
+    def sinkhorn(self, Q, iters):
+        with torch.no_grad():
+            Q /= torch.sum(Q)
+            K, B = Q.shape
+            r = torch.ones(K) / K
+            c = torch.ones(B) / B
+            for _ in range(iters):
+                u = torch.sum(Q, dim=1)
+                Q *= (r / u).unsqueeze(1)
+                Q *= (c / torch.sum(Q, dim=0)).unsqueeze(0)
+            return (Q / torch.sum(Q, dim=0, keepdim=True)).t()
+"""
+
+
+def test_a_positive_matrix_every_caller_passes() -> None:
+    """Sinkhorn-Knopp on `exp(scores / eps)`: every caller (here through a method alias,
+    `self.assign = self.sinkhorn`) passes a positive matrix, so its sums, and the sums of
+    its products with positive vectors (`torch.ones(B) / B` with `K, B = Q.shape`), are
+    never 0. A caller passing raw scores leaves every division reported."""
+    assert _grades(SINKHORN.format(made="torch.exp(out / 0.05).t()"), "NUM202") == []
+    assert len(_grades(SINKHORN.format(made="out.t()"), "NUM202")) == 4

@@ -455,6 +455,23 @@ def unpacking_call(
     return Value(stmt.value, binding_env) if isinstance(stmt.value, cst.Call) else None
 
 
+def unpacked_size(ctx: Context, name: cst.Name, env: Env) -> bool:
+    """`name` was unpacked from a tensor's shape (`K, B = Q.shape`, `n, d = x.size()`): a
+    size, positive wherever the tensor has entries to divide."""
+    found = _last_unpacking(ctx, name, env)
+    if found is None:
+        return False
+    value = found[0].value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "shape"
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "size"
+        and not value.args
+    )
+
+
 def mapped_element(ctx: Context, name: cst.Name, env: Env) -> cst.Call | None:
     """`x` of `x, y = map(f, (a, b))` (the last unpacking of `x` before the current
     statement) as the call `f(a)` it holds; None when `name` was bound otherwise."""

@@ -1567,7 +1567,26 @@ class Project:
                     arg = argument(call, index, param)
                     if arg is not None:
                         out.append((cmod, caller, arg))
+        for alias in _method_aliases(mod, f) if mod is not None else ():
+            for caller, call in mod.calls_of(alias):  # `self.assign = self.sinkhorn` first
+                fn = call.func
+                if isinstance(fn, ast.Attribute) and _dotted(fn.value) == "self":
+                    arg = argument(call, index, param)
+                    if arg is not None:
+                        out.append((mod, caller, arg))
         return out
+
+    def positive_by_callers(self, func: str, param: str) -> bool:
+        """Whether every known caller (at least one) of function `func` of the file being
+        linted passes a positive value as `param` (`sinkhorn(torch.exp(s / eps))`)."""
+        found = self.passed(func, param)
+        if not found:
+            return False
+        for cmod, caller, arg in found:
+            origin = self._kind(cmod, arg, caller, 1)
+            if origin is None or origin.kind != "positive":
+                return False
+        return True
 
     def tested_by_callers(self, func: str, param: str) -> bool:
         """Whether every known call of function `func` of the file being linted (at least
@@ -2117,6 +2136,29 @@ def bounded_by_callers(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.bounded_by_callers(func, param)
+
+
+def _method_aliases(mod: Module, f: Function) -> list[str]:
+    """The attributes a class sets to one of its own methods (`self.assign = self.sinkhorn`
+    makes `self.assign(q)` a call of `sinkhorn`)."""
+    if f.cls is None:
+        return []
+    return [
+        attr
+        for attr, values in mod.attrs(f.cls).items()
+        if attr != f.node.name
+        and any(
+            isinstance(v, ast.Attribute) and v.attr == f.node.name and _dotted(v.value) == "self"
+            for v in values
+        )
+    ]
+
+
+def positive_from_callers(ctx: object, param: str) -> bool:
+    """Every known caller of the function being linted passes a positive value as `param`."""
+    project = ctx.project  # type: ignore[attr-defined]
+    func = function_key(ctx)
+    return project is not None and func is not None and project.positive_by_callers(func, param)
 
 
 def never_passed(ctx: object, param: str) -> bool:

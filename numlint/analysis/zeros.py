@@ -27,12 +27,18 @@ from numlint.analysis.ops import (
     same_code,
     same_value,
     unpacked_from,
+    unpacked_size,
     unpacking_call,
     unscaled,
 )
 from numlint.analysis.semantics import activation, is_one, keyword, positional, strip
 from numlint.analysis.settings import settings_only
-from numlint.analysis.summaries import Origin, bounded_by_callers, origin_of
+from numlint.analysis.summaries import (
+    Origin,
+    bounded_by_callers,
+    origin_of,
+    positive_from_callers,
+)
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
     LOG_PROBABILITIES,
@@ -112,7 +118,7 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
             return None  # `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`: only the nonzero entries
         return sub(node.value)
     if isinstance(node, cst.Comparison):
-        return "a 0/1 mask"
+        return None if always_true(ctx, node, env) else "a 0/1 mask"
     if isinstance(node, cst.Attribute) and node.attr.value == "values":
         return sub(node.value)  # `d.min(dim=1).values`, `x.topk(k).values`
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
@@ -126,6 +132,31 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.Name):
         return floored_elsewhere(ctx, node)  # a parameter its callers pass a ReLU output
     return None
+
+
+def always_true(ctx: Context, test: cst.Comparison, env: Env) -> bool:
+    """A comparison of a probability (a softmax or sigmoid output, in [0, 1]) with a constant
+    outside that range that holds everywhere: `p != 250`, `p < 2`, `p >= -1`: its mask
+    keeps every entry, and a count of it is never 0."""
+    if len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    for side, other, flipped in ((test.left, target.comparator, False),
+                                 (target.comparator, test.left, True)):  # fmt: skip
+        c = const(ctx, other, env)
+        if c is None or activation(ctx, Value(side, env)) is None:
+            continue
+        above, below = c > 1, c < 0  # the constant lies above or below [0, 1]
+        if flipped:
+            above, below = below, above  # `2 > p` reads as `p < 2`
+        if operator is cst.NotEqual and (c > 1 or c < 0):
+            return True
+        if operator in (cst.LessThan, cst.LessThanEqual) and above:
+            return True
+        if operator in (cst.GreaterThan, cst.GreaterThanEqual) and below:
+            return True
+    return False
 
 
 #: Kinds of numlint.analysis.summaries for a value with a floor at exactly 0.
@@ -835,7 +866,7 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     softmax, sigmoid, ones, a positive constant, clamped above 0, `x + eps`, products and
     convex mixtures of those (`(1 - g) * p + g * q`), and their top-k / sorted / gathered /
     reshaped parts."""
-    if depth > 8:
+    if depth > 12:
         return False
     for alt in ctx.alternatives(value):  # positive on every arm of an earlier `if`
         if alt is None or not positive_value(ctx, alt, depth + 1):
@@ -852,6 +883,12 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     if isinstance(node, cst.Name):
         source = unpacked_from(ctx, node, env)
         if source is None:
+            if ctx.parameter(node.value) is not None and ctx.deref(value).node is node:
+                # what every caller passes: `sinkhorn(torch.exp(scores / eps))`
+                if positive_from_callers(ctx, node.value):
+                    return True
+            if unpacked_size(ctx, node, env):
+                return True  # `K, B = Q.shape`, then `torch.ones(B) / B`
             return _unique_counts(ctx, node, env)
         return positive_value(ctx, source, depth + 1)
     if isinstance(node, cst.Subscript):
@@ -985,6 +1022,8 @@ def _never_all_zero(ctx: Context, value: Value) -> bool:
         return True
     found, _ = strip(ctx, value)
     node = found.node
+    if isinstance(node, cst.Comparison) and not found.mutations:
+        return always_true(ctx, node, found.env)  # `(p != 250).float()`: all ones
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         for a, b in ((node.left, node.right), (node.right, node.left)):
             if _off_diagonal(ctx, Value(a, found.env)) and positive_value(ctx, Value(b, found.env)):
