@@ -2834,3 +2834,43 @@ def test_a_positive_matrix_every_caller_passes() -> None:
     never 0. A caller passing raw scores leaves every division reported."""
     assert _grades(SINKHORN.format(made="torch.exp(out / 0.05).t()"), "NUM202") == []
     assert len(_grades(SINKHORN.format(made="out.t()"), "NUM202")) == 4
+
+
+@pytest.mark.parametrize(
+    ("use", "expected"),
+    [
+        # only the indices of a top-k, taken per level in a loop: no gradient reaches d
+        ("_, idx = d_level.topk(3, dim=0, largest=False)\n            picked.append(idx)", []),
+        # the values are kept too: they carry d's gradient
+        ("v, idx = d_level.topk(3, dim=0, largest=False)\n            picked.append(v)", ["low"]),
+    ],
+)
+def test_distances_only_ranked_in_a_loop(use: str, expected: list[str]) -> None:
+    """An assigner's centre distances feed only the indices of a top-k per pyramid level."""
+    code = (
+        "def assign(points, gt, counts):\n"
+        "    d = (points[:, None, :] - gt[None, :, :]).pow(2).sum(-1).sqrt()\n"
+        "    picked, start = [], 0\n"
+        "    for n in counts:\n"
+        "        d_level = d[start:start + n]\n"
+        f"        {use}\n"
+        "        start += n\n"
+        "    return picked\n"
+    )
+    assert _grades(code.replace("\n            ", "\n        "), "NUM201") == expected
+
+
+@pytest.mark.parametrize(("default", "expected"), [("2.0", []), ("-2.0", ["low"])])
+def test_a_setting_with_a_positive_default(default: str, expected: list[str]) -> None:
+    """`self.t` assigned from an `__init__` parameter with a constant default has that value:
+    `exp(-self.t * d.abs())` cannot overflow when the default is >= 0."""
+    code = (
+        "class Gate(nn.Module):\n"
+        f"    def __init__(self, t={default}):\n"
+        "        super().__init__()\n"
+        "        self.t = t\n"
+        "\n"
+        "    def forward(self, d):\n"
+        "        return 1 / (1 + torch.exp(-self.t * d.abs()))\n"
+    )
+    assert _grades(code, "NUM107") == expected

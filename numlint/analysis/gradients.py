@@ -413,7 +413,9 @@ def _visit_later(
         if thresholds and _bounds_itself(s, uses.name):
             continue
         s.visit(uses)
-        handed += [(other, later[i + 1 :]) for other in uses.carried]
+        # a name assigned inside a loop or branch is read in the rest of it too
+        rest = later[i + 1 :] if isinstance(s, cst.SimpleStatementLine) else later[i:]
+        handed += [(other, rest) for other in uses.carried]
         uses.carried.clear()
         if thresholds and assigned_name(s) == uses.name:
             break
@@ -634,7 +636,7 @@ _WITH_INDICES = frozenset(
 
 def _indices_taken(above: list[cst.CSTNode]) -> bool:
     """The call just left (`above[-1]` is what holds it) is a sort or top-k whose indices only
-    are kept: `torch.sort(d, dim=1).indices`, `d.topk(3)[1]`."""
+    are kept: `torch.sort(d, dim=1).indices`, `d.topk(3)[1]`, `_, idx = d.topk(3)`."""
     if len(above) < 2:
         return False
     call, holder = above[-1], above[-2]
@@ -642,6 +644,14 @@ def _indices_taken(above: list[cst.CSTNode]) -> bool:
         return False
     if isinstance(holder, cst.Attribute) and holder.value is call:
         return holder.attr.value == "indices"
+    if isinstance(holder, cst.Assign) and holder.value is call and len(holder.targets) == 1:
+        target = holder.targets[0].target  # `_, idx = d.topk(k)`: the values are dropped
+        return (
+            isinstance(target, (cst.Tuple, cst.List))
+            and len(target.elements) == 2
+            and isinstance(target.elements[0].value, cst.Name)
+            and target.elements[0].value.value == "_"
+        )
     if isinstance(holder, cst.Subscript) and holder.value is call and len(holder.slice) == 1:
         index = holder.slice[0].slice
         return (

@@ -2644,14 +2644,44 @@ def _declared_positive(ctx: Context, node: cst.BaseExpression) -> bool:
     return False
 
 
+def setting_value(ctx: Context, node: cst.BaseExpression) -> float | None:
+    """The number a `self.<attr>` setting holds: a constant assigned to it, or the constant
+    default of the `__init__` parameter it is assigned from (`self.t = t` with `t=2.0`);
+    None when the class assigns it different things or anything else."""
+    cls = ctx.class_scope
+    if not (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and cls is not None
+    ):
+        return None
+    name = node.attr.value
+    held = cls.attrs.get(name)
+    if held is None or name in cls.varied:
+        return None
+    c = const(ctx, held.node, held.env)
+    if c is not None or not isinstance(held.node, cst.Name):
+        return c
+    body = getattr(cls.node, "body", None)
+    for stmt in getattr(body, "body", ()):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            for param in (*stmt.params.params, *stmt.params.kwonly_params):
+                if param.name.value == held.node.value and param.default is not None:
+                    return const(ctx, param.default, {})
+    return None
+
+
 def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
-    """A square, absolute value, norm, ReLU, exp or softplus output, a non-negative constant,
-    or products, quotients and sums of them."""
+    """A square, absolute value, norm, ReLU, exp or softplus output, a non-negative constant
+    or setting, or products, quotients and sums of them."""
     if depth > 6:
         return False
+    c = setting_value(ctx, value.node)  # `self.t` set from `t: float = 2.0`
     value = ctx.deref(value)
     node, env = value.node, value.env
-    c = const(ctx, node, env)
+    if c is None:
+        c = const(ctx, node, env)
     if c is not None:
         return c >= 0
     if square_of(ctx, node, env) is not None or isinstance(node, cst.Comparison):
