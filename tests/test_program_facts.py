@@ -2874,3 +2874,32 @@ def test_a_setting_with_a_positive_default(default: str, expected: list[str]) ->
         "        return 1 / (1 + torch.exp(-self.t * d.abs()))\n"
     )
     assert _grades(code, "NUM107") == expected
+
+
+CUSTOM_FUNCTION = """
+from torch.autograd import Function
+
+
+class Loss(Function):
+    @staticmethod
+    def forward(ctx, pred, target):
+        ratio = edge(target)
+        ctx.save_for_backward(pred)
+        return (pred - target).abs().sum() * ratio.mean()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def edge(p):
+    return torch.sqrt(torch.pow(p[:, 0] - p[:, 2], 2) + torch.pow(p[:, 1] - p[:, 3], 2))
+{more}"""
+
+
+def test_a_helper_only_a_custom_function_calls() -> None:
+    """What a custom autograd.Function's forward computes is not differentiated by autograd:
+    a helper only it calls has no gradient to be NaN; one a module also calls does."""
+    assert _grades(CUSTOM_FUNCTION.format(more=""), "NUM201") == []
+    module = "\n\nclass Head(nn.Module):\n    def forward(self, p):\n        return edge(p)\n"
+    assert _grades(CUSTOM_FUNCTION.format(more=module), "NUM201") == ["medium"]

@@ -1386,6 +1386,10 @@ class Project:
             return False
         if f.node.name == "__init__":
             return True  # what a constructor builds is a leaf: nothing differentiates through it
+        if f.cls is not None and f.node.name in ("forward", "backward"):
+            bases = mod.classes.get(f.cls, [])
+            if any(_autograd_function_base(mod, b) for b in bases):
+                return True  # a custom autograd.Function's forward runs without autograd
         if f.node.returns is not None and returns_numbers(ast.unparse(f.node.returns)):
             return True  # `-> float`: the caller hands on a Python number
         if any(self._disables_grad(mod, d) for d in f.node.decorator_list):
@@ -2136,6 +2140,14 @@ def bounded_by_callers(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.bounded_by_callers(func, param)
+
+
+def _autograd_function_base(mod: Module, base: str) -> bool:
+    """`base` (a class's base, as spelled) names torch.autograd.Function."""
+    root, _, rest = base.partition(".")
+    imported = mod.imports.get(root)
+    full = (f"{imported}.{rest}" if rest else imported) if imported else base
+    return full in ("torch.autograd.Function", "torch.autograd.function.Function")
 
 
 def _method_aliases(mod: Module, f: Function) -> list[str]:
