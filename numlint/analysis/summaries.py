@@ -1588,7 +1588,7 @@ class Project:
             return False
         for cmod, caller, arg in found:
             origin = self._kind(cmod, arg, caller, 1)
-            if origin is None or origin.kind != "positive":
+            if origin is None or origin.kind not in _POSITIVE_KINDS:
                 return False
         return True
 
@@ -2140,6 +2140,11 @@ def bounded_by_callers(ctx: object, param: str) -> bool:
     project = ctx.project  # type: ignore[attr-defined]
     func = function_key(ctx)
     return project is not None and func is not None and project.bounded_by_callers(func, param)
+
+
+#: Kinds of what a caller passes whose every entry is > 0 (a probability: as positive_value
+#: reads one, a sum of them is positive).
+_POSITIVE_KINDS = frozenset({"positive", "softmax", "sigmoid"})
 
 
 def _autograd_function_base(mod: Module, base: str) -> bool:
