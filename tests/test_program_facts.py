@@ -2903,3 +2903,27 @@ def test_a_helper_only_a_custom_function_calls() -> None:
     assert _grades(CUSTOM_FUNCTION.format(more=""), "NUM201") == []
     module = "\n\nclass Head(nn.Module):\n    def forward(self, p):\n        return edge(p)\n"
     assert _grades(CUSTOM_FUNCTION.format(more=module), "NUM201") == ["medium"]
+
+
+@pytest.mark.parametrize(
+    ("t", "expected"),
+    [
+        ("torch.arange(0.0, length, 1.0)", []),  # t >= 0: exp(-t / tau) <= 1, its sum >= 1
+        ("torch.arange(length)", []),
+        ("torch.linspace(0, 1, length)", []),
+        ("torch.arange(-5.0, length, 1.0)", ["low"]),  # a negative start: exp can overflow
+        ("torch.randn(length)", ["low"]),
+    ],
+)
+def test_an_exponential_kernel_of_a_range(t: str, expected: list[str]) -> None:
+    """`exp(-t / tau)` over a range from 0, with `tau` a setting given as a positive number,
+    normalised by its sum: no exponent is positive, so nothing overflows."""
+    code = (
+        "class ExpFilter(nn.Module):\n"
+        "    def __init__(self, length, tau=200):\n"
+        "        super().__init__()\n"
+        f"        t = {t}\n"
+        "        kernel = torch.exp(-t / tau)\n"
+        "        self.register_buffer('kernel', kernel / kernel.sum())\n"
+    )
+    assert _grades(code, "NUM106") == expected

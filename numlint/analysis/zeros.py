@@ -2705,11 +2705,15 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
         return True  # `x.shape[1]`: a size
     if isinstance(node, cst.Call) and call_name(node) in ("size", "numel", "len"):
         return True
+    if isinstance(node, cst.Name) and _positive_default(ctx, node.value):
+        return True  # `tau=200`: a setting given as a non-negative number
     if isinstance(node, cst.Call):
         callee = ctx.callee(node, env)
         qual = callee.qualname
         if qual in _DISTANCES or qual in _NON_NEGATIVE_MAKERS or qual in COUNT_FUNCTIONS:
             return True
+        if qual in ("torch.arange", "torch.linspace"):
+            return _range_from_non_negative(ctx, node, qual, env)
         if callee.receiver is not None and f"torch.{callee.method}" in COUNT_FUNCTIONS:
             return True  # `x.bincount()`
         if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
@@ -2728,6 +2732,21 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
             return e is not None and (const(ctx, e, env) or 1) % 2 == 0
         return _non_negative(ctx, Value(o.input, env), depth + 1)
     return False
+
+
+def _range_from_non_negative(ctx: Context, node: cst.Call, qual: str, env: Env) -> bool:
+    """`torch.arange(n)`, `torch.arange(0.0, n, 1.0)`, `torch.linspace(0, 1, n)`: every
+    entry is >= 0 (arange counts up from a start >= 0; linspace lies between two ends >= 0)."""
+    args = [a for a in node.args if a.keyword is None and not a.star]
+    if qual == "torch.arange":
+        if len(args) == 1:
+            return True  # from 0
+        start, step = (args[0].value if args else None), (args[2].value if len(args) > 2 else None)
+        low = const(ctx, start, env) if start is not None else None
+        pace = const(ctx, step, env) if step is not None else 1.0
+        return low is not None and low >= 0 and pace is not None and pace > 0
+    ends = [const(ctx, a.value, env) for a in args[:2]]
+    return len(ends) == 2 and all(e is not None and e >= 0 for e in ends)
 
 
 def _positive_default(ctx: Context, name: str) -> bool:
