@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
+from numlint.analysis.gradients import imported_elsewhere
 from numlint.analysis.guards import in_empty_branch
 from numlint.analysis.liveness import dead_code
 from numlint.analysis.places import is_test_code
@@ -179,8 +180,12 @@ class Rule:
         that cannot run (numlint.analysis.liveness), and is low
         in test code and a module's `if __name__ == "__main__":` block that does not train (a
         demo or self-check):
-        tests build their inputs on purpose and their values never reach a training run."""
+        tests build their inputs on purpose and their values never reach a training run. An
+        API or training-loop finding (NUM5xx) is low in the `__main__` block of a module its
+        package imports (a self-test run by hand)."""
         grade = confidence or self.CONFIDENCE
+        if self.CODE[3] == "5" and grade != "low" and self._in_self_test():
+            grade = "low"  # a package module's `__main__` block: run only by hand
         if self.CODE[3] in "1234":
             if in_empty_branch(self.ctx, node):
                 return  # `if x.numel() == 0:` ... every value there is empty
@@ -196,6 +201,12 @@ class Rule:
         if len(stack) > 1 and _main_block(stack[1]):
             return ".backward(" not in self.ctx.code(stack[1])
         return False
+
+    def _in_self_test(self) -> bool:
+        """In the `if __name__ == "__main__":` block of a module other files of its project
+        import: a package module's self-test, run only when the file is executed by hand."""
+        stack = self.ctx.stack
+        return len(stack) > 1 and _main_block(stack[1]) and imported_elsewhere(self.ctx)
 
     def _in_tests(self) -> bool:
         ctx = self.ctx

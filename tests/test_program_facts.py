@@ -2927,3 +2927,24 @@ def test_an_exponential_kernel_of_a_range(t: str, expected: list[str]) -> None:
         "        self.register_buffer('kernel', kernel / kernel.sum())\n"
     )
     assert _grades(code, "NUM106") == expected
+
+
+def test_an_api_finding_in_a_package_modules_self_test(tmp_path: Path) -> None:
+    """NUM5xx in the `__main__` block of a module its package imports (a self-test run by
+    hand) is low; in a script nothing imports, it keeps its grade."""
+    main = (
+        "import torch\n\n\n"
+        "def block(x):\n    return x\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    scaler = torch.cuda.amp.GradScaler()\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "unet.py").write_text(main)
+    (pkg / "train.py").write_text(main)
+    (pkg / "util.py").write_text("from . import unet\n")
+    found = check_paths([pkg], {"select": ["NUM505"], "min-confidence": "low"})
+    grades = {Path(d.filename).name: d.confidence for d in found}
+    assert grades == {"unet.py": "low", "train.py": "high"}

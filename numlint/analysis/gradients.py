@@ -114,6 +114,21 @@ def _inference_script(ctx: Context) -> bool:
         return False
     if _TRAINING_TEXT.search(source) or not _main_block(ctx.syntax):
         return False
+    return not imported_elsewhere(ctx)
+
+
+def imported_elsewhere(ctx: Context) -> bool:
+    """Another file of the project imports the file being linted (it is a module of a
+    package, not only a script): cached per file."""
+    found = ctx.shared.get("imported_elsewhere")
+    if found is None:
+        found = ctx.shared["imported_elsewhere"] = _imported_elsewhere(ctx)
+    return found
+
+
+def _imported_elsewhere(ctx: Context) -> bool:
+    if ctx.path.startswith("<"):
+        return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     word = rf"\b{re.escape(stem)}\b"
     imported = re.compile(
@@ -124,8 +139,8 @@ def _inference_script(ctx: Context) -> bool:
     files, _ = project_files(project_root(here))
     for path in files:
         if path != here and stem in (text := file_text(path) or "") and imported.search(text):
-            return False
-    return True
+            return True
+    return False
 
 
 def _main_block(tree: ast.Module | None) -> bool:
