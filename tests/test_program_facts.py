@@ -2827,12 +2827,17 @@ class Assigner:
 """
 
 
-def test_a_positive_matrix_every_caller_passes() -> None:
-    """Sinkhorn-Knopp on `exp(scores / eps)`: every caller (here through a method alias,
-    `self.assign = self.sinkhorn`) passes a positive matrix, so its sums, and the sums of
-    its products with positive vectors (`torch.ones(B) / B` with `K, B = Q.shape`), are
-    never 0. A caller passing raw scores leaves every division reported."""
-    assert _grades(SINKHORN.format(made="torch.exp(out / 0.05).t()"), "NUM202") == []
+@pytest.mark.parametrize(
+    "made",
+    ["torch.exp(out / 0.05).t()", "torch.exp(out).t() + 1e-3", "F.softmax(out, -1) ** 4"],
+)
+def test_a_positive_matrix_every_caller_passes(made: str) -> None:
+    """Sinkhorn-Knopp on `exp(scores / eps)` (also plus a positive number, or a power of a
+    softmax): every caller (here through a method alias, `self.assign = self.sinkhorn`)
+    passes a positive matrix, so its sums, and the sums of its products with positive
+    vectors (`torch.ones(B) / B` with `K, B = Q.shape`), are never 0. A caller passing raw
+    scores leaves every division reported."""
+    assert _grades(SINKHORN.format(made=made), "NUM202") == []
     assert len(_grades(SINKHORN.format(made="out.t()"), "NUM202")) == 4
 
 

@@ -754,7 +754,9 @@ class Project:
                     kind = made.kind.split(":", 1)[1]
                     return replace(made, kind=kind, what=f"the probabilities of {made.what}")
             return None
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div)):
+        if isinstance(expr, ast.BinOp) and isinstance(
+            expr.op, (ast.Mult, ast.Div, ast.Pow, ast.Add)
+        ):
             return self._positive_product(mod, expr, func, depth)
         if not isinstance(expr, ast.Call):
             return None
@@ -907,11 +909,22 @@ class Project:
     def _positive_product(
         self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
     ) -> Origin | None:
-        """`a * b` or `a / b` of two positive values (`gauss / gauss.sum()`, a product of two
-        such kernels): positive; any other product has no kind here."""
-        sides = [self._kind(mod, e, func, depth + 1) for e in (expr.left, expr.right)]
-        if any(o is None or o.kind != "positive" for o in sides):
-            return None
+        """`a * b`, `a / b` or `a + b` of two positive values or positive numbers (`gauss /
+        gauss.sum()`, `p ** (1 / t)` of a softmax p, `x.exp() + 1`): positive; any other
+        such operation has no kind here."""
+        if isinstance(expr.op, ast.Pow):  # a positive base to any real power
+            base = self._kind(mod, expr.left, func, depth + 1)
+            if base is None or base.kind not in _POSITIVE_KINDS:
+                return None
+        else:
+            for side in (expr.left, expr.right):
+                if isinstance(side, ast.Constant) and isinstance(side.value, (int, float)):
+                    if side.value > 0 and not isinstance(side.value, bool):
+                        continue
+                    return None
+                found = self._kind(mod, side, func, depth + 1)
+                if found is None or found.kind not in _POSITIVE_KINDS:
+                    return None
         here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
         return _at(here, "positive", f"the product of positive values in {_where(mod, func)}")
 
