@@ -84,6 +84,7 @@ REASONS: dict[str, Confidence] = {
     "a sigmoid output": "medium",
     "a normalised ratio": "medium",
     "a square": "low",
+    "an absolute value": "low",
     "a variance": "low",
     "a standard deviation": "low",
     "a sum of squares": "low",

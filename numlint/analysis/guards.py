@@ -598,6 +598,7 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
     wanted |= _same_value_names(ctx, operand)  # `n = m.sum(); if n == 0: return` ... `/ m.sum()`
     wanted |= _factor_names(ctx, operand)  # `w = mask * p`; `if mask.sum() == 0: break`
     wanted |= _summand_names(ctx, operand)  # `total = counts.sum()`; `if counts[i] == 0: continue`
+    wanted |= _magnitude_names(ctx, wanted)  # `ax = torch.abs(x)` after `if abs(x) < c: return`
     if _selected_nonzero(ctx, operand) or _used_where_nonzero(ctx, wanted, operand):
         return True
     for parent, child in _enclosing(ctx):
@@ -975,6 +976,27 @@ def _summand_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:
         elif callee.qualname == "torch.sum" and len(expr.args) == 1:
             found |= names(expr.args[0].value)
     return found
+
+
+def _magnitude_names(ctx: Context, wanted: set[str]) -> set[str]:
+    """The names of x for each wanted name bound to a magnitude of x (`ax = torch.abs(x)`,
+    `x ** 2`): zero exactly where x is, so a test of x guards it."""
+    out: set[str] = set()
+    for name in wanted:
+        if "." in name:
+            continue
+        binding = ctx.lookup(name)
+        value = binding.value if binding is not None else None
+        inner: cst.BaseExpression | None = None
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Power):
+            inner = value.left
+        elif isinstance(value, cst.Call):
+            o = op(ctx, value, binding.env)  # type: ignore[union-attr]
+            if o is not None and o.name in ("abs", "square"):
+                inner = o.input
+        if inner is not None:
+            out |= names(inner)
+    return out
 
 
 def _same_value_names(ctx: Context, operand: cst.BaseExpression) -> set[str]:

@@ -48,6 +48,7 @@ from numlint.analysis.tables import (
 from numlint.tree import call_name, descendants
 
 _SQUARE = "a square"
+_ABS = "an absolute value"
 
 
 _SUM_SQUARES = "a sum of squares"
@@ -607,6 +608,15 @@ def _call_reason(
                 return sub(inp) if inp is not None else None
             return "a tensor filled with 0"
         return sub(inp) if inp is not None else None
+    if o.name == "abs" and inp is not None and mode == "sqrt":
+        inner = sub(inp)
+        if inner is not None:
+            return inner
+        diff = _subtraction(ctx, ctx.deref(Value(inp, env)).node, env)
+        if diff is None or any(const(ctx, side, env) is not None for side in diff):
+            return None  # `|1 - r**2|` has its own reasons (above), a constant none
+        # `sqrt(|x - y|)`: 0 where x = y, with the same infinite slope as a square's root
+        return _ABS if _square(ctx, inp, env) else None
     if o.name in ("abs", "cumprod") and inp is not None:
         return sub(inp)
     if o.name == "det" and mode == "sqrt":
