@@ -45,7 +45,8 @@ class SqrtAtZero(Rule):
     or an `nn.MSELoss` criterion's result, also per entry and then averaged,
     `F.mse_loss(a, b, reduction="none").mean(d)`, a vector's product with its own transpose
     `torch.matmul(v, v.transpose(1, 2))` or inner product with itself, `torch.dot(v, v)`,
-    `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`), a square, a variance, `1 - x**2`
+    `torch.linalg.vecdot(x, x)`, `torch.einsum("bi,bi->b", x, x)`), a square, the absolute
+    value of a difference of two tensors (`torch.sqrt((a - b).abs())`), a variance, `1 - x**2`
     (`1 - cos**2`), a ReLU output, a determinant (`Sigma.det().sqrt()`: 0 for a degenerate
     covariance), or a value clamped at 0; also through a variable and
     through the smallest entries of one (`d.min(dim=1).values`, `torch.min(d, 1)[0]`,
