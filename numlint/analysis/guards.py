@@ -18,7 +18,15 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
-from numlint.analysis.ops import const, constant_bound, names, op, positive_bound, same_code
+from numlint.analysis.ops import (
+    const,
+    constant_bound,
+    magnitude_of,
+    names,
+    op,
+    positive_bound,
+    same_code,
+)
 from numlint.analysis.semantics import positional, strip
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name, descendants, exits, unparenthesized
@@ -986,14 +994,9 @@ def _magnitude_names(ctx: Context, wanted: set[str]) -> set[str]:
         if "." in name:
             continue
         binding = ctx.lookup(name)
-        value = binding.value if binding is not None else None
-        inner: cst.BaseExpression | None = None
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Power):
-            inner = value.left
-        elif isinstance(value, cst.Call):
-            o = op(ctx, value, binding.env)  # type: ignore[union-attr]
-            if o is not None and o.name in ("abs", "square"):
-                inner = o.input
+        if binding is None or binding.value is None:
+            continue
+        inner = magnitude_of(ctx, binding.value, binding.env)
         if inner is not None:
             out |= names(inner)
     return out

@@ -310,6 +310,22 @@ def plus_one(
     return None
 
 
+def magnitude_of(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
+    """`x` of `x.abs()`, `x ** 2`, `x.pow(2)`, `torch.square(x)`: a magnitude of `x`."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+        exponent = const(ctx, expr.right, env)
+        return expr.left if exponent is not None and exponent > 0 else None
+    o = op(ctx, expr, env)
+    if o is None or o.input is None:
+        return None
+    if o.name in ("abs", "square"):
+        return o.input
+    if o.name == "pow":
+        exponent = o.arg(0, "exponent")
+        return o.input if exponent is not None and (const(ctx, exponent, env) or 0) > 0 else None
+    return None
+
+
 def unscaled(ctx: Context, node: cst.CSTNode, env: Env) -> cst.CSTNode:
     """`node` without constant factors other than 0 (`(a - b) * 0.5`, `2 * (a - b)`,
     `(a - b) / 2`): the same zeros."""

@@ -757,7 +757,7 @@ class Project:
         if isinstance(expr, ast.BinOp) and isinstance(
             expr.op, (ast.Mult, ast.Div, ast.Pow, ast.Add)
         ):
-            return self._positive_product(mod, expr, func, depth)
+            return self._positive_arithmetic(mod, expr, func, depth)
         if not isinstance(expr, ast.Call):
             return None
         fn = expr.func
@@ -906,7 +906,7 @@ class Project:
         fill = argument(other, *spot) if spot is not None else None
         return isinstance(fill, ast.Constant) and fill.value == 0 and fill.value is not False
 
-    def _positive_product(
+    def _positive_arithmetic(
         self, mod: Module, expr: ast.BinOp, func: str | None, depth: int
     ) -> Origin | None:
         """`a * b`, `a / b` or `a + b` of two positive values or positive numbers (`gauss /

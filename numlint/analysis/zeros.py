@@ -20,6 +20,7 @@ from numlint.analysis.ops import (
     const,
     has_tensor_op,
     is_zero,
+    magnitude_of,
     names,
     op,
     plus_one,
@@ -151,7 +152,7 @@ def always_true(ctx: Context, test: cst.Comparison, env: Env) -> bool:
         above, below = c > 1, c < 0  # the constant lies above or below [0, 1]
         if flipped:
             above, below = below, above  # `2 > p` reads as `p < 2`
-        if operator is cst.NotEqual and (c > 1 or c < 0):
+        if operator is cst.NotEqual and (above or below):
             return True
         if operator in (cst.LessThan, cst.LessThanEqual) and above:
             return True
@@ -260,29 +261,13 @@ def _self_comparison(
         return None
     if not same_code(ctx, test.left, tensor):
         # `s[s.pow(2) > 0]`, `s[s.abs() > 0]`: a magnitude above 0 says only `s != 0`
-        magnitude = _magnitude_of(ctx, test.left, env)
+        magnitude = magnitude_of(ctx, test.left, env)
         if magnitude is None or not same_code(ctx, magnitude, tensor):
             return None
         if not (isinstance(target.operator, cst.GreaterThan) and bound >= 0):
             return None
         return cst.NotEqual, 0.0
     return type(target.operator), bound
-
-
-def _magnitude_of(ctx: Context, expr: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
-    """`x` of `x.abs()`, `x ** 2`, `x.pow(2)`, `torch.square(x)`: a magnitude of `x`."""
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
-        exponent = const(ctx, expr.right, env)
-        return expr.left if exponent is not None and exponent > 0 else None
-    o = op(ctx, expr, env)
-    if o is None or o.input is None:
-        return None
-    if o.name in ("abs", "square"):
-        return o.input
-    if o.name == "pow":
-        exponent = o.arg(0, "exponent")
-        return o.input if exponent is not None and (const(ctx, exponent, env) or 0) > 0 else None
-    return None
 
 
 def _keeps_one_per_row(ctx: Context, cond: Value) -> bool:

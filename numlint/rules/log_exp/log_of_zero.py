@@ -24,7 +24,7 @@ from numlint.analysis.guards import (
     selection,
     writes_minus_inf,
 )
-from numlint.analysis.ops import const, is_zero, op, same_code, same_value
+from numlint.analysis.ops import const, is_zero, op, plus_one, same_code, same_value
 from numlint.analysis.semantics import activation, is_one, positional, strip
 from numlint.analysis.summaries import bounded_by_callers, related
 from numlint.analysis.zeros import (
@@ -32,6 +32,7 @@ from numlint.analysis.zeros import (
     complemented_probability,
     made_elsewhere,
     positive_value,
+    subtraction,
     zero_reason,
 )
 from numlint.rule import Invalid, Probe, Rule, Valid
@@ -1009,16 +1010,12 @@ def _selected_by_own_test(ctx, x: Value) -> bool:
 
 def _one_plus(ctx, value: Value) -> tuple[int, Value] | None:
     """(+1, x) for `1 + x` or `x + 1`, (-1, x) for `1 - x`."""
-    node = value.node
-    if not isinstance(node, cst.BinaryOperation):
-        return None
-    if isinstance(node.operator, cst.Add):
-        if is_one(ctx, node.left):
-            return 1, Value(node.right, value.env)
-        if is_one(ctx, node.right):
-            return 1, Value(node.left, value.env)
-    if isinstance(node.operator, cst.Subtract) and is_one(ctx, node.left):
-        return -1, Value(node.right, value.env)
+    x = plus_one(ctx, value.node, value.env)
+    if x is not None:
+        return 1, Value(x, value.env)
+    parts = subtraction(ctx, value.node, value.env)
+    if parts is not None and is_one(ctx, parts[0]):
+        return -1, Value(parts[1], value.env)
     return None
 
 
