@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import subprocess
 import sys
+import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +128,21 @@ def archive_of(requirement: str, digest: str | None = None) -> Path | None:
     return found[0] if found else None
 
 
+def _download_by_digest(requirement: str, digest: str) -> None:
+    """Download the file of `NAME==VER` whose sha256 is `digest` straight from PyPI's simple
+    index: for an sdist whose metadata pip refuses to prepare (a direct URL dependency)."""
+    name = requirement.split("==")[0]
+    try:
+        with urllib.request.urlopen(f"https://pypi.org/simple/{name}/", timeout=60) as reply:
+            page = reply.read().decode("utf-8", "replace")
+        for url in re.findall(r'href="([^"#]+)#sha256=' + digest + '"', page):
+            with urllib.request.urlopen(url, timeout=300) as reply:
+                (DIST / url.rsplit("/", 1)[-1]).write_bytes(reply.read())
+            return
+    except OSError as exc:
+        print(f"{requirement}: {exc}", file=sys.stderr)
+
+
 def fetch(bugs: list[Bug]) -> int:
     """Download and unpack the PyPI pins (sha256 checked); list missing GitHub files."""
     pins = load_pins()
@@ -141,6 +158,8 @@ def fetch(bugs: list[Bug]) -> int:
             ):
                 cmd.extend(["--no-binary", ":all:"])  # the pin is the sdist
                 subprocess.run([*cmd, req], check=False)
+            if pinned and archive_of(req, pinned) is None:
+                _download_by_digest(req, pinned)  # pip cannot prepare its metadata
         archive = archive_of(req, pinned) or archive_of(req)
         if archive is None:
             print(f"{source}: not downloaded", file=sys.stderr)

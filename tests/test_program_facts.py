@@ -1133,6 +1133,32 @@ def test_mean_of_a_selection_in_every_spelling(mean: str, expected: list[str]) -
 
 
 @pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        # returns what a loss helper computes: it is what training minimises
+        ("parts, x_t = self.calc_loss(model, x)\n        return parts['loss'][labels == 0].mean()",
+         ["medium"]),
+        ("d = self.calc_loss(model, x)[0]\n        total = d['loss'] * 2\n"
+         "        return total[labels == 0].mean()", ["medium"]),
+        # the mean is only a statistic of the input: the returned value is not the loss's
+        ("parts, x_t = self.calc_loss(model, x)\n        return x[labels == 0].mean()", []),
+    ],
+)  # fmt: skip
+def test_a_function_returning_a_loss_helpers_value_is_an_objective(
+    tail: str, expected: list[str]
+) -> None:
+    code = (
+        "class Diffusion:\n"
+        "    def calc_loss(self, model, x):\n"
+        "        x_t = x + torch.randn_like(x)\n"
+        "        return {'loss': (model(x_t) - x).square().mean(-1)}, x_t\n"
+        "    def guided_step(self, model, x, labels):\n"
+        f"        {tail}\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
     ("den", "expected"),
     [
         # a product of norms is 0 where either is: ReLU features can be all zero
@@ -2953,3 +2979,95 @@ def test_an_api_finding_in_a_package_modules_self_test(tmp_path: Path) -> None:
     found = check_paths([pkg], {"select": ["NUM505"], "min-confidence": "low"})
     grades = {Path(d.filename).name: d.confidence for d in found}
     assert grades == {"unet.py": "low", "train.py": "high"}
+
+
+@pytest.mark.parametrize(
+    ("test", "den", "expected"),
+    [
+        # the total passes the test while one entry is 0
+        ("rms.sum() < EPS", "rms", ["medium"]),
+        ("rms.mean() == 0", "rms", ["medium"]),
+        ("EPS > rms.sum()", "rms", ["medium"]),
+        # the division is by the total the test covers
+        ("rms.sum() < EPS", "rms.sum()", []),
+        # a sign test says nothing of a 0
+        ("rms.sum() < 0", "rms", []),
+        # each entry is tested and repaired
+        ("(rms < EPS).any()", "rms", []),
+    ],
+)
+def test_a_value_tested_for_zero_only_in_total(test: str, den: str, expected: list[str]) -> None:
+    code = (
+        "EPS = 1e-8\n"
+        "def scale(x, rms):\n"
+        f"    if {test}:\n"
+        "        rms = torch.ones_like(rms) * EPS\n"
+        f"    return x / {den}\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+def test_a_number_over_a_tensor_is_a_tensor_division() -> None:
+    """`1 / rms` divides a tensor: the literal numerator says nothing of where it runs."""
+    code = (
+        "EPS = 1e-8\n"
+        "def scale(x, rms):\n"
+        "    if rms.sum() < EPS:\n"
+        "        rms = torch.ones_like(rms) * EPS\n"
+        "    return x * (1 / rms)\n"
+    )
+    assert _grades(code, "NUM202") == ["medium"]
+    numpy = "import numpy as np\ndef f(n):\n    return 1 / np.bincount(n)\n"
+    assert _grades(numpy, "NUM202") == []
+
+
+LOSS_WRAPPERS = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+        self.loss_func = F.binary_cross_entropy_with_logits
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x))
+
+    def loss(self, logits, labels):
+        {body}
+
+    def training_step(self, batch, i):
+        x, y = batch
+        return self.loss(self(x), y)
+
+
+class Focal(nn.Module):
+    def forward(self, inputs, targets):
+        bce = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+        return bce.mean()
+
+
+def train(model, x, y):
+    criterion = Focal()
+    p = torch.sigmoid(model(x))
+    return criterion(p, y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "lines"),
+    [
+        # a method and a loss class of the file that hand their input to the logits loss
+        ("return self.loss_func(input=logits, target=labels)", [16, 28]),
+        # a loss the method calls by name is also reported where it is called: every caller
+        # of the method passes it the sigmoid
+        ("return F.binary_cross_entropy_with_logits(logits, labels)", [12, 16, 28]),
+        # the method turns what it is given back into logits first
+        ("logits = torch.logit(logits, eps=1e-6)\n        return self.loss_func(logits, labels)",
+         [29]),
+    ],
+)  # fmt: skip
+def test_a_loss_wrapper_of_the_file_is_followed(body: str, lines: list[int]) -> None:
+    code = LOSS_WRAPPERS.format(body=body)
+    found = check_source(HEAD + code, "<string>", {"select": ["NUM305"]})
+    offset = len(HEAD.splitlines())
+    assert [d.row - offset for d in found] == lines
+    assert all(d.related for d in found)

@@ -93,6 +93,7 @@ REASONS: dict[str, Confidence] = {
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",
     "a value the code tests for 0 and only warns about": "medium",
+    "a value whose total the code tests for 0, not each entry": "medium",
     "the total size of two masks (a Dice or IoU denominator)": "medium",
 }
 #: Reductions and roots whose zero comes from what they reduce.

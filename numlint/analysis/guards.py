@@ -676,6 +676,52 @@ def _total_tested(ctx: Context, test: cst.BaseExpression, operand: cst.BaseExpre
     return False
 
 
+def tested_in_total(ctx: Context, operand: cst.BaseExpression) -> bool:
+    """The function tests a total of the tensor `operand` names for 0 or a small bound
+    (`if rms.sum() < eps: rms = ones * eps`) and divides by the tensor itself: the code
+    expects a 0, and reducing the value to one number for the test shows it has several
+    entries, of which one can be 0 while the total passes."""
+    func = ctx.function
+    if func is None or not isinstance(operand, cst.Name):
+        return False
+    for node in descendants(func.body):
+        if not isinstance(node, (cst.If, cst.While)):
+            continue
+        test = node.test
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and _total_tested(ctx, test, operand)
+            and _small_bound(ctx, test)
+        ):
+            return True
+    return False
+
+
+def _small_bound(ctx: Context, test: cst.Comparison) -> bool:
+    """`total < bound`, `total <= bound` or `total == 0`, the bound a name or a constant
+    that is not negative (`x < 0` tests the sign)."""
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        bound = test.left  # `eps > rms.sum()`
+    else:
+        bound = right
+    if not isinstance(
+        operator,
+        (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal),
+    ):
+        return False
+    if isinstance(bound, (cst.Name, cst.Attribute)) and const(ctx, bound) is None:
+        return not isinstance(operator, cst.Equal)
+    small = const(ctx, bound)
+    if small is None:
+        return False
+    if isinstance(operator, cst.Equal):
+        return small == 0
+    strict = isinstance(operator, (cst.LessThan, cst.GreaterThan))
+    return small > 0 if strict else small >= 0
+
+
 def _difference_tested(ctx: Context, operand: cst.BaseExpression) -> bool:
     """`a - b` where control flow shows `a != b`: an earlier `if a == b:` that exits, or an
     enclosing `if a != b:` / `if a > b:` (either order of the names)."""

@@ -1154,6 +1154,92 @@ class Project:
         rmod, key, values = found
         return _crossed(self._all(rmod, values, key, depth))
 
+    def loss_wrapper(
+        self, call: ast.Call, func: str | None, losses: tuple[frozenset[str], frozenset[str]]
+    ) -> tuple[int, Origin] | None:
+        """A call (in function `func` of the file being linted) of a project function, method
+        or loss module whose parameter reaches the input of one of `losses` (functions,
+        module classes) as it is: (the argument's position at this call, where that loss is
+        called). `self.loss(y, t)` with `def loss(self, z, t): return self.loss_func(z, t)`;
+        `criterion(p, y)` with `criterion = FocalLoss()` whose `forward(inputs, targets)`
+        calls `F.binary_cross_entropy_with_logits(inputs, targets)`."""
+        mod = self.main
+        if mod is None:
+            return None
+        f = mod.functions.get(func) if func else None
+        fn = call.func
+        target: tuple[Module, str] | None = None
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name):
+            if fn.value.id == "self" and f is not None and f.cls:
+                for cmod, cname in self._mro(mod, f.cls):
+                    if f"{cname}.{fn.attr}" in cmod.functions:
+                        target = (cmod, f"{cname}.{fn.attr}")
+                        break
+                else:
+                    found = self._instance(mod, fn, f, func, 0)  # `self.criterion = Focal()`
+                    target = self._forward_of(found)
+        elif isinstance(fn, ast.Name):
+            looked = self.lookup(mod, fn.id)
+            if looked is not None and looked[1] in looked[0].functions:
+                target = looked
+            else:
+                target = self._forward_of(self._instance(mod, fn, f, func, 0))
+        if target is None:
+            return None
+        tmod, key = target
+        callee = tmod.functions[key]
+        params = callee.params[1:] if callee.cls is not None else callee.params
+        for inner in _walk_body(callee.node):
+            if not isinstance(inner, ast.Call) or not self._is_loss(tmod, callee, inner, losses):
+                continue
+            given = _loss_input(inner)
+            if isinstance(given, ast.Name) and given.id in params:
+                if given.id in callee.assigned or given.id in callee.unpacked:
+                    continue  # rebound before the loss: not what the caller passed
+                where = Origin("", tmod.path, inner.lineno, inner.col_offset + 1, "")
+                what = f"the loss that {_where(tmod, key)} calls"
+                return params.index(given.id), _at(where, "loss", what)
+        return None
+
+    def _forward_of(self, found: tuple[Module, str] | None) -> tuple[Module, str] | None:
+        """The `forward` of a project class (or of a base class of the project)."""
+        if found is None:
+            return None
+        for cmod, cname in self._mro(*found):
+            if f"{cname}.forward" in cmod.functions:
+                return cmod, f"{cname}.forward"
+        return None
+
+    def _is_loss(
+        self,
+        mod: Module,
+        f: Function,
+        call: ast.Call,
+        losses: tuple[frozenset[str], frozenset[str]],
+    ) -> bool:
+        """`call` (in `f` of `mod`) calls one of `losses`: a function by name, a loss module
+        made inline, or a `self.` attribute set to one in the class (`self.loss_func =
+        F.binary_cross_entropy_with_logits`, `self.criterion = nn.BCEWithLogitsLoss()`)."""
+        functions, modules = losses
+        fn = call.func
+        if self.qualname(mod, fn) in functions:
+            return True
+        if isinstance(fn, ast.Call) and self.qualname(mod, fn.func) in modules:
+            return True
+        if (
+            isinstance(fn, ast.Attribute)
+            and isinstance(fn.value, ast.Name)
+            and fn.value.id == "self"
+            and f.cls
+        ):
+            values = self._attr(mod, f.cls, fn.attr)
+            return bool(values) and all(
+                self.qualname(mod, v) in functions
+                or (isinstance(v, ast.Call) and self.qualname(mod, v.func) in modules)
+                for v in values
+            )
+        return False
+
     def _mro(self, mod: Module, cls: str, depth: int = 0) -> list[tuple[Module, str]]:
         out = [(mod, cls)]
         if depth > 4:
@@ -1454,8 +1540,9 @@ class Project:
 
     def objective(self, func: str) -> bool:
         """Whether function `func` of the file being linted computes what training minimises:
-        it is a loss (its function, class or file named so), a training step, or it or a
-        caller (two calls up) calls backward or autograd.grad on what it computes."""
+        it is a loss (its function, class or file named so), a training step, it returns
+        what such a function of its file computes, or it or a caller (two calls up) calls
+        backward or autograd.grad on what it computes."""
         mod = self.main
         return mod is not None and self._objective(mod, func, 0)
 
@@ -1468,6 +1555,10 @@ class Project:
             return True
         if _calls_backward(f.node):
             return True
+        if depth < 2 and any(
+            key != func and self._objective(mod, key, depth + 1) for key in _returned_calls(mod, f)
+        ):
+            return True  # `l = self.calc_loss(...); return l[mask].mean()`: a loss of losses
         return depth < 2 and any(
             cmod.loss_lambda(call) if caller is None else self._objective(cmod, caller, depth + 1)
             for cmod, caller, call in self.known_calls(mod, f)
@@ -1779,6 +1870,48 @@ def _bound_offset(f: Function) -> int:
         return 0
     static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.node.decorator_list)
     return 0 if static else 1
+
+
+def _returned_calls(mod: Module, f: Function) -> list[str]:
+    """The keys of this file's functions whose results `f` returns, directly or through the
+    local names it assigns from them (`self.calc_loss(...)`, `helper(...)`)."""
+    names: set[str] = set()
+    todo = list(f.returns)
+    calls: list[ast.Call] = []
+    while todo:
+        expr = todo.pop()
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, ast.Name) and node.id not in names:
+                names.add(node.id)
+                todo.extend(f.assigned.get(node.id, ()))
+                todo.extend(v for v, _ in f.unpacked.get(node.id, ()))
+    keys = []
+    for call in calls:
+        fn = call.func
+        if isinstance(fn, ast.Name):
+            key = fn.id
+        elif (
+            isinstance(fn, ast.Attribute)
+            and isinstance(fn.value, ast.Name)
+            and fn.value.id == "self"
+            and f.cls is not None
+        ):
+            key = f"{f.cls}.{fn.attr}"
+        else:
+            continue
+        if key in mod.functions:
+            keys.append(key)
+    return keys
+
+
+def _loss_input(call: ast.Call) -> ast.expr | None:
+    """A loss call's prediction: its first positional argument or `input=` / `inputs=`."""
+    for k in call.keywords:
+        if k.arg in ("input", "inputs"):
+            return k.value
+    return call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
 
 
 def _calls_backward(func: ast.AST) -> bool:
@@ -2406,6 +2539,17 @@ def origin_of(ctx: object, expr: object, kinds: tuple[str, ...]) -> Origin | Non
         return None
     found = project.origin(tree, function_key(ctx), kinds)
     return found if found is not None and found.crossed else None
+
+
+def loss_wrapper(
+    ctx: object, call: object, losses: tuple[frozenset[str], frozenset[str]]
+) -> tuple[int, Origin] | None:
+    """A libcst call of the code being linted to a project function, method or loss module
+    that hands one of its parameters to one of `losses` (Project.loss_wrapper)."""
+    project, tree = _question(ctx, call)
+    if project is None or not isinstance(tree, ast.Call):
+        return None
+    return project.loss_wrapper(tree, function_key(ctx), losses)
 
 
 def detached_result(ctx: object, expr: object) -> bool:

@@ -8,6 +8,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context
 from numlint.analysis.semantics import positional
+from numlint.analysis.summaries import Origin, loss_wrapper, related
 from numlint.diagnostic import Confidence
 
 CROSS_ENTROPY = (
@@ -22,6 +23,22 @@ BCE = (
     frozenset({"torch.nn.functional.binary_cross_entropy"}),
     frozenset({"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"}),
 )
+#: Losses that apply a sigmoid to their input themselves: they take logits.
+ON_LOGITS = (
+    frozenset({
+        "torch.nn.functional.binary_cross_entropy_with_logits",
+        "torch.binary_cross_entropy_with_logits",
+        "torch.nn.functional.multilabel_soft_margin_loss",
+        "torchvision.ops.sigmoid_focal_loss",
+        "torchvision.ops.focal_loss.sigmoid_focal_loss",
+    }),
+    frozenset({
+        "torch.nn.BCEWithLogitsLoss",
+        "torch.nn.modules.loss.BCEWithLogitsLoss",
+        "torch.nn.MultiLabelSoftMarginLoss",
+        "torch.nn.modules.loss.MultiLabelSoftMarginLoss",
+    }),
+)  # fmt: skip
 KL_DIV = (
     frozenset({"torch.nn.functional.kl_div", "torch.kl_div"}),
     frozenset({"torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss"}),
@@ -40,6 +57,13 @@ class LossCall:
     spelling: str
     #: The loss module's constructor call, for "inline" and "module".
     constructor: cst.Call | None = None
+    #: For "wrapper" (a project function, method or loss class that hands its parameter to
+    #: the loss: `self.loss(z, y)`, `FocalLoss()(p, y)`): where it calls the loss.
+    through: Origin | None = None
+
+    @property
+    def related(self) -> tuple[tuple[tuple[str, int, int], str], ...]:
+        return related(self.through) if self.through is not None else ()
 
 
 def loss_call(
@@ -54,11 +78,28 @@ def loss_call(
         ctor = callee.constructor
         spelling = "inline" if call.func is ctor else "module"
     else:
-        return None
-    inp = positional(call, 0, "input")
+        return _wrapper_call(ctx, call, names)
+    inp = positional(call, 0, "input") or positional(call, 0, "inputs")
     if inp is None:
         return None
     return LossCall(call, inp, spelling, ctor)
+
+
+def _wrapper_call(
+    ctx: Context, call: cst.Call, names: tuple[frozenset[str], frozenset[str]]
+) -> LossCall | None:
+    """A call of a project function, method or loss class that hands the argument at some
+    position, unchanged, to the loss `names` (numlint.analysis.summaries.loss_wrapper)."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)) or ctx.callee(call).qualname:
+        return None  # a library function: its body is not the project's
+    found = loss_wrapper(ctx, call, names)
+    if found is None:
+        return None
+    index, where = found
+    plain = [a for a in call.args if a.keyword is None and not a.star]
+    if index >= len(plain) or len(plain) != len(call.args):
+        return None  # given by keyword or unpacked: not matched to the parameter
+    return LossCall(call, plain[index].value, "wrapper", through=where)
 
 
 def configuration_grade(ctx: Context, loss: LossCall) -> Confidence | None:

@@ -132,6 +132,15 @@ def movable(ctx: Context, prob: Probability) -> cst.BaseExpression | None:
     return logits if same_bindings(ctx, logits, prob.env) else None
 
 
+def logits_replacement(
+    ctx: Context, loss_input: cst.BaseExpression, prob: Probability
+) -> tuple[cst.BaseExpression, str] | None:
+    """(loss_input, the logits' code) to hand a loss its logits instead of the probability
+    `prob`, where movable() allows it; None otherwise."""
+    logits = movable(ctx, prob)
+    return None if logits is None else (loss_input, ctx.code(logits))
+
+
 def _has_call(node: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Call) for n in descendants(node))
 

@@ -231,14 +231,14 @@ class BceOnSigmoid(Rule):
         self.report(
             node,
             fix=self._fix(loss, prob),
-            related=prob.related,
+            related=prob.related + loss.related,
             confidence=configuration_grade(self.ctx, loss),
         )
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
         ctx = self.ctx
         logits = movable(ctx, prob)
-        if logits is None or loss.spelling == "module":
+        if logits is None or loss.spelling in ("module", "wrapper"):
             return None
         text = ctx.code(logits)
         if prob.negated:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import CROSS_ENTROPY, LossCall, configuration_grade, loss_call
-from numlint.rules.loss._probs import Probability, movable, probability
+from numlint.rules.loss._probs import Probability, logits_replacement, probability
 
 _MODEL_MESSAGE = (
     "cross-entropy on a model output that its `forward()` already passes through softmax: "
@@ -268,14 +268,10 @@ class CrossEntropyOnSoftmax(Rule):
             node,
             message,
             self._fix(loss, prob),
-            related=prob.related,
+            related=prob.related + loss.related,
             confidence=configuration_grade(self.ctx, loss),
         )
 
     def _fix(self, loss: LossCall, prob: Probability) -> FixSpec | None:
-        logits = movable(self.ctx, prob)
-        if logits is None:
-            return None
-        return self.fix(
-            "unsafe", "Pass the logits to the loss", (loss.input, self.ctx.code(logits))
-        )
+        edit = logits_replacement(self.ctx, loss.input, prob)
+        return None if edit is None else self.fix("unsafe", "Pass the logits to the loss", edit)

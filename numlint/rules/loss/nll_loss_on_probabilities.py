@@ -207,7 +207,7 @@ class NllLossOnProbabilities(Rule):
         self.report(
             node,
             fix=self._fix(loss, prob),
-            related=prob.related,
+            related=prob.related + loss.related,
             confidence=configuration_grade(self.ctx, loss),
         )
 

@@ -42,6 +42,7 @@ from numlint.analysis.guards import (
     rows_kept_nonzero,
     sanitised_later,
     selection,
+    tested_in_total,
 )
 from numlint.analysis.ops import const, is_zero, op, same_code
 from numlint.analysis.semantics import keyword, positional
@@ -63,6 +64,8 @@ _REDUCTIONS = frozenset({"a sum", "a norm", "a sum of squares", "a count", *_SPR
 _OVERLAP = "the total size of two masks (a Dice or IoU denominator)"
 #: A value the function tests for 0 (or a small bound) and only warns about.
 _WARNED = "a value the code tests for 0 and only warns about"
+#: `if rms.sum() < eps: ...` then `x / rms`: the test passes while one entry is 0.
+_TOTAL = "a value whose total the code tests for 0, not each entry"
 
 
 class DivideByZeroNorm(Rule):
@@ -73,11 +76,12 @@ class DivideByZeroNorm(Rule):
     `p / p.sum(-1, keepdim=True)`, `(x * m).sum() / m.sum()`, `(x - mean) / x.std()`,
     `/ torch.sqrt(var)`, `torch.div(...)`, `x.div(...)` and `x /= ...` when the denominator
     has no guard, also when it reaches the division through a variable. In training code
-    (a loss, a module's `forward`, a training step and what they call) it also flags the
-    mean of a boolean selection, `loss[scores > t].mean()`, `torch.mean(x[mask])`, or a
-    selection handed to a function of the project that takes its mean (`reduce(loss[mask
-    == 1], "mean")`): the mean of no entries is 0/0 too. A test of the mask or of the
-    selection's size before it (`if mask.any():`, `n = len(x)` ... `if n >= 1:`) guards it.
+    (a loss, a module's `forward`, a training step, a function returning what a loss
+    computes, and what they call) it also flags the mean of a boolean selection,
+    `loss[scores > t].mean()`, `torch.mean(x[mask])`, or a selection handed to a function
+    of the project that takes its mean (`reduce(loss[mask == 1], "mean")`): the mean of no
+    entries is 0/0 too. A test of the mask or of the selection's size before it
+    (`if mask.any():`, `n = len(x)` ... `if n >= 1:`) guards it.
 
     Why is this bad?
     A zero row, an empty mask or a constant feature makes the denominator exactly 0; the
@@ -195,7 +199,9 @@ class DivideByZeroNorm(Rule):
     rotation between two given directions or a pair from one batch reaches; medium for a
     denominator made of a value the function tests for 0 or a small bound in an `if` that
     only calls (`if (var_x < bound).any(): warn(...)`, then `cov / (var_x * var_y).sqrt()`:
-    the author expects the 0 and lets the division run); medium for the
+    the author expects the 0 and lets the division run); medium for a tensor the function
+    divides by after testing only its total for 0 (`if rms.sum() < eps: rms = ...`, then
+    `x / rms`: one zero entry passes the test); medium for the
     unbiased standard deviation of a minibatch a `for` loop draws with a batch size (`for b in
     buffer.get(batch_size): (a - a.mean()) / (a.std() + 1e-8)`, or sliced by a stepped range,
     `for start in range(0, n, mb): a = adv[inds[start:start + mb]]`): a last batch of one sample
@@ -934,13 +940,17 @@ class DivideByZeroNorm(Rule):
         reason = denominator_reason(ctx, ctx.value(den))
         if reason is None and warned_near_zero(ctx, den):
             reason = _WARNED
+        if reason is None and tested_in_total(ctx, den):
+            reason = _TOTAL
         masks = None
         if reason is None and not _size_tested_by_where(ctx, den):
             masks = overlap_masks(ctx, ctx.value(num), ctx.value(den))
             reason = _OVERLAP if masks is not None else None
         if reason is None or selection(ctx, den) is not None or _hand_softmax(ctx, num, den):
             return
-        if guarded_by_condition(ctx, den) or _host_values(ctx, num, den):
+        if guarded_by_condition(ctx, den) or _reciprocal_left(ctx, num, reason):
+            return
+        if _host_values(ctx, num, den):
             return
         if rows_kept_nonzero(ctx, ctx.value(den)):
             return  # `f = x[x.sum(1) != 0]; f / f.norm(dim=1)`
@@ -967,7 +977,8 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"
         elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
-        sanitised = sanitised_later(ctx, nan=True)  # an `isinf` test leaves 0/0
+        # an `isinf` test leaves 0/0, but repairs all of `1 / x`: a number over 0 is inf
+        sanitised = sanitised_later(ctx, nan=const(ctx, num) in (None, 0.0))
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
             return  # a deliberate NaN the code replaces, where no gradient carries it on
         if sanitised and trained(ctx) and not padding_mask(ctx, ctx.value(den)):
@@ -1129,8 +1140,19 @@ def _params_of_group(iterable: cst.BaseExpression) -> bool:
 
 
 def _host_values(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
-    """NumPy arrays or Python numbers (`sizes / sizes.sum()` on an `np.ndarray`)."""
-    return not_a_tensor(ctx, ctx.value(den)) or not_a_tensor(ctx, ctx.value(num))
+    """NumPy arrays or Python numbers (`sizes / sizes.sum()` on an `np.ndarray`); a number
+    written out as the numerator (`1 / rms`) says nothing of the denominator."""
+    if not_a_tensor(ctx, ctx.value(den)):
+        return True
+    return const(ctx, num) is None and not_a_tensor(ctx, ctx.value(num))
+
+
+def _reciprocal_left(ctx, num: cst.BaseExpression, reason: str) -> bool:
+    """`1 / x`: a number over 0 is inf, not NaN, and code that takes reciprocals mostly
+    maps the inf to a weight of 0 or replaces it a few lines on; reported only where the
+    code shows it expects the 0 (it tests the value only in total, or only warns)."""
+    value = const(ctx, num)
+    return value is not None and value != 0 and reason not in (_TOTAL, _WARNED)
 
 
 def _hand_softmax(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
