@@ -3071,3 +3071,122 @@ def test_a_loss_wrapper_of_the_file_is_followed(body: str, lines: list[int]) -> 
     offset = len(HEAD.splitlines())
     assert [d.row - offset for d in found] == lines
     assert all(d.related for d in found)
+
+
+def test_a_transpose_of_positive_values_is_positive() -> None:
+    """`p.T` holds the entries of `p`: a Sinkhorn normalisation of a softmax is not 0/0."""
+    code = (
+        "def sinkhorn(q, iterations=3):\n"
+        "    q = q.T\n"
+        "    q = q / torch.sum(q)\n"
+        "    for _ in range(iterations):\n"
+        "        q /= torch.sum(q, dim=1, keepdim=True)\n"
+        "    return q\n"
+        "def loss(x, t):\n"
+        "    return sinkhorn(F.softmax(x / t, dim=1)).sum()\n"
+    )
+    assert _grades(code, "NUM202") == []
+    unknown = code.replace("F.softmax(x / t, dim=1)", "x")
+    assert _grades(unknown, "NUM202") == ["low", "low"]
+
+
+SPECTRAL = """
+class Spectral(nn.Module):
+    def forward(self, x_mag, y_mag):
+        return torch.norm(y_mag - x_mag, p="fro") / torch.norm(y_mag, p="fro")
+
+
+class STFTLoss(nn.Module):
+    def __init__(self, eps={eps}):
+        super().__init__()
+        self.eps = eps
+        self.spectral = Spectral()
+
+    def forward(self, x, y):
+        xs = torch.stft(x, 512, return_complex=True)
+        ys = torch.stft(y, 512, return_complex=True)
+        x_mag = torch.sqrt(torch.clamp(xs.real ** 2 + xs.imag ** 2, min=self.eps))
+        y_mag = torch.sqrt(torch.clamp(ys.real ** 2 + ys.imag ** 2, min=self.eps))
+        return self.spectral(x_mag, y_mag)
+"""
+
+
+@pytest.mark.parametrize(("eps", "expected"), [("1e-8", []), ("0.0", ["low"])])
+def test_a_module_called_through_an_attribute_gets_what_its_callers_pass(
+    eps: str, expected: list[str]
+) -> None:
+    """The callers of a loss module's `forward` are the calls of its instances
+    (`self.spectral(x_mag, y_mag)` after `self.spectral = Spectral()`); a clamp at a
+    setting the class gives a positive default keeps the magnitudes above 0."""
+    assert _grades(SPECTRAL.format(eps=eps), "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        ("", ["low"]),
+        ("    attn[attn != attn] = 0.0\n", []),  # NaN is the one value unequal to itself
+        ("    out = attn @ v\n    out = out.nan_to_num()\n", []),  # a derived value repaired
+    ],
+)
+def test_a_nan_repaired_after_the_softmax(after: str, expected: list[str]) -> None:
+    code = (
+        "def attend(scores, v, mask):\n"
+        "    attn = torch.softmax(scores.masked_fill(~mask, float('-inf')), -1)\n"
+        f"{after}"
+        "    return attn\n"
+    )
+    assert _grades(code, "NUM112") == expected
+
+
+def test_a_helpers_length_mask_is_a_padding_mask(tmp_path: Path) -> None:
+    """A project helper returning `arange(n) < lengths` keeps each row's first `length`
+    entries: the softmax it masks is fully masked only for a length of 0 (low), where a
+    mask the code computes by a test on values can hide a whole row."""
+    helper = (
+        "import torch\n"
+        "def length_to_mask(length, max_len):\n"
+        "    mask = torch.arange(max_len).expand(len(length), max_len) < length.unsqueeze(1)\n"
+        "    mask = torch.as_tensor(mask, dtype=length.dtype)\n"
+        "    return mask\n"
+    )
+    user = (
+        "import torch\n"
+        "from pkg.masks import length_to_mask\n"
+        "def pool(x, lengths):\n"
+        "    mask = length_to_mask(lengths, x.shape[-1])\n"
+        "    attn = x.masked_fill(mask == 0, float('-inf'))\n"
+        "    return torch.softmax(attn, dim=-1)\n"
+    )
+    pkg = _package(tmp_path, masks=helper, pool=user)
+    found = check_paths([pkg / "pool.py"], {"select": ["NUM112"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == ["low"]
+    here = (
+        "def pool(x, n):\n"
+        "    mask = torch.arange(x.shape[2])[None, :] < n[:, None]\n"
+        "    x[~mask.unsqueeze(1)] = float('-inf')\n"
+        "    return torch.softmax(x, dim=2)\n"
+    )
+    assert _grades(here, "NUM112") == ["low"]
+    radius = here.replace("torch.arange(x.shape[2])[None, :] < n[:, None]", "dist < n[:, None]")
+    assert _grades(radius.replace("def pool(x, n)", "def pool(x, n, dist)"), "NUM112") == ["medium"]
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        # pairs of entries: the row of every padded entry keeps nothing
+        ("m[:, None, :] * m[:, :, None]", ["high"]),
+        ("m.unsqueeze(1) & m.unsqueeze(2)", ["high"]),
+        # the given mask itself: a sequence keeps its tokens
+        ("m[:, None, :]", ["low"]),
+    ],
+)
+def test_a_mask_of_pairs_empties_padded_rows(mask: str, expected: list[str]) -> None:
+    code = (
+        "def attend(dots, m):\n"
+        f"    pairs = {mask}\n"
+        "    dots.masked_fill_(~pairs, float('-inf'))\n"
+        "    return dots.softmax(dim=-1)\n"
+    )
+    assert _grades(code, "NUM112") == expected

@@ -37,6 +37,7 @@ from numlint.analysis.semantics import dotted_name, keyword, positional, strip
 from numlint.analysis.summaries import (
     cleared_parameter,
     file_text,
+    length_mask_result,
     origin_of,
     passed_gradient,
     passed_names,
@@ -1074,6 +1075,8 @@ def mask_computed(ctx: Context, value: Value, depth: int = 0) -> bool:
             return any(sub(a) for a in args)
         if (callee.qualname or "").startswith("torch.") and name.startswith(("ones", "full")):
             return False  # an all-ones default mask
+        if length_mask_result(ctx, node):
+            return False  # `length_to_mask(lengths)`: a helper's padding mask
         return True  # a helper's result: computed somewhere
     given = given_name(ctx, v)
     if given is not None:
@@ -1576,8 +1579,30 @@ _SENTINEL = re.compile(r"pad|eos", re.I)
 def _padding_test(ctx: Context, node: cst.Comparison) -> bool:
     if len(node.comparisons) != 1:
         return False
-    return _padding_parts(ctx, node.left, node.comparisons[0].comparator) or _nonzero_rows(
-        ctx, node
+    return (
+        _padding_parts(ctx, node.left, node.comparisons[0].comparator)
+        or _nonzero_rows(ctx, node)
+        or _length_test(ctx, node)
+    )
+
+
+def _length_test(ctx: Context, node: cst.Comparison) -> bool:
+    """`torch.arange(t)[None, :] < lengths[:, None]`, `lengths > arange(t)`: positions
+    against each row's length, which keeps the first `length` entries of every row (empty
+    only for a length of 0): a padding mask."""
+    operator = node.comparisons[0].operator
+    right = node.comparisons[0].comparator
+    if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+        position, length = node.left, right
+    elif isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        position, length = right, node.left
+    else:
+        return False
+    found, _ = strip(ctx, ctx.value(position))
+    if not isinstance(found.node, cst.Call):
+        return False
+    return ctx.qualname(found.node.func, found.env) == "torch.arange" and (
+        const(ctx, length) is None
     )
 
 

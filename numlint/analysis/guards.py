@@ -208,6 +208,7 @@ def sanitised_later(ctx: Context, nan: bool = False) -> bool:
         rf"|\b{n}(\.(reshape|view|squeeze|unsqueeze|float|flatten|permute|transpose)\([^()]*\))*"
         rf"\.({tests}|fill_diagonal_|masked_fill_?|index_fill_)\("
         rf"|(?m:^\s*{n}\[{not_inf_only}[^\n]*\]\s*=\s*[-+]?(\d|float\())"
+        rf"|\b{n}\[\s*{n}\s*!=\s*{n}\s*\]\s*="  # `p[p != p] = c`: NaN is not itself
     )
     for following in [after, *_after_enclosing(ctx)]:
         if any(pattern.search(ctx.code(s)) for s in following[:5]):
@@ -368,6 +369,8 @@ def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) ->
         for call in _NAN_HANDLING.finditer(code):
             if set(_WORD.findall(call.group(1))) & tracked:
                 return True
+        if any(m.group(1) in tracked for m in _NAN_METHOD.finditer(code)):
+            return True  # `m0, m1 = m0.nan_to_num(), m1.nan_to_num()`
         target = assigned_name(stmt)
         if target is not None:
             tracked.add(target)
@@ -377,6 +380,8 @@ def _derived_sanitised(ctx: Context, name: str, after: Sequence[cst.CSTNode]) ->
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 #: A call that replaces or tests NaN entries, and the rest of its line.
 _NAN_HANDLING = re.compile(r"\b(?:nan_to_num_?|isnan|isfinite)\b(.*)")
+#: The receiver of a method that replaces or tests NaN entries (`m0.nan_to_num()`).
+_NAN_METHOD = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\.\s*(?:nan_to_num_?|isnan|isfinite)\b")
 
 
 _GUARD_METHODS = frozenset({"clamp_", "clamp_min_", "clip_", "add_", "masked_fill_"})

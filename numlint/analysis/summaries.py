@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from numlint.analysis.names import import_one
+from numlint.analysis.names import import_one, parameters
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
     FILL_FUNCTIONS,
@@ -615,6 +615,9 @@ class Project:
         self.averaged: dict[str, tuple[int, ...]] = {}  # see averaged_parameters
         self._trained_memo: dict[str, bool] = {}
         self._neighbours_of: dict[tuple[str, str | None, bool], list[Module]] = {}
+        self._instance_calls_of: dict[
+            tuple[str, str], list[tuple[Module, str | None, ast.Call]]
+        ] = {}
 
     # ---- modules ----
 
@@ -795,6 +798,8 @@ class Project:
         ):
             return _at(here, "positive", f"the exp in {_where(mod, func)}")
         floor = _clamp_floor(qual, fn, expr)
+        if floor is None and self._floored_by_setting(mod, f, qual, fn, expr):
+            floor = 1.0  # `x.clamp(min=self.eps)` with `self.eps = eps`, `eps=1e-8`
         if floor is None and self._floored_at_zero(mod, qual, fn, expr):
             floor = 0.0  # `torch.max(r - m, torch.zeros_like(r))`
         if floor is not None and floor > 0:
@@ -860,6 +865,26 @@ class Project:
                     return self._call_object(tmod, fn, None, None, depth)
             return None
         return self._constructed(mod, fn, func, depth)
+
+    def _floored_by_setting(
+        self, mod: Module, f: Function | None, qual: str | None, fn: ast.expr, call: ast.Call
+    ) -> bool:
+        """A clamp whose lower bound is a `self.` setting the class sets to a positive
+        number (`min=self.eps`, `self.eps = eps` with `eps=1e-8`)."""
+        low = _clamp_bound(qual, fn, call)
+        if not (
+            isinstance(low, ast.Attribute)
+            and isinstance(low.value, ast.Name)
+            and low.value.id == "self"
+            and f is not None
+            and f.cls
+        ):
+            return False
+        for cmod, cname in self._mro(mod, f.cls):
+            values = cmod.attrs(cname).get(low.attr)
+            if values:
+                return _positive_setting(values, cmod.functions.get(f"{cname}.__init__"))
+        return False
 
     def _joined(
         self, mod: Module, parts: ast.expr, f: Function, func: str | None, depth: int
@@ -1029,6 +1054,65 @@ class Project:
         rmod, rfunc, values = found
         f = rmod.functions.get(rfunc)
         return f is not None and all(_detached(v, f) for v in values)
+
+    def length_mask(self, call: ast.expr, func: str | None) -> bool:
+        """Whether `call` (in function `func` of the file being linted) calls a project
+        function every return of which compares positions with lengths
+        (`torch.arange(n) < lengths[:, None]`, also cast or converted before it returns):
+        a padding mask, which keeps the first `length` entries of every row."""
+        mod = self.main
+        if mod is None or not isinstance(call, ast.Call):
+            return False
+        found = self._return_exprs(mod, call, func, 0)
+        if found is None or not found[2]:
+            return False
+        rmod, rfunc, values = found
+        f = rmod.functions.get(rfunc)
+        if f is None:
+            return False
+        compared: list[ast.Compare] = []
+        return all(self._length_test(rmod, f, v, set(), compared) for v in values) and bool(
+            compared
+        )
+
+    def _length_test(
+        self, mod: Module, f: Function, expr: ast.expr, seen: set[str], compared: list
+    ) -> bool:
+        """`expr` is a comparison of positions with lengths on every path (each one found
+        is added to `compared`)."""
+        if len(seen) > 6:
+            return False
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:
+                return True  # `mask = torch.as_tensor(mask, ...)`: the other values decide
+            values = f.assigned.get(expr.id)
+            seen = seen | {expr.id}
+            return bool(values) and all(
+                self._length_test(mod, f, v, seen, compared) for v in values
+            )
+        if isinstance(expr, ast.Call):
+            fn = expr.func
+            if isinstance(fn, ast.Attribute) and fn.attr in _LENGTH_MASK_KEEPS:
+                return self._length_test(mod, f, fn.value, seen, compared)  # `m.to(dtype)`
+            if self.qualname(mod, fn) in ("torch.as_tensor", "torch.tensor") and expr.args:
+                return self._length_test(mod, f, expr.args[0], seen, compared)
+            return False
+        if not isinstance(expr, ast.Compare) or len(expr.ops) != 1:
+            return False
+        op = expr.ops[0]
+        if isinstance(op, (ast.Lt, ast.LtE)):
+            position = expr.left
+        elif isinstance(op, (ast.Gt, ast.GtE)):
+            position = expr.comparators[0]
+        else:
+            return False
+        if not any(
+            isinstance(n, ast.Call) and self.qualname(mod, n.func) == "torch.arange"
+            for n in ast.walk(position)
+        ):
+            return False
+        compared.append(expr)
+        return True
 
     def _method_returns(
         self, mod: Module, cls: str, name: str
@@ -1682,7 +1766,35 @@ class Project:
                     arg = argument(call, index, param)
                     if arg is not None:
                         out.append((mod, caller, arg))
+        if mod is not None and f.cls is not None and f.node.name == "forward":
+            for cmod, caller, call in self._instance_calls(mod, f.cls):
+                arg = argument(call, index, param)
+                if arg is not None:
+                    out.append((cmod, caller, arg))
         return out
+
+    def _instance_calls(self, mod: Module, cls: str) -> list[tuple[Module, str | None, ast.Call]]:
+        """The calls of instances of class `cls` of `mod` (its `forward`): `self.loss(x, y)`
+        after `self.loss = Loss()`, `crit(x, y)` after `crit = Loss()`, in the project's files
+        that construct the class."""
+        key = (mod.path, cls)
+        found = self._instance_calls_of.get(key)
+        if found is not None:
+            return found
+        found = self._instance_calls_of[key] = []
+        for cmod in self._neighbours(cls):
+            names: set[str] = set()
+            for cf in cmod.functions.values():
+                bound = [*cf.self_attrs.items(), *cf.assigned.items()]
+                for name, values in bound:
+                    if any(_constructs(v, cls) for v in values):
+                        names.add(name)
+            for name in names:
+                for caller, call in cmod.calls_of(name):
+                    cf = cmod.functions.get(caller) if caller else None
+                    if self._instance(cmod, call.func, cf, caller, 0) == (mod, cls):
+                        found.append((cmod, caller, call))
+        return found
 
     def positive_by_callers(self, func: str, param: str) -> bool:
         """Whether every known caller (at least one) of function `func` of the file being
@@ -1904,6 +2016,21 @@ def _returned_calls(mod: Module, f: Function) -> list[str]:
         if key in mod.functions:
             keys.append(key)
     return keys
+
+
+#: Methods after which a mask still marks the same entries.
+_LENGTH_MASK_KEEPS = frozenset(
+    {"to", "type", "float", "long", "int", "bool", "byte", "unsqueeze", "expand", "view"}
+)
+
+
+def _constructs(value: ast.expr, cls: str) -> bool:
+    """`Cls(...)` or `module.Cls(...)`."""
+    if not isinstance(value, ast.Call):
+        return False
+    fn = value.func
+    name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+    return name == cls
 
 
 def _loss_input(call: ast.Call) -> ast.expr | None:
@@ -2234,16 +2361,41 @@ def _detached(value: ast.expr, f: Function) -> bool:
 def _clamp_floor(qual: str | None, fn: ast.expr, call: ast.Call) -> float | None:
     """The constant lower bound of `torch.clamp(x, min=c)`, `x.clamp(min=c)`,
     `x.clamp_min(c)` (None where there is none)."""
+    low = _clamp_bound(qual, fn, call)
+    if isinstance(low, ast.Constant) and isinstance(low.value, (int, float)):
+        return float(low.value)
+    return None
+
+
+def _clamp_bound(qual: str | None, fn: ast.expr, call: ast.Call) -> ast.expr | None:
+    """The lower bound a clamp call is given, as written."""
     if qual in ("torch.clamp", "torch.clip", "torch.clamp_min"):
         low = call.args[1] if len(call.args) > 1 else None
     elif qual is None and isinstance(fn, ast.Attribute) and fn.attr in (*_CLAMPS, "clamp_min"):
         low = call.args[0] if call.args else None
     else:
         return None
-    low = next((k.value for k in call.keywords if k.arg == "min"), low)
-    if isinstance(low, ast.Constant) and isinstance(low.value, (int, float)):
-        return float(low.value)
-    return None
+    return next((k.value for k in call.keywords if k.arg == "min"), low)
+
+
+def _positive_setting(values: list[ast.expr], init: Function | None) -> bool:
+    """The values assigned to a `self.` attribute are positive constants, or a parameter of
+    `__init__` whose default is one (`self.eps = eps` with `eps=1e-8`)."""
+    if not values:
+        return False
+    defaults = _param_defaults(init) if init is not None else {}
+    for v in values:
+        if isinstance(v, ast.Name):
+            v = defaults.get(v.id, v)
+        if not (isinstance(v, ast.Constant) and isinstance(v.value, (int, float))):
+            return False
+        if isinstance(v.value, bool) or v.value <= 0:
+            return False
+    return True
+
+
+def _param_defaults(f: Function) -> dict[str, ast.expr]:
+    return {a.arg: d for a, d in parameters(f.node.args) if d is not None}
 
 
 def _at(here: Origin, kind: str, what: str) -> Origin:
@@ -2550,6 +2702,13 @@ def loss_wrapper(
     if project is None or not isinstance(tree, ast.Call):
         return None
     return project.loss_wrapper(tree, function_key(ctx), losses)
+
+
+def length_mask_result(ctx: object, expr: object) -> bool:
+    """Whether a libcst call of the code being linted calls a project function that returns
+    a comparison of positions with lengths (Project.length_mask): a padding mask."""
+    project, tree = _question(ctx, expr)
+    return project is not None and tree is not None and project.length_mask(tree, function_key(ctx))
 
 
 def detached_result(ctx: object, expr: object) -> bool:

@@ -856,6 +856,10 @@ _REACH_ONE = frozenset(
 _EXP_AT_ZERO = frozenset({"a ReLU output", "a value clamped at 0", "a tensor filled with 0"})
 
 
+#: Attributes holding the entries of the tensor they are read from (some of them, moved).
+_SAME_ENTRIES = frozenset({"values", "T", "mT", "data"})
+
+
 def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
     """Known to be > 0 (or, for probabilities, to sum to a positive total): exp, softplus,
     softmax, sigmoid, ones, a positive constant, clamped above 0, `x + eps`, products and
@@ -892,8 +896,8 @@ def positive_value(ctx: Context, value: Value, depth: int = 0) -> bool:
         if _kept_by_own_test(ctx, node, env, named=False):
             return True  # `p = p[p > 1e-30]` (a sum of `s[s > thr]` may be empty)
         return sub(node.value)
-    if isinstance(node, cst.Attribute) and node.attr.value == "values":
-        return sub(node.value)  # `x.topk(k).values`
+    if isinstance(node, cst.Attribute) and node.attr.value in _SAME_ENTRIES:
+        return sub(node.value)  # `x.topk(k).values`, `q.T`
     if isinstance(node, cst.Attribute) and node.attr.value == "shape":
         return True  # `x.shape[1]`: a size (a tensor with no entries has no values to divide)
     if _declared_positive(ctx, node):
