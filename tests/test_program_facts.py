@@ -3190,3 +3190,45 @@ def test_a_mask_of_pairs_empties_padded_rows(mask: str, expected: list[str]) -> 
         "    return dots.softmax(dim=-1)\n"
     )
     assert _grades(code, "NUM112") == expected
+
+
+def test_an_element_of_a_models_tuple_reaches_a_wrapped_loss(tmp_path: Path) -> None:
+    """`pred, m = model(x)` for a model of another file whose `forward` returns
+    `(torch.sigmoid(x), m)`, squeezed after (a later assignment of the same name), then given
+    to a loss class of the file moved to the GPU (`FocalLoss().cuda()`) whose `forward`
+    calls the logits loss on its input."""
+    model = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 1)\n"
+        "    def forward(self, x):\n"
+        "        h = self.fc(x)\n"
+        "        return torch.sigmoid(h), h\n"
+    )
+    train = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "from pkg.model import Net\n"
+        "class FocalLoss(nn.Module):\n"
+        "    def forward(self, inputs, targets):\n"
+        "        return F.binary_cross_entropy_with_logits(inputs, targets)\n"
+        "def main(loader):\n"
+        "    model = Net().cuda()\n"
+        "    criterion = FocalLoss().cuda()\n"
+        "    for x, y in loader:\n"
+        "        pred, h = model(x)\n"
+        "        pred = torch.squeeze(pred)\n"
+        "        {use}\n"
+    )
+    bad = train.replace("{use}", "loss = criterion(pred, y)")
+    good = train.replace("{use}", "loss = criterion(h.squeeze(), y)")
+    pkg = _package(tmp_path, model=model, train=bad)
+    found = check_paths([pkg / "train.py"], {"select": ["NUM305"]})
+    assert [(d.row, d.confidence) for d in found] == [(14, "high")]
+    assert len(found[0].related) == 2  # the sigmoid in the model, the loss in the class
+    (pkg / "train.py").write_text(good)
+    assert check_paths([pkg / "train.py"], {"select": ["NUM305"]}) == []

@@ -970,12 +970,12 @@ class Project:
         params: bool, ref: ast.expr | None,
     ) -> Origin | None:  # fmt: skip
         if f is not None:
-            if name in f.assigned:
-                values = f.reaching(name, ref) if ref is not None else []
-                if not values and name in f.params and params and ref is not None:
+            reaching = f.reaching(name, ref) if ref is not None and name in f.assigned else []
+            if name in f.assigned and (reaching or name not in f.unpacked):
+                if not reaching and name in f.params and params and ref is not None:
                     return self._callers(mod, func, f, name, depth)
-                return self._all(mod, values or f.assigned[name], func, depth)
-            if name in f.unpacked:
+                return self._all(mod, reaching or f.assigned[name], func, depth)
+            if name in f.unpacked:  # `pred, m = model(x)` (then `pred = pred.squeeze()`)
                 outs = [
                     _counts_of(mod, self, v, i) or self._element(mod, v, i, func, depth)
                     for v, i in f.unpacked[name]
@@ -1041,39 +1041,38 @@ class Project:
                 return self._method_returns(*cls, "forward") if cls else None
         return None
 
-    def detached(self, call: ast.expr, func: str | None) -> bool:
-        """Whether `call` (in function `func` of the file being linted) calls a project
-        function or method (also one a base class defines) every return of which is
-        detached (`return x.grad.detach()`, `g = p.grad.detach(); return g`)."""
+    def _called_returns(
+        self, call: ast.expr, func: str | None
+    ) -> tuple[Module, Function, list[ast.expr]] | None:
+        """The project function or method (also one a base class defines) that `call` (in
+        function `func` of the file being linted) calls, and what it returns."""
         mod = self.main
         if mod is None or not isinstance(call, ast.Call):
-            return False
+            return None
         found = self._return_exprs(mod, call, func, 0)
         if found is None or not found[2]:
-            return False
+            return None
         rmod, rfunc, values = found
         f = rmod.functions.get(rfunc)
-        return f is not None and all(_detached(v, f) for v in values)
+        return None if f is None else (rmod, f, values)
+
+    def detached(self, call: ast.expr, func: str | None) -> bool:
+        """Whether `call` calls a project function every return of which is detached
+        (`return x.grad.detach()`, `g = p.grad.detach(); return g`)."""
+        found = self._called_returns(call, func)
+        return found is not None and all(_detached(v, found[1]) for v in found[2])
 
     def length_mask(self, call: ast.expr, func: str | None) -> bool:
-        """Whether `call` (in function `func` of the file being linted) calls a project
-        function every return of which compares positions with lengths
-        (`torch.arange(n) < lengths[:, None]`, also cast or converted before it returns):
-        a padding mask, which keeps the first `length` entries of every row."""
-        mod = self.main
-        if mod is None or not isinstance(call, ast.Call):
+        """Whether `call` calls a project function every return of which compares positions
+        with lengths (`torch.arange(n) < lengths[:, None]`, also cast or converted before it
+        returns): a padding mask, which keeps the first `length` entries of every row."""
+        found = self._called_returns(call, func)
+        if found is None:
             return False
-        found = self._return_exprs(mod, call, func, 0)
-        if found is None or not found[2]:
-            return False
-        rmod, rfunc, values = found
-        f = rmod.functions.get(rfunc)
-        if f is None:
-            return False
+        rmod, f, values = found
         compared: list[ast.Compare] = []
-        return all(self._length_test(rmod, f, v, set(), compared) for v in values) and bool(
-            compared
-        )
+        tests = all(self._length_test(rmod, f, v, set(), compared) for v in values)
+        return tests and bool(compared)
 
     def _length_test(
         self, mod: Module, f: Function, expr: ast.expr, seen: set[str], compared: list
@@ -1361,7 +1360,8 @@ class Project:
                 values = self._attr(mod, f.cls, obj.attr)
             else:  # `pl_module.head(x)` where a method of this file sets `pl_module.head`
                 return self._object_instance(mod, obj.value.id, obj.attr)
-        classes = [self._class(mod, v.func) for v in values if isinstance(v, ast.Call)]
+        made = [_module_itself(v) for v in values]
+        classes = [self._class(mod, v.func) for v in made if isinstance(v, ast.Call)]
         if classes and all(c is not None and c == classes[0] for c in classes):
             return classes[0]
         return None
@@ -1376,12 +1376,7 @@ class Project:
             return None  # no function of the file assigns it
         for g in mod.functions.values():
             for value in g.object_attrs.get((obj, attr), []):
-                while (
-                    isinstance(value, ast.Call)
-                    and isinstance(value.func, ast.Attribute)
-                    and value.func.attr in _MODULE_SELF
-                ):
-                    value = value.func.value  # `Head(...).to(device)`: the module itself
+                value = _module_itself(value)
                 if not isinstance(value, ast.Call):
                     return None
                 name = _dotted(value.func)
@@ -2024,8 +2019,20 @@ _LENGTH_MASK_KEEPS = frozenset(
 )
 
 
+def _module_itself(value: ast.expr) -> ast.expr:
+    """`Head(...)` of `Head(...).to(device)`, `Head(...).cuda()`: the module itself."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _MODULE_SELF
+    ):
+        value = value.func.value
+    return value
+
+
 def _constructs(value: ast.expr, cls: str) -> bool:
-    """`Cls(...)` or `module.Cls(...)`."""
+    """`Cls(...)` or `module.Cls(...)`, also moved (`Cls(...).cuda()`)."""
+    value = _module_itself(value)
     if not isinstance(value, ast.Call):
         return False
     fn = value.func

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -90,8 +92,15 @@ def _wrapper_call(
 ) -> LossCall | None:
     """A call of a project function, method or loss class that hands the argument at some
     position, unchanged, to the loss `names` (numlint.analysis.summaries.loss_wrapper)."""
-    if not isinstance(call.func, (cst.Name, cst.Attribute)) or ctx.callee(call).qualname:
-        return None  # a library function: its body is not the project's
+    func = call.func
+    if isinstance(func, cst.Name):
+        key = func.value
+    elif isinstance(func, cst.Attribute):
+        key = func.attr.value
+    else:
+        return None
+    if key not in _wrapper_names(ctx, names) or ctx.callee(call).qualname:
+        return None  # not a name the file binds to code that spells the loss
     found = loss_wrapper(ctx, call, names)
     if found is None:
         return None
@@ -100,6 +109,64 @@ def _wrapper_call(
     if index >= len(plain) or len(plain) != len(call.args):
         return None  # given by keyword or unpacked: not matched to the parameter
     return LossCall(call, plain[index].value, "wrapper", through=where)
+
+
+def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -> frozenset[str]:
+    """The names under which this file can call a wrapper of the loss `names` (read once per
+    file, from its text and its top-level definitions): its functions, methods and classes
+    whose text spells the loss or a name the file assigns on a line that spells it
+    (`self.loss_func = F.binary_cross_entropy_with_logits`), and the names it assigns
+    instances of those classes to. A call by any other name is not asked about."""
+    cache: dict[tuple, frozenset[str]] = ctx.shared.setdefault("loss_wrapper_names", {})
+    found = cache.get(names)
+    if found is not None:
+        return found
+    words = {q.rsplit(".", 1)[-1] for group in names for q in group}
+    source, tree = ctx.source or "", ctx.syntax
+    lines = source.splitlines()
+    carriers = set(words)
+    for line in lines:
+        if any(w in line for w in words) and (m := _ASSIGNED.match(line)):
+            carriers.add(m.group(1))
+    out: set[str] = set()
+    classes: set[str] = set()
+    for node, is_class in _definitions(tree):
+        body = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        if any(c in body for c in carriers):
+            out.add(node.name)
+            if is_class:
+                classes.add(node.name)
+    for line in lines if classes else ():
+        m = _INSTANCE.match(line)
+        if m and m.group(2) in classes:
+            out.add(m.group(1))  # `criterion = FocalLoss().cuda()`
+    found = cache[names] = frozenset(out)
+    return found
+
+
+#: `self.loss_func = ...`, `criterion: nn.Module = ...`: the name a line assigns.
+_ASSIGNED = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*(?::[^=]*)?=(?!=)")
+#: `crit = FocalLoss(...)`, `self.crit = losses.FocalLoss(...)`: a name and the class.
+_INSTANCE = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*=\s*(?:\w+\.)*(\w+)\s*\(")
+
+
+def _definitions(tree: ast.Module | None) -> list[tuple[ast.FunctionDef | ast.ClassDef, bool]]:
+    """The file's top-level functions and classes and the classes' methods, each with
+    whether it is a class."""
+    if tree is None:
+        return []
+    out: list = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((stmt, False))
+        elif isinstance(stmt, ast.ClassDef):
+            out.append((stmt, True))
+            out += [
+                (m, False)
+                for m in stmt.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+    return out
 
 
 def configuration_grade(ctx: Context, loss: LossCall) -> Confidence | None:
