@@ -3232,3 +3232,23 @@ def test_an_element_of_a_models_tuple_reaches_a_wrapped_loss(tmp_path: Path) -> 
     assert len(found[0].related) == 2  # the sigmoid in the model, the loss in the class
     (pkg / "train.py").write_text(good)
     assert check_paths([pkg / "train.py"], {"select": ["NUM305"]}) == []
+
+
+@pytest.mark.parametrize(
+    ("masked", "expected"),
+    [
+        ("torch.where(near, s, torch.full_like(s, float('-inf')))", ["medium"]),
+        ("torch.where(near, s, torch.tensor(-math.inf))", ["medium"]),
+        ("torch.where(near, s, s.new_full(s.shape, float('-inf')))", ["medium"]),
+        ("torch.where(near, s, torch.full_like(s, -1e4))", []),  # a finite fill
+        ("s.masked_fill(~near, float('-inf')) - s.amax(-1, keepdim=True)", ["medium"]),
+    ],
+)
+def test_every_spelling_of_a_minus_infinity_fill(masked: str, expected: list[str]) -> None:
+    code = (
+        "import math\n"
+        "def attend(s, dist, radius):\n"
+        "    near = dist < radius\n"
+        f"    return torch.softmax({masked}, dim=-1)\n"
+    )
+    assert _grades(code, "NUM112") == expected

@@ -689,10 +689,13 @@ def tested_in_total(ctx: Context, operand: cst.BaseExpression) -> bool:
     func = ctx.function
     if func is None or not isinstance(operand, cst.Name):
         return False
-    for node in descendants(func.body):
-        if not isinstance(node, (cst.If, cst.While)):
-            continue
-        test = node.test
+    cache: dict[int, list[cst.BaseExpression]] = ctx.shared.setdefault("loop_and_if_tests", {})
+    tests = cache.get(id(func))
+    if tests is None:  # read once per function: each of its divisions asks
+        tests = cache[id(func)] = [
+            n.test for n in descendants(func.body) if isinstance(n, (cst.If, cst.While))
+        ]
+    for test in tests:
         if (
             isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1

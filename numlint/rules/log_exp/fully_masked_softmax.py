@@ -12,9 +12,10 @@ from numlint.analysis.evidence import mask_computed, root_of, selection_can_be_e
 from numlint.analysis.guards import sanitised_later
 from numlint.analysis.ops import const
 from numlint.analysis.semantics import activation, positional, string_value, strip
+from numlint.analysis.tables import SOFTMAX_MODULES
 from numlint.diagnostic import Confidence
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
-from numlint.tree import descendants
+from numlint.tree import call_name, descendants
 
 _LOG_SOFTMAX = frozenset(
     {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
@@ -46,7 +47,8 @@ class FullyMaskedSoftmax(Rule):
     Flags the -inf fill of scores that a softmax or log-softmax then normalises:
     `s.masked_fill(mask, float("-inf"))` (also `-np.inf`, `-math.inf`, `-torch.inf`, a
     constant bound to one, the in-place `s.masked_fill_(...)` and `s[mask] = float("-inf")`
-    before the softmax) and `torch.where(keep, s, float("-inf"))`, when the result reaches
+    before the softmax) and `torch.where(keep, s, float("-inf"))` (also with
+    `torch.full_like(s, float("-inf"))` or `torch.tensor(float("-inf"))`), when the result reaches
     `torch.softmax`, `F.softmax`, `s.softmax(d)`, an `nn.Softmax` module or a `log_softmax`
     in any of those spellings, directly or through variables.
 
@@ -292,6 +294,9 @@ class FullyMaskedSoftmax(Rule):
 
 def _softmax_input(ctx, node: cst.Call) -> cst.BaseExpression | None:
     """The scores a softmax or log-softmax call normalises, in any spelling."""
+    if call_name(node) not in ("softmax", "log_softmax"):
+        if ctx.callee(node).instance_of not in SOFTMAX_MODULES:
+            return None  # neither spelled so nor an `nn.Softmax` module (cheap first)
     act = activation(ctx, Value(node, ctx.env), ("softmax",))
     if act is not None and act.call is node:
         return act.input
@@ -373,7 +378,7 @@ def _statement_fill(ctx, stmt: cst.CSTNode, env: Env) -> _Fill | None:
 
 def _negative_infinity(ctx, expr: cst.BaseExpression, env: Env) -> bool:
     """`float("-inf")`, `-float("inf")`, `-np.inf`, `-math.inf`, `-torch.inf`, a name bound
-    to one, `torch.tensor(float("-inf"))`."""
+    to one, `torch.tensor(float("-inf"))`, `torch.full_like(s, float("-inf"))`."""
     value = const(ctx, expr, env)
     if value is not None:
         return value == -math.inf
@@ -382,13 +387,16 @@ def _negative_infinity(ctx, expr: cst.BaseExpression, env: Env) -> bool:
         return (
             isinstance(inner, (cst.Attribute, cst.Name)) and ctx.qualname(inner, env) in _INFINITIES
         )
-    if isinstance(expr, cst.Call) and ctx.qualname(expr.func, env) in (
-        "torch.tensor",
-        "torch.as_tensor",
-    ):
+    if not isinstance(expr, cst.Call):
+        return False
+    callee = ctx.callee(expr, env)
+    if callee.qualname in ("torch.tensor", "torch.as_tensor"):
         first = positional(expr, 0, "data")
-        return first is not None and _negative_infinity(ctx, first, env)
-    return False
+    elif callee.qualname in ("torch.full", "torch.full_like") or callee.method == "new_full":
+        first = positional(expr, 1, "fill_value")  # `torch.full_like(s, float("-inf"))`
+    else:
+        return False
+    return first is not None and _negative_infinity(ctx, first, env)
 
 
 def _grade(ctx, fill: _Fill) -> Confidence | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -123,20 +125,20 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
         return found
     words = {q.rsplit(".", 1)[-1] for group in names for q in group}
     source, tree = ctx.source or "", ctx.syntax
-    lines = source.splitlines()
     carriers = set(words)
-    for line in lines:
-        if any(w in line for w in words) and (m := _ASSIGNED.match(line)):
+    for line in _lines_spelling(source, words):
+        if m := _ASSIGNED.match(line):
             carriers.add(m.group(1))
+    rows = sorted(_rows_spelling(source, carriers))
     out: set[str] = set()
     classes: set[str] = set()
     for node, is_class in _definitions(tree):
-        body = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
-        if any(c in body for c in carriers):
+        k = bisect.bisect_left(rows, node.lineno)
+        if k < len(rows) and rows[k] <= (node.end_lineno or node.lineno):
             out.add(node.name)
             if is_class:
                 classes.add(node.name)
-    for line in lines if classes else ():
+    for line in _lines_spelling(source, classes):
         m = _INSTANCE.match(line)
         if m and m.group(2) in classes:
             out.add(m.group(1))  # `criterion = FocalLoss().cuda()`
@@ -148,6 +150,27 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
 _ASSIGNED = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*(?::[^=]*)?=(?!=)")
 #: `crit = FocalLoss(...)`, `self.crit = losses.FocalLoss(...)`: a name and the class.
 _INSTANCE = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*=\s*(?:\w+\.)*(\w+)\s*\(")
+
+
+def _rows_spelling(source: str, words: set[str]) -> set[int]:
+    """The 1-based numbers of the lines of `source` that spell one of `words`."""
+    if not words:
+        return set()
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(words)))
+    found = [m.start() for m in pattern.finditer(source)]
+    if not found:
+        return set()
+    ends = list(itertools.accumulate(len(x) for x in source.splitlines(keepends=True)))
+    return {bisect.bisect_right(ends, at) + 1 for at in found}
+
+
+def _lines_spelling(source: str, words: set[str]) -> list[str]:
+    """The lines of `source` that spell one of `words`."""
+    rows = _rows_spelling(source, words)
+    if not rows:
+        return []
+    lines = source.splitlines()
+    return [lines[r - 1] for r in sorted(rows) if r <= len(lines)]
 
 
 def _definitions(tree: ast.Module | None) -> list[tuple[ast.FunctionDef | ast.ClassDef, bool]]:
