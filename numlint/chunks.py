@@ -9,7 +9,9 @@ data tables (see DATA_TABLE_LINES), a class's own body statements and `__init__`
 transitively, any definition whose name is called in kept text (a helper, a model class, a
 method called through `self`). Each rule says how much code around a trigger it needs
 (`Rule.CHUNK`): "function" (the default), "class" (a method holding a trigger, the words the
-rule also requires anywhere in its top-level class) or "module" (the whole file).
+rule also requires anywhere in its top-level class), "callers" (as "function", and the
+functions and methods calling one that holds a trigger: where a wrapper is given its input)
+or "module" (the whole file).
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], ext
         if any(_hits(r, u.text, extra) for r in rules):
             scoped = [r for r in whole_class if _hits(r, u.text, extra)]
             _keep(u, names, scoped, rules, extra)
+    callers = [r for r in rules if r.CHUNK == "callers"]
+    if callers:
+        _keep_callers(units, names, rules, callers, extra)
     changed = True
     while changed:
         changed = False
@@ -134,6 +139,48 @@ def _select(units: list[_Unit], kept_text: str, rules: Sequence[type[Rule]], ext
                     if not m.kept and m.name in own:
                         _keep(m, names, (), rules, extra)
                         changed = True
+
+
+def _keep_callers(
+    units: list[_Unit],
+    names: set[str],
+    rules: Sequence[type[Rule]],
+    callers: Sequence[type[Rule]],
+    extra: Extra,
+) -> None:
+    """For the rules in `callers` (CHUNK "callers"): also keep the functions and methods
+    that call, by name or through `self.`, one that holds their trigger or an attribute a
+    statement holding it sets (`def loss(self, z, y): return self.loss_func(z, y)`): a call
+    of such a wrapper is where the rule sees what it is given."""
+    wrappers: set[str] = set()
+    for u in units:
+        own = extra
+        if u.methods:
+            setup = [m for m in u.methods if m.name in _ALWAYS]
+            body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
+            found = _carriers([([m.node], m.text) for m in setup], callers)
+            found2 = _carriers([(body, u.text)], callers) if body else {}
+            own = {
+                r: extra.get(r, frozenset())
+                | found.get(r, frozenset())
+                | found2.get(r, frozenset())
+                for r in callers
+            }
+        for m in (u, *u.methods):
+            if not m.name.startswith("__") and any(_hits(r, m.text, own) for r in callers):
+                wrappers.add(m.name)
+    if not wrappers:
+        return
+    pattern = re.compile(
+        r"(?<![\w.])(?:self\.)?(?:" + "|".join(re.escape(w) for w in sorted(wrappers)) + r")\s*\("
+    )
+    for u in units:
+        for m in u.methods or [u]:  # a class's methods, or the function itself
+            if m.kept or not pattern.search(m.text):
+                continue
+            if m is not u and not u.kept:
+                _keep(u, names, (), rules, extra)
+            _keep(m, names, (), rules, extra)
 
 
 def _keep(

@@ -3242,6 +3242,7 @@ def test_an_element_of_a_models_tuple_reaches_a_wrapped_loss(tmp_path: Path) -> 
         ("torch.where(near, s, s.new_full(s.shape, float('-inf')))", ["medium"]),
         ("torch.where(near, s, torch.full_like(s, -1e4))", []),  # a finite fill
         ("s.masked_fill(~near, float('-inf')) - s.amax(-1, keepdim=True)", ["medium"]),
+        ("s + torch.zeros_like(s).masked_fill(~near, float('-inf'))", ["medium"]),  # a bias
     ],
 )
 def test_every_spelling_of_a_minus_infinity_fill(masked: str, expected: list[str]) -> None:

@@ -48,7 +48,8 @@ class FullyMaskedSoftmax(Rule):
     `s.masked_fill(mask, float("-inf"))` (also `-np.inf`, `-math.inf`, `-torch.inf`, a
     constant bound to one, the in-place `s.masked_fill_(...)` and `s[mask] = float("-inf")`
     before the softmax) and `torch.where(keep, s, float("-inf"))` (also with
-    `torch.full_like(s, float("-inf"))` or `torch.tensor(float("-inf"))`), when the result reaches
+    `torch.full_like(s, float("-inf"))` or `torch.tensor(float("-inf"))`), also as an additive
+    bias (`s + torch.zeros_like(s).masked_fill(m, float("-inf"))`), when the result reaches
     `torch.softmax`, `F.softmax`, `s.softmax(d)`, an `nn.Softmax` module or a `log_softmax`
     in any of those spellings, directly or through variables.
 
@@ -97,7 +98,12 @@ class FullyMaskedSoftmax(Rule):
         "`torch.finfo(scores.dtype).min` instead (a fully masked row becomes uniform) and "
         "zero that row's output if it must not count"
     )
-    TRIGGERS = ("inf",)
+    #: The spellings of -inf (`float("-inf")`, `-float('inf')`, `-np.inf`, `math.inf`),
+    #: not every word holding "inf" (`info`, `inference`).
+    TRIGGERS = (
+        *("-inf", "-Inf", "inf'", 'inf"', "Inf'", 'Inf"'),
+        *("np.inf", "numpy.inf", "math.inf", "torch.inf"),
+    )
     ALSO_REQUIRES = ("softmax", "Softmax")
     CONFIDENCE = "medium"
 

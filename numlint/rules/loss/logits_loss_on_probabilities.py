@@ -83,8 +83,8 @@ class LogitsLossOnProbabilities(Rule):
         "MultiLabelSoftMarginLoss",
         "sigmoid_focal_loss",
     )
-    #: The whole file: a method or loss class of it may hand its input to the loss.
-    CHUNK = "module"
+    #: A method or function of the file may hand its input to the loss: its callers too.
+    CHUNK = "callers"
 
     VALID = [
         Valid(
