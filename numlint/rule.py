@@ -140,8 +140,9 @@ class Rule:
     ALSO_REQUIRES: ClassVar[tuple[str, ...]] = ()
     #: How much code around a trigger the rule reads (numlint.chunks): "function" (the
     #: enclosing function; definitions are kept for their names), "class" (the methods
-    #: holding a trigger, ALSO_REQUIRES looked for in the whole enclosing top-level class)
-    #: or "module" (the whole file).
+    #: holding a trigger, ALSO_REQUIRES looked for in the whole enclosing top-level class),
+    #: "callers" (as "function", and the functions and methods calling one that holds a
+    #: trigger) or "module" (the whole file).
     CHUNK: ClassVar[str] = "function"
     #: With CHUNK "class": the methods spelling one of these are kept too, where they do not
     #: hold a trigger (the class-level evidence the rule reads: a `.half()` in another method).
