@@ -154,18 +154,7 @@ def _keep_callers(
     of such a wrapper is where the rule sees what it is given."""
     wrappers: set[str] = set()
     for u in units:
-        own = extra
-        if u.methods:
-            setup = [m for m in u.methods if m.name in _ALWAYS]
-            body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
-            found = _carriers([([m.node], m.text) for m in setup], callers)
-            found2 = _carriers([(body, u.text)], callers) if body else {}
-            own = {
-                r: extra.get(r, frozenset())
-                | found.get(r, frozenset())
-                | found2.get(r, frozenset())
-                for r in callers
-            }
+        own = _class_carriers(u, _skeleton(u), callers, extra) if u.methods else extra
         for m in (u, *u.methods):
             if not m.name.startswith("__") and any(_hits(r, m.text, own) for r in callers):
                 wrappers.add(m.name)
@@ -197,16 +186,11 @@ def _keep(
     trigger, the words they also require may lie anywhere in the class (`dtype=torch.float16`
     in `__init__`, the eps in `forward`), and a method spelling their EVIDENCE is kept."""
     u.kept = True
-    u.skeleton = u.text
-    for m in u.methods:
-        u.skeleton = u.skeleton.replace(m.text, "", 1)
+    u.skeleton = _skeleton(u)
     names.update(_CALLED.findall(u.skeleton))
     if not u.methods:
         return
-    setup = [m for m in u.methods if m.name in _ALWAYS]
-    body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
-    own = _carriers([([m.node], m.text) for m in setup] + [(body, u.skeleton)], rules)
-    merged = {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
+    merged = _class_carriers(u, u.skeleton, rules, extra)
     for m in u.methods:
         if (
             m.name in _ALWAYS
@@ -216,6 +200,23 @@ def _keep(
             or any(w in m.text for r in scoped for w in r.EVIDENCE)
         ):
             _keep(m, names, (), rules, extra)
+
+
+def _skeleton(u: _Unit) -> str:
+    """The text of `u` without its methods."""
+    text = u.text
+    for m in u.methods:
+        text = text.replace(m.text, "", 1)
+    return text
+
+
+def _class_carriers(u: _Unit, skeleton: str, rules: Sequence[type[Rule]], extra: Extra) -> Extra:
+    """`extra` and what the class `u` sets in its `__init__`-like methods and body statements
+    that hold a trigger: the carriers its methods are read against."""
+    setup = [m for m in u.methods if m.name in _ALWAYS]
+    body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
+    own = _carriers([([m.node], m.text) for m in setup] + [(body, skeleton)], rules)
+    return {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
 
 
 def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:

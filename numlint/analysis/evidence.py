@@ -19,7 +19,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.gradients import gradient_evident, module_forward, no_gradient, objective
-from numlint.analysis.guards import assigned_here
+from numlint.analysis.guards import assigned_here, tested_small
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import (
     Op,
@@ -2481,7 +2481,7 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     used = names(den)
     if isinstance(den, cst.Name):
         used |= names(found)
-    return any(_tested_small(ctx, node.test) & used for node in _warnings(ctx, func))
+    return any(tested_small(ctx, node.test) & used for node in _warnings(ctx, func))
 
 
 def _warnings(ctx: Context, func: cst.FunctionDef) -> list[cst.If]:
@@ -2514,31 +2514,3 @@ def _only_calls(block: cst.BaseSuite) -> bool:
             if call_name(stmt.value).endswith("_"):
                 return False
     return True
-
-
-def _tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
-    """Names a test finds below a bound or equal to 0 (`x < eps`, `eps > x`, `v == 0`)."""
-    found: set[str] = set()
-    for node in descendants(test):
-        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
-            continue
-        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
-        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
-            value, bound = right, node.left  # `eps > x`
-        else:
-            value, bound = node.left, right
-        if isinstance(value, cst.BinaryOperation) or not (
-            isinstance(bound, (cst.Name, cst.Attribute)) or const(ctx, bound) is not None
-        ):
-            continue  # `mean > b + 2 * std`: sums and bounds made of other values
-        small = const(ctx, bound)
-        if isinstance(operator, cst.Equal):
-            if small == 0:
-                found |= names(value)
-        elif isinstance(operator, (cst.LessThan, cst.GreaterThan)):
-            if small is None or small > 0:  # `x < 0` tests the sign, not a 0
-                found |= names(value)
-        elif isinstance(operator, (cst.LessThanEqual, cst.GreaterThanEqual)):
-            if small is None or small >= 0:
-                found |= names(value)
-    return found

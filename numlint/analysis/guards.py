@@ -700,34 +700,38 @@ def tested_in_total(ctx: Context, operand: cst.BaseExpression) -> bool:
             isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1
             and _total_tested(ctx, test, operand)
-            and _small_bound(ctx, test)
+            and operand.value in tested_small(ctx, test)
         ):
             return True
     return False
 
 
-def _small_bound(ctx: Context, test: cst.Comparison) -> bool:
-    """`total < bound`, `total <= bound` or `total == 0`, the bound a name or a constant
-    that is not negative (`x < 0` tests the sign)."""
-    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
-        bound = test.left  # `eps > rms.sum()`
-    else:
-        bound = right
-    if not isinstance(
-        operator,
-        (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal),
-    ):
-        return False
-    if isinstance(bound, (cst.Name, cst.Attribute)) and const(ctx, bound) is None:
-        return not isinstance(operator, cst.Equal)
-    small = const(ctx, bound)
-    if small is None:
-        return False
-    if isinstance(operator, cst.Equal):
-        return small == 0
-    strict = isinstance(operator, (cst.LessThan, cst.GreaterThan))
-    return small > 0 if strict else small >= 0
+def tested_small(ctx: Context, test: cst.BaseExpression) -> set[str]:
+    """Names a test finds below a bound or equal to 0 (`x < eps`, `eps > x`, `v == 0`)."""
+    found: set[str] = set()
+    for node in descendants(test):
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            value, bound = right, node.left  # `eps > x`
+        else:
+            value, bound = node.left, right
+        if isinstance(value, cst.BinaryOperation) or not (
+            isinstance(bound, (cst.Name, cst.Attribute)) or const(ctx, bound) is not None
+        ):
+            continue  # `mean > b + 2 * std`: sums and bounds made of other values
+        small = const(ctx, bound)
+        if isinstance(operator, cst.Equal):
+            if small == 0:
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThan, cst.GreaterThan)):
+            if small is None or small > 0:  # `x < 0` tests the sign, not a 0
+                found |= names(value)
+        elif isinstance(operator, (cst.LessThanEqual, cst.GreaterThanEqual)):
+            if small is None or small >= 0:
+                found |= names(value)
+    return found
 
 
 def _difference_tested(ctx: Context, operand: cst.BaseExpression) -> bool:

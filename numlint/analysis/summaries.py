@@ -1249,27 +1249,14 @@ class Project:
         mod = self.main
         if mod is None:
             return None
-        f = mod.functions.get(func) if func else None
-        fn = call.func
-        target: tuple[Module, str] | None = None
-        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name):
-            if fn.value.id == "self" and f is not None and f.cls:
-                for cmod, cname in self._mro(mod, f.cls):
-                    if f"{cname}.{fn.attr}" in cmod.functions:
-                        target = (cmod, f"{cname}.{fn.attr}")
-                        break
-                else:
-                    found = self._instance(mod, fn, f, func, 0)  # `self.criterion = Focal()`
-                    target = self._forward_of(found)
-        elif isinstance(fn, ast.Name):
-            looked = self.lookup(mod, fn.id)
-            if looked is not None and looked[1] in looked[0].functions:
-                target = looked
-            else:
-                target = self._forward_of(self._instance(mod, fn, f, func, 0))
+        target = self._return_exprs(mod, call, func, 0)
+        if target is None and isinstance(call.func, ast.Name):  # a module-level or given one
+            f = mod.functions.get(func) if func else None
+            found = self._instance(mod, call.func, f, func, 0)
+            target = self._method_returns(*found, "forward") if found else None
         if target is None:
             return None
-        tmod, key = target
+        tmod, key, _ = target
         callee = tmod.functions[key]
         params = callee.params[1:] if callee.cls is not None else callee.params
         for inner in _walk_body(callee.node):
@@ -1282,15 +1269,6 @@ class Project:
                 where = Origin("", tmod.path, inner.lineno, inner.col_offset + 1, "")
                 what = f"the loss that {_where(tmod, key)} calls"
                 return params.index(given.id), _at(where, "loss", what)
-        return None
-
-    def _forward_of(self, found: tuple[Module, str] | None) -> tuple[Module, str] | None:
-        """The `forward` of a project class (or of a base class of the project)."""
-        if found is None:
-            return None
-        for cmod, cname in self._mro(*found):
-            if f"{cname}.forward" in cmod.functions:
-                return cmod, f"{cname}.forward"
         return None
 
     def _is_loss(
@@ -1782,7 +1760,7 @@ class Project:
             for cf in cmod.functions.values():
                 bound = [*cf.self_attrs.items(), *cf.assigned.items()]
                 for name, values in bound:
-                    if any(_constructs(v, cls) for v in values):
+                    if any(constructs(v, cls) for v in values):
                         names.add(name)
             for name in names:
                 for caller, call in cmod.calls_of(name):
@@ -2030,7 +2008,7 @@ def _module_itself(value: ast.expr) -> ast.expr:
     return value
 
 
-def _constructs(value: ast.expr, cls: str) -> bool:
+def constructs(value: ast.expr, cls: str) -> bool:
     """`Cls(...)` or `module.Cls(...)`, also moved (`Cls(...).cuda()`)."""
     value = _module_itself(value)
     if not isinstance(value, ast.Call):

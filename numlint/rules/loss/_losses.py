@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from numlint.analysis.context import Context
+from numlint.analysis.names import bound_names
 from numlint.analysis.semantics import positional
-from numlint.analysis.summaries import Origin, loss_wrapper, related
+from numlint.analysis.summaries import Origin, constructs, loss_wrapper, related
 from numlint.diagnostic import Confidence
 
 CROSS_ENTROPY = (
@@ -115,10 +116,10 @@ def _wrapper_call(
 
 def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -> frozenset[str]:
     """The names under which this file can call a wrapper of the loss `names` (read once per
-    file, from its text and its top-level definitions): its functions, methods and classes
-    whose text spells the loss or a name the file assigns on a line that spells it
-    (`self.loss_func = F.binary_cross_entropy_with_logits`), and the names it assigns
-    instances of those classes to. A call by any other name is not asked about."""
+    file, from the lines that spell the loss and the statements holding them): its
+    functions, methods and classes whose text spells the loss or a name an assignment
+    spelling it binds (`self.loss_func = F.binary_cross_entropy_with_logits`), and the names
+    it assigns instances of those classes to. A call by any other name is not asked about."""
     cache: dict[tuple, frozenset[str]] = ctx.shared.setdefault("loss_wrapper_names", {})
     found = cache.get(names)
     if found is not None:
@@ -126,30 +127,21 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
     words = {q.rsplit(".", 1)[-1] for group in names for q in group}
     source, tree = ctx.source or "", ctx.syntax
     carriers = set(words)
-    for line in _lines_spelling(source, words):
-        if m := _ASSIGNED.match(line):
-            carriers.add(m.group(1))
+    for node in _assignments(tree, _rows_spelling(source, words)):
+        carriers.update(_targets(node))  # `self.loss_func = F.binary_..._with_logits`
     rows = sorted(_rows_spelling(source, carriers))
     out: set[str] = set()
     classes: set[str] = set()
     for node, is_class in _definitions(tree):
-        k = bisect.bisect_left(rows, node.lineno)
-        if k < len(rows) and rows[k] <= (node.end_lineno or node.lineno):
+        if _spans(rows, node):
             out.add(node.name)
             if is_class:
                 classes.add(node.name)
-    for line in _lines_spelling(source, classes):
-        m = _INSTANCE.match(line)
-        if m and m.group(2) in classes:
-            out.add(m.group(1))  # `criterion = FocalLoss().cuda()`
+    for node in _assignments(tree, _rows_spelling(source, classes)):
+        if node.value is not None and any(constructs(node.value, c) for c in classes):
+            out.update(_targets(node))  # `criterion = FocalLoss().cuda()`
     found = cache[names] = frozenset(out)
     return found
-
-
-#: `self.loss_func = ...`, `criterion: nn.Module = ...`: the name a line assigns.
-_ASSIGNED = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*(?::[^=]*)?=(?!=)")
-#: `crit = FocalLoss(...)`, `self.crit = losses.FocalLoss(...)`: a name and the class.
-_INSTANCE = re.compile(r"\s*(?:[\w.]+\.)?(\w+)\s*=\s*(?:\w+\.)*(\w+)\s*\(")
 
 
 def _rows_spelling(source: str, words: set[str]) -> set[int]:
@@ -171,6 +163,45 @@ def _lines_spelling(source: str, words: set[str]) -> list[str]:
         return []
     lines = source.splitlines()
     return [lines[r - 1] for r in sorted(rows) if r <= len(lines)]
+
+
+def _assignments(tree: ast.Module | None, rows: set[int]) -> list[ast.Assign | ast.AnnAssign]:
+    """The assignment statements of the file that span one of `rows` (only the blocks of
+    statements holding such a row are entered)."""
+    if tree is None or not rows:
+        return []
+    ordered = sorted(rows)
+    out: list[ast.Assign | ast.AnnAssign] = []
+    stack: list[list] = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            if not _spans(ordered, stmt):
+                continue
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                out.append(stmt)
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    stack.append(block)
+    return out
+
+
+def _spans(rows: list[int], node: ast.stmt) -> bool:
+    """One of the sorted `rows` lies within the lines of `node`."""
+    k = bisect.bisect_left(rows, node.lineno)
+    return k < len(rows) and rows[k] <= (node.end_lineno or node.lineno)
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> set[str]:
+    """The names and attributes an assignment binds (`x`, `self.x`, `a, b`)."""
+    out: set[str] = set()
+    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+        if isinstance(target, ast.Attribute):
+            out.add(target.attr)
+        else:
+            out.update(bound_names(target))
+    return out
 
 
 def _definitions(tree: ast.Module | None) -> list[tuple[ast.FunctionDef | ast.ClassDef, bool]]:
