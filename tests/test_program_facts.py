@@ -3253,3 +3253,121 @@ def test_every_spelling_of_a_minus_infinity_fill(masked: str, expected: list[str
         f"    return torch.softmax({masked}, dim=-1)\n"
     )
     assert _grades(code, "NUM112") == expected
+
+
+def test_a_model_passed_to_a_training_function_and_put_in_train_mode(tmp_path: Path) -> None:
+    """`classifier = classifier.train()` of a parameter is the model every caller passes
+    (`model.Classifier().cuda()` after `import model`): its `forward` returns a softmax, so
+    the cross-entropy of its output applies log_softmax twice."""
+    model = (
+        "import torch.nn as nn\nimport torch.nn.functional as F\n"
+        "class Classifier(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 3)\n"
+        "    def forward(self, x):\n"
+        "        return F.softmax(self.fc(x), dim=1)\n"
+    )
+    train = (
+        "import torch.nn as nn\n"
+        "def fit(classifier, loader):\n"
+        "    criterion = nn.CrossEntropyLoss()\n"
+        "    for epoch in range(3):\n"
+        "        classifier = classifier.train()\n"
+        "        for x, y in loader:\n"
+        "            loss = criterion(classifier(x), y)\n"
+        "            loss.backward()\n"
+    )
+    main = "import pkg.model as model\nimport pkg.train as train\n{body}\n"
+    passes = "def main(loader):\n    train.fit(model.Classifier().cuda(), loader)\n"
+    pkg = _package(tmp_path, model=model, train=train, main=main.format(body=passes))
+    select = {"select": ["NUM301"], "min-confidence": "low"}
+    assert [d.confidence for d in check_paths([pkg / "train.py"], select)] == ["high"]
+    # a caller that passes a model of another kind: nothing is known of the output
+    other = passes.replace("model.Classifier()", "nn.Linear(4, 3)")
+    (pkg / "main.py").write_text("import torch.nn as nn\n" + main.format(body=other))
+    assert check_paths([pkg / "train.py"], {**select, "no-cache": True}) == []
+
+
+ASPECT = """
+def aspect(boxes):
+    d = boxes[:, 2:] - boxes[:, :2]
+    return torch.sqrt((d ** 2).sum(-1))
+
+class Assigner(nn.Module):
+    def forward(self, boxes, scores):
+        ratio = aspect(boxes)
+        {use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "expected"),
+    [
+        # what the caller computes from the result ends in a comparison: no gradient
+        (
+            "r = ratio.mean(0)\n        thr = scores.mean() * torch.exp(-r)\n        return scores >= thr",
+            [],
+        ),
+        ("return (ratio > 2).nonzero()", []),
+        # the result reaches what the caller returns: differentiated
+        ("r = ratio.mean(0)\n        return scores * r", ["low"]),
+    ],
+)
+def test_a_result_only_compared_by_its_caller_carries_no_gradient(
+    use: str, expected: list[str]
+) -> None:
+    """A helper's root whose every caller only compares what it computes from the result
+    (through variables) is not differentiated: its NaN gradient at 0 cannot arise."""
+    assert _grades(ASPECT.format(use=use), "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("division", "expected"),
+    [
+        # entries of one count table, the numerator among them
+        ("c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])", ["medium"]),
+        ("2 * c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])", ["medium"]),
+        # counts of masks the code computes: each term is itself 0 in ordinary use
+        ("tp / (tp + fp)", ["high"]),
+        # an eps among the terms, or a constant table
+        ("c[1, 1] / (c[0, 1] + c[1, 1] + 1e-8)", []),
+        ("w[0] / (w[0] + w[1])", []),
+    ],
+)
+def test_a_part_over_a_sum_that_holds_it(division: str, expected: list[str]) -> None:
+    """A precision, recall or IoU of counts, `tp / (tp + fp)`: 0/0 where every term is 0
+    (no positive predicted and none present)."""
+    code = (
+        "def score(pred, target):\n"
+        "    c = torch.bincount(target * 2 + pred, minlength=4).reshape(2, 2).float()\n"
+        "    w = torch.tensor([0.3, 0.7])\n"
+        "    tp = ((pred == 1) & (target == 1)).sum()\n"
+        "    fp = ((pred == 1) & (target == 0)).sum()\n"
+        f"    return {division}\n"
+    )
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("repair", "expected"),
+    [
+        # the code replaces the inf of x / 0: it expects the 0, and 0 / 0 stays NaN
+        ("r[torch.isinf(r)] = 0", ["medium"]),
+        # a repair of every non-finite entry
+        ("r[~torch.isfinite(r)] = 0", []),
+        ("r = torch.nan_to_num(r)", []),
+    ],
+)
+def test_an_inf_repaired_after_a_division(repair: str, expected: list[str]) -> None:
+    code = (
+        "def dcg(s):\n"
+        "    return (s / torch.log2(torch.arange(s.shape[1]) + 2.0)).sum(-1)\n"
+        "def ndcg(y_true, y_pred):\n"
+        "    ideal = dcg(torch.sort(y_true, dim=-1, descending=True)[0])\n"
+        "    got = dcg(y_true.gather(1, torch.argsort(y_pred, dim=-1, descending=True)))\n"
+        "    r = got / ideal\n"
+        f"    {repair}\n"
+        "    return r.mean()\n"
+    )
+    assert _grades(code, "NUM202") == expected

@@ -220,6 +220,13 @@ def sanitised_later(ctx: Context, nan: bool = False) -> bool:
     return False
 
 
+def inf_repaired_later(ctx: Context) -> bool:
+    """The value the current statement assigns has its infinities replaced next, but not its
+    NaNs (`r = a / b; r[torch.isinf(r)] = 0`): the code expects a 0 denominator, and a 0
+    numerator there gives a NaN that stays."""
+    return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
+
+
 def _after_enclosing(ctx: Context, levels: int = 2) -> list[list[cst.CSTNode]]:
     """The statements after each `if`/`elif`/`with`/`try` around the statement being
     visited, innermost first, within its function: where a value each branch assigns is

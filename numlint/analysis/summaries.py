@@ -251,13 +251,59 @@ def _result_not_differentiated(f: Function | None, call: ast.Call) -> bool:
         target = parent.targets[0]
         if not isinstance(target, ast.Name):
             return False
-        reads = [
-            n
-            for n in _walk_body(f.node)
-            if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
-        ]
-        return bool(reads) and all(_read_without_gradient(parents, r) for r in reads)
+        return _name_not_differentiated(f, target.id, set())
     return _read_without_gradient(parents, call)
+
+
+def _name_not_differentiated(f: Function, name: str, seen: set[str]) -> bool:
+    """Every read of `name` in `f` ends in a comparison, an index or a report, also through
+    the variables computed from it (`r = ratio.mean(0)`, `thr = t * torch.exp(-r)`, `pos = x
+    >= thr`): nothing is differentiated through it."""
+    seen.add(name)
+    if len(seen) > 12:
+        return False
+    reads = [
+        n
+        for n in _walk_body(f.node)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    for read in reads:
+        if _read_without_gradient(f.parents, read):
+            continue
+        carried = _carried_into(f.parents, read)
+        if carried is None or (
+            carried and carried not in seen and not _name_not_differentiated(f, carried, seen)
+        ):
+            return False
+    return bool(reads)
+
+
+def _carried_into(parents: dict[int, ast.AST], node: ast.AST) -> str | None:
+    """The variable a value is computed into (`thr = t * torch.exp(-k * node.mean(0))`), or
+    "" where it ends compared, indexed or counted on the way; None where it leaves otherwise
+    (returned, stored on an object, handed to backward)."""
+    for _ in range(16):
+        parent = parents.get(id(node))
+        if isinstance(parent, (ast.Compare, ast.FormattedValue)):
+            return ""
+        if isinstance(parent, ast.Attribute) and parent.attr in NOT_DIFFERENTIABLE:
+            return ""
+        if isinstance(parent, ast.Call) and node is not parent.func:
+            fn = parent.func
+            called = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if called in NOT_DIFFERENTIABLE or called in _REPORTING:
+                return ""
+        if isinstance(parent, ast.Assign):
+            targets = parent.targets
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                return targets[0].id
+            return None
+        if not isinstance(
+            parent, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute, ast.Call, ast.keyword)
+        ):
+            return None
+        node = parent
+    return None
 
 
 def _read_without_gradient(parents: dict[int, ast.AST], node: ast.AST) -> bool:
@@ -1340,6 +1386,16 @@ class Project:
                 return self._object_instance(mod, obj.value.id, obj.attr)
         made = [_module_itself(v) for v in values]
         classes = [self._class(mod, v.func) for v in made if isinstance(v, ast.Call)]
+        for v in made:  # `model = model.train()` of a parameter: what the callers pass
+            if (
+                isinstance(v, ast.Name)
+                and f is not None
+                and func is not None
+                and depth < 4
+                and v.id in f.params
+                and not f.reaching(v.id, v)
+            ):
+                classes.append(self._passed_instance(mod, func, f, v.id, depth))
         if classes and all(c is not None and c == classes[0] for c in classes):
             return classes[0]
         return None
@@ -1390,6 +1446,7 @@ class Project:
                 if arg is None:
                     continue
                 cf = cmod.functions.get(caller) if caller else None
+                arg = _module_itself(arg)  # `Model().cuda()`
                 if isinstance(arg, ast.Call):
                     found.append(self._class(cmod, arg.func))
                 else:
@@ -1400,8 +1457,11 @@ class Project:
 
     def _class(self, mod: Module, node: ast.expr) -> tuple[Module, str] | None:
         dotted = _dotted(node)
-        if dotted is None or "." in dotted:
+        if dotted is None:
             return None
+        if "." in dotted:  # `model.Classifier` after `import model`
+            qual = self.qualname(mod, node)
+            return self._imported_class(qual) if qual else None
         target = self.lookup(mod, dotted)
         if target and target[1] in target[0].classes:
             return target

@@ -10,6 +10,7 @@ import re
 import libcst as cst
 
 from numlint.analysis.context import Binding, Context, Env, Value
+from numlint.analysis.gradients import constant_table
 from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -2008,6 +2009,40 @@ def overlap_masks(ctx: Context, num: Value, den: Value) -> tuple[Value, Value] |
     if same_value(ctx, a, x) and same_value(ctx, b, y):
         return a, b
     return (a, b) if same_value(ctx, a, y) and same_value(ctx, b, x) else None
+
+
+def fraction_of_whole(ctx: Context, num: Value, den: Value) -> bool:
+    """`tp / (tp + fp)`, `c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])`: a part over a sum of
+    terms that holds it (a precision, recall or IoU of counts), 0/0 where every term is 0
+    (no positive predicted, none present). False where a term is a number or an eps, or is
+    positive (`e / (e + torch.exp(b))`)."""
+    top = ctx.deref(num)
+    part = Value(unscaled(ctx, top.node, top.env), top.env)  # type: ignore[arg-type]
+    bottom = ctx.deref(den)
+    terms = _added_terms(bottom.node)
+    if len(terms) < 2 or len(terms) > 6:
+        return False
+    values = [Value(t, bottom.env) for t in terms]
+    if any(const(ctx, t, bottom.env) is not None or eps_like(ctx, t, bottom.env) for t in terms):
+        return False
+    if not any(same_value(ctx, part, v) for v in values):
+        return False
+    if any(_probabilities(ctx, v) for v in values):
+        return False
+    # entries of one count table (`c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])`), or counts
+    bases = {ctx.code(t.value) for t in terms if isinstance(t, cst.Subscript)}
+    if len(bases) == 1 and all(isinstance(t, cst.Subscript) for t in terms):
+        table = Value(terms[0].value, bottom.env)  # type: ignore[attr-defined]
+        return not constant_table(ctx, table) and not positive_value(ctx, table)
+    return all(denominator_reason(ctx, v) in _WHOLE_ZEROS for v in values)
+
+
+def _added_terms(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The terms of `a + b + c` (left to right); [] for anything else."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        return []
+    left = _added_terms(node.left) or [node.left]
+    return [*left, node.right]
 
 
 def _probabilities(ctx: Context, value: Value) -> bool:

@@ -37,6 +37,7 @@ from numlint.analysis.gradients import (
 )
 from numlint.analysis.guards import (
     guarded_by_condition,
+    inf_repaired_later,
     replaced_by_where,
     returned_with_test,
     rows_kept_nonzero,
@@ -48,7 +49,7 @@ from numlint.analysis.ops import const, is_zero, op, same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
-from numlint.analysis.zeros import denominator_reason, overlap_masks
+from numlint.analysis.zeros import denominator_reason, fraction_of_whole, overlap_masks
 from numlint.diagnostic import Confidence
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import call_name, descendants
@@ -66,6 +67,13 @@ _OVERLAP = "the total size of two masks (a Dice or IoU denominator)"
 _WARNED = "a value the code tests for 0 and only warns about"
 #: `if rms.sum() < eps: ...` then `x / rms`: the test passes while one entry is 0.
 _TOTAL = "a value whose total the code tests for 0, not each entry"
+#: `r = a / b`, then `r[torch.isinf(r)] = 0`: the code expects b to be 0.
+_INF_ONLY = (
+    "a value the code expects to be 0 (it replaces the inf of x / 0 afterwards, not the NaN of "
+    "0 / 0)"
+)
+#: `tp / (tp + fp)`: a part over a sum of terms that holds it.
+_WHOLE = "a sum of terms that holds the numerator (all 0 together: no positive at all)"
 
 
 class DivideByZeroNorm(Rule):
@@ -131,6 +139,14 @@ class DivideByZeroNorm(Rule):
     score without a true positive). A term that is an eps or a positive value (the sum of a
     sigmoid's outputs), a smoothed ratio (`(tp + s) / (tp + fp + s)`), or a sum of signed
     values (0 only where they cancel) keeps the sum from counting.
+
+    A part over a sum of terms that holds it is 0/0 where every term is 0: entries of one
+    table (`c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])`, a Jaccard index of a confusion
+    matrix: no positive predicted, none present), or counts (`tp / (tp + fp)`); medium. A
+    term that is a number, an eps or positive, or a table of constants, keeps it quiet. A
+    quotient whose infinities the next statements replace but not its NaNs (`r = got / ideal`,
+    then `r[torch.isinf(r)] = 0`) shows the code expects a 0 denominator, where a 0
+    numerator gives a NaN that stays: medium.
 
     The overlap of two masks over their sizes, `2 * (a * b).sum() / (a.sum() + b.sum())` (a
     Dice or F1 score) or `(a * b).sum() / (a.sum() + b.sum() - (a * b).sum())` (an IoU), is
@@ -942,6 +958,10 @@ class DivideByZeroNorm(Rule):
             reason = _WARNED
         if reason is None and tested_in_total(ctx, den):
             reason = _TOTAL
+        if reason is None and fraction_of_whole(ctx, ctx.value(num), ctx.value(den)):
+            reason = _WHOLE
+        if reason is None and const(ctx, num) is None and inf_repaired_later(ctx):
+            reason = _INF_ONLY
         masks = None
         if reason is None and not _size_tested_by_where(ctx, den):
             masks = overlap_masks(ctx, ctx.value(num), ctx.value(den))

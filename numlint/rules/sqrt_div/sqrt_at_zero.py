@@ -131,7 +131,10 @@ class SqrtAtZero(Rule):
     difference of two tensors or gathered pairs outside a loss, of a variance, or of a
     probability. Not reported where no gradient can flow (under `no_grad`, `.item()`,
     `.detach()`, `.data`, NumPy, custom `autograd.Function` bodies, metrics and evaluation
-    code, though a module's `forward` is differentiated wherever its file lives) or for a
+    code, though a module's `forward` is differentiated wherever its file lives; a helper
+    whose every caller only compares or indexes what it computes from the result, through
+    its variables: `r = aspect(gt).mean(0)`, `thr = t * torch.exp(-r)`, `pos = iou >= thr`)
+    or for a
     ReLU output (its backward selects 0). The harm is a gradient, so a root is low unless
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
     calling `backward()` or `autograd.grad`, or a function one of those calls, across the
