@@ -3371,3 +3371,30 @@ def test_an_inf_repaired_after_a_division(repair: str, expected: list[str]) -> N
         "    return r.mean()\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a softmax over every action, masked, then normalised again
+        (
+            "p = F.softmax(logits, dim=-1) * mask\n"
+            "        return p / torch.sum(p, dim=-1).unsqueeze(-1)",
+            ["medium"],
+        ),
+        ("p = mask * logits.softmax(-1)\n        return p / p.sum(-1, keepdim=True)", ["medium"]),
+        # the logits masked before the softmax: nothing to normalise again
+        (
+            "z = logits.masked_fill(mask == 0, torch.finfo(logits.dtype).min)\n"
+            "        return z.softmax(-1)",
+            [],
+        ),
+        # a softmax normalised again without a mask: positive
+        ("p = F.softmax(logits, dim=-1)\n        return p / p.sum(-1, keepdim=True)", []),
+    ],
+)
+def test_a_masked_softmax_normalised_again(body: str, expected: list[str]) -> None:
+    """Where the masked actions hold the large logits the kept ones underflow to 0, and a
+    mask that keeps nothing leaves 0 too: the renormalisation is 0/0."""
+    code = f"class Policy(nn.Module):\n    def forward(self, logits, mask):\n        {body}\n"
+    assert _grades(code, "NUM202") == expected

@@ -33,7 +33,7 @@ from numlint.analysis.ops import (
     unpacking_call,
     unscaled,
 )
-from numlint.analysis.semantics import dotted_name, keyword, positional, strip
+from numlint.analysis.semantics import activation, dotted_name, keyword, positional, strip
 from numlint.analysis.summaries import (
     cleared_parameter,
     file_text,
@@ -2042,6 +2042,22 @@ def whole_masked_mean(ctx: Context, numerator: Value, denominator: Value) -> boo
         if name is None or not _given_masks(ctx, inner):
             return False
     return _weighs(ctx, numerator, name, root_of(o.input) or name)
+
+
+def renormalised_masked_softmax(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`p = softmax(x) * mask; p / p.sum(-1, keepdim=True)`: a softmax over every entry,
+    masked, then normalised again. Where the masked entries hold the large logits, the kept
+    ones underflow to 0 (their gap exceeds ~104 in float32), and a row whose mask keeps
+    nothing is 0 too: 0/0. Masking the logits before the softmax avoids both."""
+    o = _outer_call(ctx, denominator)
+    if o is None or o.name != "sum" or o.input is None:
+        return False
+    inner = ctx.deref(Value(o.input, denominator.env))
+    if not same_value(ctx, inner, ctx.deref(numerator)):
+        return False
+    parts = factors(inner.node)  # type: ignore[arg-type]
+    soft = [activation(ctx, Value(f, inner.env), ("softmax",)) is not None for f in parts]
+    return len(parts) == 2 and soft.count(True) == 1
 
 
 def _over_everything(ctx: Context, o: Op) -> bool:

@@ -18,6 +18,7 @@ from numlint.analysis.evidence import (
     neighbour_mean,
     own_norm_of_features,
     padding_mask,
+    renormalised_masked_softmax,
     selection_can_be_empty,
     selection_mask,
     sibling_tested_empty,
@@ -146,7 +147,10 @@ class DivideByZeroNorm(Rule):
     term that is a number, an eps or positive, or a table of constants, keeps it quiet. A
     quotient whose infinities the next statements replace but not its NaNs (`r = got / ideal`,
     then `r[torch.isinf(r)] = 0`) shows the code expects a 0 denominator, where a 0
-    numerator gives a NaN that stays: medium.
+    numerator gives a NaN that stays: medium. So is a softmax over every entry, masked, then
+    normalised again (`p = F.softmax(logits, -1) * mask; p / p.sum(-1, keepdim=True)`): where
+    the masked entries hold the large logits the kept ones underflow to 0, and a mask that
+    keeps nothing leaves 0 too; masking the logits before the softmax avoids both.
 
     The overlap of two masks over their sizes, `2 * (a * b).sum() / (a.sum() + b.sum())` (a
     Dice or F1 score) or `(a * b).sum() / (a.sum() + b.sum() - (a * b).sum())` (an IoU), is
@@ -997,6 +1001,14 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"
         elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
+        elif renormalised_masked_softmax(ctx, ctx.value(num), ctx.value(den)):
+            message = (
+                "division by the sum of a masked softmax, which is 0 where the mask keeps "
+                "nothing or the kept entries underflow (the masked ones hold the large "
+                "logits): 0/0 = NaN; mask the logits before the softmax instead "
+                "(`logits.masked_fill(~mask, torch.finfo(logits.dtype).min).softmax(-1)`)"
+            )
+            confidence = "medium"
         # an `isinf` test leaves 0/0, but repairs all of `1 / x`: a number over 0 is inf
         sanitised = sanitised_later(ctx, nan=const(ctx, num) in (None, 0.0))
         if sanitised and not (gradient_flows(ctx, num) or gradient_flows(ctx, den)):
