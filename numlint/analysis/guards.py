@@ -224,6 +224,8 @@ def inf_repaired_later(ctx: Context) -> bool:
     """The value the current statement assigns has its infinities replaced next, but not its
     NaNs (`r = a / b; r[torch.isinf(r)] = 0`): the code expects a 0 denominator, and a 0
     numerator there gives a NaN that stays."""
+    if ctx.source is not None and "isinf" not in ctx.source:
+        return False
     return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
 
 

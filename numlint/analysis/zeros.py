@@ -1401,6 +1401,7 @@ _POSITIVE_FILLS = {
 _CONTINUOUS_RANDOM = frozenset(
     {
         *(f"torch.{name}" for name in ("randn", "randn_like", "rand", "rand_like", "normal")),
+        "torch.distributions.utils._standard_normal",  # what `Normal.rsample` draws
         *(f"numpy.random.{name}" for name in ("normal", "randn", "standard_normal", "uniform")),
     }
 )

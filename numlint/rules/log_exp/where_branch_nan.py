@@ -24,7 +24,12 @@ class WhereBranchNan(Rule):
     Flags `torch.log`, `torch.sqrt`, `torch.rsqrt` (and method forms) and divisions computed
     inside a branch of `torch.where` whose condition tests the same value
     (`torch.where(x > 0, torch.log(x), 0)`, `torch.where(n > 0, v / n, 0)`), and such a log
-    or sqrt multiplied by a mask on that value (`torch.log(x) * (x > 0)`).
+    or sqrt multiplied by a mask on that value (`torch.log(x) * (x > 0)`). Also `log1p` of
+    `-x.exp()` in the branch not taken at x = 0 (a hand-written log1mexp, `where(x > -ln 2,
+    log(-expm1(x)), log1p(-exp(x)))`: exp(x) rounds to 1 for |x| < 6e-8, and log1p(-1) =
+    -inf). An operation whose singular point lies in the branch taken (the log's 0 at x = 0
+    there) masks nothing and is not reported: the condition is read at that point, also when
+    it tests the value the operand is computed from (`-x.expm1()`, `1 - x.exp()`).
 
     Why is this bad?
     Both branches of `torch.where` are computed. The forward pass discards the -inf / NaN of
@@ -46,6 +51,7 @@ class WhereBranchNan(Rule):
     not reported.
 
     Confidence:
+    medium for the log1p of `-x.exp()` (x a log-probability near 0, an event nearly certain);
     high where the condition tests the operand against 0 (`x > 0`, `n != 0`: the author
     expects zeros) or the operand is 0 in ordinary use (a count, a mask, a ReLU output);
     otherwise graded like NUM202 / NUM103 (low for a norm: `torch.where(r < eps, 1, v / r)`
@@ -141,8 +147,31 @@ class WhereBranchNan(Rule):
             """,
             "inside `with torch.no_grad()`",
         ),
+        Valid(
+            """
+            import torch
+            import math
+            class Circuit(torch.nn.Module):
+                def forward(self, x):
+                    return torch.where(x > -math.log(2), (-x.expm1()).log(), x)
+            """,
+            "the log's 0, at x = 0, is in the branch the condition takes: nothing is masked",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import math
+            class Circuit(torch.nn.Module):
+                def forward(self, x):
+                    return torch.where(x > -math.log(2), (-x.expm1()).log(), (-x.exp()).log1p())
+            """,
+            line=5,
+            column=66,
+            confidence="medium",
+            note="log1mexp: at x = 0, masked by the condition, exp(x) = 1 and log1p(-1) = -inf",
+        ),
         Invalid(
             """
             import torch
@@ -228,11 +257,13 @@ class WhereBranchNan(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         o = op(self.ctx, node)
-        if o is None or o.name not in _ROOTS or o.input is None:
+        if o is None or o.name not in (*_ROOTS, "log1p") or o.input is None:
             return
         if o.spelling == "method" and node.args:
             return
-        self._check(node, o.input)
+        if o.name == "log1p" and not _minus_one_at(self.ctx, o.input):
+            return  # log1p is -inf only at -1: `log1p(-x.exp())` reaches it at x = 0
+        self._check(node, o.input, log1p=o.name == "log1p")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide) and const(self.ctx, node.right) is None:
@@ -243,6 +274,7 @@ class WhereBranchNan(Rule):
         node: cst.CSTNode,
         operand: cst.BaseExpression,
         other: cst.BaseExpression | None = None,
+        log1p: bool = False,
     ) -> None:
         ctx = self.ctx
         if _guarded(ctx, operand):
@@ -255,9 +287,11 @@ class WhereBranchNan(Rule):
             return  # the NaN is in the gradient only: nothing to report where none flows
         if all(gradient_free(ctx, e) for e in operands):
             return  # `where(n > 0, hits / n, 0)` of counts: no operand carries a gradient
-        if _selected_at_zero(ctx, sel, operand):
+        if _selected_at_zero(ctx, sel, operand, -1.0 if log1p else 0.0):
             return  # `where(n < 50, 5000 / n, ...)`: 0 is in the branch taken, not masked
-        confidence = _confidence(ctx, node, sel, operand)
+        # `-x.exp()` is -1 where x = 0 (exp(x) rounds to 1 for |x| < 6e-8): a log-probability
+        # of a near-certain event
+        confidence = "medium" if log1p else _confidence(ctx, node, sel, operand)
         if not gradient_evident(ctx):
             confidence = "low"  # the harm is a NaN gradient: nothing visibly differentiates this
         self.report(node, fix=self._fix(operand, sel), confidence=confidence)
@@ -303,9 +337,13 @@ def _tests_zero(ctx, cond: cst.BaseExpression, operand: cst.BaseExpression) -> b
     return False
 
 
-def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression) -> bool:
-    """Whether the branch holding the operation is the one selected where the operand is 0:
-    then nothing non-finite is masked away (the value itself is the problem, or none)."""
+def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression, at: float = 0.0) -> bool:
+    """Whether the branch holding the operation is the one selected where the operand is
+    `at` (its singular point: 0, or -1 for `log1p`): then nothing non-finite is masked away
+    (the value itself is the problem, or none). The operand may be a function of the value
+    the condition tests, singular at a known point of it: `-x.expm1()` and `1 - x.exp()` are
+    0 at x = 0, `-x.exp()` is -1 there (`where(x > -ln 2, log(-expm1(x)), log1p(-exp(x)))`,
+    a log1mexp: the log's 0 is where it is taken, the log1p's is masked)."""
     cond = sel.condition
     if isinstance(cond, cst.Name):
         cond = ctx.deref(ctx.value(cond)).node
@@ -315,15 +353,49 @@ def _selected_at_zero(ctx, sel: Selection, operand: cst.BaseExpression) -> bool:
     holds = HOLDS.get(type(target.operator))
     if holds is None:
         return False
-    if same_code(ctx, cond.left, operand):
+    point = _tested_point(ctx, cond.left, operand, at)
+    if point is not None:
         bound = const(ctx, target.comparator)
-        truth = None if bound is None else holds(0.0, bound)
-    elif same_code(ctx, target.comparator, operand):
+        truth = None if bound is None else holds(point, bound)
+    elif (point := _tested_point(ctx, target.comparator, operand, at)) is not None:
         bound = const(ctx, cond.left)
-        truth = None if bound is None else holds(bound, 0.0)
+        truth = None if bound is None else holds(bound, point)
     else:
         return False
     return truth is not None and truth == sel.taken
+
+
+def _tested_point(
+    ctx, tested: cst.BaseExpression, operand: cst.BaseExpression, at: float
+) -> float | None:
+    """The value of `tested` at which `operand` equals `at`: `at` for the operand itself, 0
+    for `-x.expm1()` or `1 - x.exp()` (at 0) and for `-x.exp()` (at -1); None otherwise."""
+    if same_code(ctx, tested, operand):
+        return at
+    node = ctx.deref(ctx.value(operand)).node
+    negated = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+    inner = node.expression if negated else node
+    o = op(ctx, inner) if isinstance(inner, cst.Call) else None
+    if o is not None and o.input is not None and same_code(ctx, o.input, tested):
+        if o.name == "expm1" and at == 0.0:
+            return 0.0
+        if o.name == "exp" and negated and at == -1.0:
+            return 0.0
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        o = op(ctx, node.right) if isinstance(node.right, cst.Call) else None
+        if const(ctx, node.left) == 1.0 and o is not None and o.name == "exp" and at == 0.0:
+            return 0.0 if o.input is not None and same_code(ctx, o.input, tested) else None
+    return None
+
+
+def _minus_one_at(ctx, operand: cst.BaseExpression) -> bool:
+    """Whether `log1p`'s operand reaches -1: `-x.exp()` (at x = 0: a log-probability of an
+    event that is certain, or nearly so, rounds to it)."""
+    node = ctx.deref(ctx.value(operand)).node
+    if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)):
+        return False
+    o = op(ctx, node.expression) if isinstance(node.expression, cst.Call) else None
+    return o is not None and o.name == "exp"
 
 
 def _guarded(ctx, operand: cst.BaseExpression) -> bool:
