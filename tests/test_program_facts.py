@@ -3398,3 +3398,38 @@ def test_a_masked_softmax_normalised_again(body: str, expected: list[str]) -> No
     mask that keeps nothing leaves 0 too: the renormalisation is 0/0."""
     code = f"class Policy(nn.Module):\n    def forward(self, logits, mask):\n        {body}\n"
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("reduce", "expected"),
+    [
+        ('reduce="mean"', ["medium"]),
+        ("", ["medium"]),  # the helper's default: a sum
+        ('reduce="amax"', []),  # a maximum per segment is not a softmax's denominator
+    ],
+)
+def test_a_project_scatter_helper_is_a_segment_sum(
+    tmp_path: Path, reduce: str, expected: list[str]
+) -> None:
+    """A helper of another file that returns `torch.scatter_reduce(out, dim, index, src,
+    reduce)`, called with a sum or mean: `exp / z[dst]` is a segment softmax written by hand
+    (no maximum subtracted), which overflows to inf/inf."""
+    helper = (
+        "import torch\n"
+        "def scatter(src, index, dim, dim_size=None, reduce='sum'):\n"
+        "    out = torch.zeros(dim_size, *src.shape[1:], dtype=src.dtype)\n"
+        "    return torch.scatter_reduce(out, dim, index, src, reduce, include_self=False)\n"
+    )
+    args = ", ".join(a for a in ("exp, dst, dim=0, dim_size=n", reduce) if a)
+    layer = (
+        "import torch\nimport torch.nn as nn\n"
+        "from pkg.ops import scatter\n"
+        "class Attention(nn.Module):\n"
+        "    def forward(self, q, k, dst, n):\n"
+        "        exp = (q[dst] * k).sum(-1).exp()\n"
+        f"        z = scatter({args})\n"
+        "        return exp / z[dst]\n"
+    )
+    pkg = _package(tmp_path, ops=helper, layer=layer)
+    found = check_paths([pkg / "layer.py"], {"select": ["NUM106"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected

@@ -2048,7 +2048,8 @@ def renormalised_masked_softmax(ctx: Context, numerator: Value, denominator: Val
     """`p = softmax(x) * mask; p / p.sum(-1, keepdim=True)`: a softmax over every entry,
     masked, then normalised again. Where the masked entries hold the large logits, the kept
     ones underflow to 0 (their gap exceeds ~104 in float32), and a row whose mask keeps
-    nothing is 0 too: 0/0. Masking the logits before the softmax avoids both."""
+    nothing is 0 too: 0/0. Masking the logits before the softmax avoids both. Only for a
+    mask the function is given (a caller's action mask)."""
     o = _outer_call(ctx, denominator)
     if o is None or o.name != "sum" or o.input is None:
         return False
@@ -2057,7 +2058,12 @@ def renormalised_masked_softmax(ctx: Context, numerator: Value, denominator: Val
         return False
     parts = factors(inner.node)  # type: ignore[arg-type]
     soft = [activation(ctx, Value(f, inner.env), ("softmax",)) is not None for f in parts]
-    return len(parts) == 2 and soft.count(True) == 1
+    if len(parts) != 2 or soft.count(True) != 1:
+        return False
+    # the mask is given (an action mask): it may keep nothing, or hide the large logits; a
+    # mask this code computes (the rows that are not padding) keeps what the scores rank
+    mask = ctx.deref(Value(parts[soft.index(False)], inner.env)).node
+    return isinstance(mask, cst.Name) and ctx.parameter(mask.value) is not None
 
 
 def _over_everything(ctx: Context, o: Op) -> bool:

@@ -1108,6 +1108,60 @@ class Project:
         found = self._called_returns(call, func)
         return found is not None and all(_detached(v, found[1]) for v in found[2])
 
+    def segment_reduced(self, call: ast.expr, func: str | None) -> SegmentReduce | None:
+        """The parameter whose segment sum or mean a project function returns on every path
+        (`return torch.scatter_reduce(out, dim, index, src, reduce, include_self=False)`,
+        `return out.index_add_(0, index, src)`), and the parameter naming its reduction when
+        the caller chooses it: a helper that sums a graph's edges per node."""
+        found = self._called_returns(call, func)
+        if found is None:
+            return None
+        rmod, f, values = found
+        seen = {self._segment_of(rmod, f, v) for v in values}
+        if len(seen) != 1 or None in seen:
+            return None
+        src, reduce = seen.pop()  # type: ignore[misc]
+        offset = _bound_offset(f)
+        defaults = _param_defaults(f)
+        if reduce is not None:
+            default = defaults.get(reduce)
+            if not (isinstance(default, ast.Constant) and default.value in _SUM_REDUCTIONS):
+                return None
+        return SegmentReduce(
+            f.params.index(src) - offset,
+            src,
+            None if reduce is None else f.params.index(reduce) - offset,
+            reduce,
+        )
+
+    def _segment_of(
+        self, mod: Module, f: Function, expr: ast.expr
+    ) -> tuple[str, str | None] | None:
+        """(the summed parameter, the parameter naming the reduction or None) of a return."""
+        if isinstance(expr, ast.Name) and len(f.assigned.get(expr.id, [])) == 1:
+            expr = f.assigned[expr.id][0]
+        if not isinstance(expr, ast.Call):
+            return None
+        fn = expr.func
+        qual = self.qualname(mod, fn)
+        if qual == "torch.scatter_reduce":
+            src, reduce = argument(expr, 3, "src"), argument(expr, 4, "reduce")
+        elif qual is None and isinstance(fn, ast.Attribute) and fn.attr in _SEGMENT_METHODS:
+            name = "source" if fn.attr.startswith("index_add") else "src"
+            src = argument(expr, 2, name)  # after `dim` and `index`
+            reduce = argument(expr, 3, "reduce") if fn.attr.startswith("scatter_reduce") else None
+            if not fn.attr.startswith("scatter_reduce"):
+                reduce = ast.Constant("sum")
+        else:
+            return None
+        if not (isinstance(src, ast.Name) and src.id in f.params):
+            return None
+        if isinstance(reduce, ast.Constant) and reduce.value in _SUM_REDUCTIONS:
+            return src.id, None
+        if isinstance(reduce, ast.Name) and reduce.id in f.params:
+            return src.id, reduce.id
+        return None
+
     def length_mask(self, call: ast.expr, func: str | None) -> bool:
         """Whether `call` calls a project function every return of which compares positions
         with lengths (`torch.arange(n) < lengths[:, None]`, also cast or converted before it
@@ -2008,6 +2062,25 @@ _FUNC_TRANSFORMS = frozenset(
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class SegmentReduce:
+    """What a project helper sums per segment: its parameter (position after `self`, name),
+    and the parameter naming the reduction, where the caller may pass one."""
+
+    index: int
+    name: str
+    reduce_index: int | None
+    reduce_name: str | None
+
+
+#: Reductions that add up a segment: its result is 0 where every term is.
+_SUM_REDUCTIONS = frozenset({"sum", "add", "mean"})
+#: Tensor methods that add values into segments of the tensor.
+_SEGMENT_METHODS = frozenset(
+    {"scatter_add", "scatter_add_", "index_add", "index_add_", "scatter_reduce", "scatter_reduce_"}
+)
+
+
 def _bound_offset(f: Function) -> int:
     """How many leading parameters a call does not pass: `self` / `cls` of a method, none
     for a staticmethod or a plain function."""
@@ -2747,6 +2820,15 @@ def loss_wrapper(
     if project is None or not isinstance(tree, ast.Call):
         return None
     return project.loss_wrapper(tree, function_key(ctx), losses)
+
+
+def segment_reduced(ctx: object, expr: object) -> SegmentReduce | None:
+    """For a libcst call of the code being linted: the parameter whose segment sum or mean
+    the project function it calls returns (Project.segment_reduced)."""
+    project, tree = _question(ctx, expr)
+    if project is None or tree is None:
+        return None
+    return project.segment_reduced(tree, function_key(ctx))
 
 
 def length_mask_result(ctx: object, expr: object) -> bool:

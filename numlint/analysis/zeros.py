@@ -40,6 +40,7 @@ from numlint.analysis.summaries import (
     bounded_by_callers,
     origin_of,
     positive_from_callers,
+    segment_reduced,
 )
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
@@ -496,6 +497,17 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
         reduce = positional(node, at + 3, "reduce")
         if isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("sum", "mean"):
             return positional(node, at + 2, "src")  # `out.scatter_reduce(0, idx, src, "sum")`
+    if callee.method is None and callee.receiver is None:
+        helper = segment_reduced(ctx, node)
+        if helper is not None:  # a project helper: `scatter(e, dst, dim=0, reduce="mean")`
+            if helper.reduce_name is not None:
+                chosen = positional(node, helper.reduce_index, helper.reduce_name)
+                if chosen is not None and not (
+                    isinstance(chosen, cst.SimpleString)
+                    and chosen.evaluated_value in ("sum", "add", "mean")
+                ):
+                    return None
+            return positional(node, helper.index, helper.name)
     return None
 
 

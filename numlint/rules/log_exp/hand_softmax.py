@@ -20,7 +20,10 @@ class HandWrittenSoftmax(Rule):
     `torch.exp(x) / torch.exp(x).sum(d, keepdim=True)`, `e / e.sum(d, keepdim=True)` with
     `e = x.exp()`, `torch.exp(x) / torch.sum(torch.exp(x), dim=d, keepdim=True)`; also a
     softmax over segments (a graph's edges per node): `e / scatter_add(e, index, dim=0)[index]`
-    (torch_scatter, `index_add`, `scatter_add` methods) with `e = x.exp()`.
+    (torch_scatter, `index_add`, `scatter_add` methods) with `e = x.exp()`, also through a
+    helper of the project that returns such a sum or mean of its argument
+    (`z = scatter(e, dst, dim=0, reduce="mean")` of a `scatter` wrapping
+    `torch.scatter_reduce`; not where the call asks the helper for another reduction).
 
     Why is this bad?
     For any logit above 88.7 (float32) / 11.1 (float16) the numerator and the sum are inf and

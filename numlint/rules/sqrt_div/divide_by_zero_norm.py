@@ -147,8 +147,9 @@ class DivideByZeroNorm(Rule):
     term that is a number, an eps or positive, or a table of constants, keeps it quiet. A
     quotient whose infinities the next statements replace but not its NaNs (`r = got / ideal`,
     then `r[torch.isinf(r)] = 0`) shows the code expects a 0 denominator, where a 0
-    numerator gives a NaN that stays: medium. So is a softmax over every entry, masked, then
-    normalised again (`p = F.softmax(logits, -1) * mask; p / p.sum(-1, keepdim=True)`): where
+    numerator gives a NaN that stays: medium. So is a softmax over every entry, masked by a
+    mask the function is given, then normalised again (`p = F.softmax(logits, -1) * mask;
+    p / p.sum(-1, keepdim=True)`, an action mask): where
     the masked entries hold the large logits the kept ones underflow to 0, and a mask that
     keeps nothing leaves 0 too; masking the logits before the softmax avoids both.
 
