@@ -3433,3 +3433,29 @@ def test_a_project_scatter_helper_is_a_segment_sum(
     pkg = _package(tmp_path, ops=helper, layer=layer)
     found = check_paths([pkg / "layer.py"], {"select": ["NUM106"], "min-confidence": "low"})
     assert [d.confidence for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("caller", "expected"),
+    [
+        # every call of the instance runs without gradients: the root's NaN gradient is moot
+        ("with torch.no_grad():\n        return norm(x)", []),
+        # an instance called where training differentiates it
+        ("return norm(x).mean()", ["high"]),
+    ],
+)
+def test_the_callers_of_a_plain_class_are_the_calls_of_its_instances(
+    caller: str, expected: list[str]
+) -> None:
+    """`__call__` of a class that is not a module is reached by calling an instance (`norm =
+    Norm()`, then `norm(x)`): what those calls pass and where they run decide the finding."""
+    code = (
+        "class Norm:\n"
+        "    def __call__(self, x):\n"
+        "        d = x[:, None] - x[None]\n"
+        "        return torch.sqrt((d ** 2).sum(-1))\n"
+        "def loss(x):\n"
+        "    norm = Norm()\n"
+        f"    {caller}\n"
+    )
+    assert _grades(code, "NUM201") == expected

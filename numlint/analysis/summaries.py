@@ -1598,6 +1598,8 @@ class Project:
         ]
         if templates and f.cls is not None:
             found += self._template_calls(mod, f.cls, f.node.name)
+        if f.cls is not None and f.node.name == "__call__":
+            found += self._instance_calls(mod, f.cls)  # `norm = Norm()`, then `norm(x, y)`
         return found
 
     def _template_calls(
@@ -1853,7 +1855,7 @@ class Project:
                     arg = argument(call, index, param)
                     if arg is not None:
                         out.append((mod, caller, arg))
-        if mod is not None and f.cls is not None and f.node.name == "forward":
+        if mod is not None and f.cls is not None and f.node.name in ("forward", "__call__"):
             for cmod, caller, call in self._instance_calls(mod, f.cls):
                 arg = argument(call, index, param)
                 if arg is not None:
@@ -1861,7 +1863,8 @@ class Project:
         return out
 
     def _instance_calls(self, mod: Module, cls: str) -> list[tuple[Module, str | None, ast.Call]]:
-        """The calls of instances of class `cls` of `mod` (its `forward`): `self.loss(x, y)`
+        """The calls of instances of class `cls` of `mod` (its `forward`, or `__call__` of a
+        class that is not a module): `self.loss(x, y)`
         after `self.loss = Loss()`, `crit(x, y)` after `crit = Loss()`, in the project's files
         that construct the class."""
         key = (mod.path, cls)
