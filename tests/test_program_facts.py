@@ -3459,3 +3459,35 @@ def test_the_callers_of_a_plain_class_are_the_calls_of_its_instances(
         f"    {caller}\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("update", "expected"),
+    [
+        # a moment updated in place from the gradient, chained
+        ("m.mul_(0.9).add_(g, alpha=0.1)", ["medium"]),
+        ("m.lerp_(g, 0.1)", ["medium"]),
+        # a moment of something else: nothing says it is 0
+        ("m.mul_(0.9).add_(p.data, alpha=0.1)", ["low"]),
+    ],
+)
+def test_a_trust_ratio_over_the_norm_of_adams_step(update: str, expected: list[str]) -> None:
+    """LAMB's `w_norm / step.norm()`: the step `m / (v.sqrt() + eps)` is all zeros for a
+    parameter whose gradient has been 0 (frozen, unused), and the ratio is inf."""
+    code = (
+        "class Lamb(torch.optim.Optimizer):\n"
+        "    @torch.no_grad()\n"
+        "    def step(self):\n"
+        "        for group in self.param_groups:\n"
+        "            for p in group['params']:\n"
+        "                g = p.grad.data\n"
+        "                state = self.state[p]\n"
+        "                m, v = state['exp_avg'], state['exp_avg_sq']\n"
+        f"                {update}\n"
+        "                v.mul_(0.999).addcmul_(g, g, value=0.001)\n"
+        "                step = m / v.sqrt().add(1e-6)\n"
+        "                w = p.data.pow(2).sum().sqrt()\n"
+        "                ratio = w / step.pow(2).sum().sqrt()\n"
+        "                p.data.add_(step, alpha=-group['lr'] * ratio)\n"
+    )
+    assert _grades(code, "NUM202") == expected

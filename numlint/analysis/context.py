@@ -615,7 +615,8 @@ class Context:
             self._mutate(node.target.value, node)
 
     def _record_mutation(self, stmt: cst.Expr) -> None:
-        """`x.clamp_(...)`, `x.data.normal_()` and `torch.nn.init.orthogonal_(x)` change `x`."""
+        """`x.clamp_(...)`, `x.data.normal_()`, `x.mul_(a).add_(b)` and
+        `torch.nn.init.orthogonal_(x)` change `x`."""
         call = stmt.value
         if not (
             isinstance(call, cst.Call)
@@ -626,8 +627,16 @@ class Context:
             return
         if (self.qualname(call.func) or "").startswith("torch.nn.init.") and call.args:
             self._mutate(call.args[0].value, stmt)
-        else:
-            self._mutate(call.func.value, stmt)
+            return
+        target = call.func.value
+        while (  # `m.mul_(b1).add_(g, alpha=1 - b1)`: each in-place call returns `m`
+            isinstance(target, cst.Call)
+            and isinstance(target.func, cst.Attribute)
+            and target.func.attr.value.endswith("_")
+            and not target.func.attr.value.startswith("_")
+        ):
+            target = target.func.value
+        self._mutate(target, stmt)
 
     def _mutate(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Attribute) and target.attr.value == "data":

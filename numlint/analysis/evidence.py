@@ -474,6 +474,8 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
         return "high"  # a frozen, unused or dead parameter's gradient is all zeros
     if differentiated_input_gradient(ctx, inner):
         return "medium"  # a gradient penalty: a flat critic region gives a zero gradient
+    if gradient_step(ctx, inner):
+        return "medium"  # Adam's `m / (sqrt(v) + eps)`: 0 for a parameter whose gradient is
     if mask_like(ctx, inner):
         return "high" if mask_computed(ctx, inner) else "low"
     found = ctx.deref(inner)
@@ -510,6 +512,25 @@ def gradient_tensor(ctx: Context, value: Value) -> bool:
     if isinstance(node, cst.Name) and ctx.parameter(node.value) is not None:
         return passed_gradient(ctx, node.value)  # `normalized(p.grad)` at a call site
     return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+
+
+def gradient_step(ctx: Context, value: Value) -> bool:
+    """An optimizer's step made from a moment of the gradient: `m / (v.sqrt() + eps)` where
+    `m` is updated in place with the gradient (`m.mul_(b1).add_(g, alpha=1 - b1)`, `m.lerp_(g,
+    w)`), or that moment itself: all zeros for a parameter whose gradient has been 0 (frozen,
+    unused, embedding rows never looked up), like the gradient."""
+    if isinstance(value.node, cst.Name):  # `exp_avg.mul_(beta1).add_(1 - beta1, grad)`
+        binding = ctx.lookup(value.node.value, value.env)
+        for stmt in binding.mutations if binding is not None else ():
+            for call in descendants(stmt):
+                for arg in call.args if isinstance(call, cst.Call) else ():
+                    if gradient_tensor(ctx, Value(arg.value, binding.env)):
+                        return True
+    v, _ = strip(ctx, value)
+    node = v.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return gradient_step(ctx, Value(node.left, v.env))
+    return gradient_tensor(ctx, v)
 
 
 def differentiated_input_gradient(ctx: Context, value: Value) -> bool:

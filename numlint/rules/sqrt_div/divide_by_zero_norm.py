@@ -203,7 +203,11 @@ class DivideByZeroNorm(Rule):
     `v.max(dim=-1)[0] - v.min(dim=-1)[0]`, or the maximum of a tensor less its own minimum,
     `cams.sub_(cams.min(-1).values[..., None])` then `cams.div_(cams.max(-1).values[...,
     None])`: any constant row of many, a dead ReLU channel or a blank sample, gives 0/0);
-    medium for the maximum of a ReLU output (`relu(x).amax(1)`: 0 where every channel is); medium for an optimizer's parameter divided by its own norm (`for
+    medium for the maximum of a ReLU output (`relu(x).amax(1)`: 0 where every channel is);
+    medium for the norm of an optimizer's step made from a moment of the gradient (LAMB's
+    trust ratio `w_norm / step.norm()` with `step = m / (v.sqrt() + eps)` and `m` updated in
+    place from the gradient, `m.mul_(b1).add_(g, alpha=1 - b1)`: all zeros for a parameter
+    whose gradient has been 0); medium for an optimizer's parameter divided by its own norm (`for
     p in group["params"]: p.div_(p.norm())`, also through a helper: a layer initialised to
     zeros has norm 0); medium for rows the caller gives (a parameter of the function)
     divided by their own norm and then taken in a matrix product (`a / a.norm(dim=1)[:, None]`,
