@@ -3491,3 +3491,30 @@ def test_a_trust_ratio_over_the_norm_of_adams_step(update: str, expected: list[s
         "                p.data.add_(step, alpha=-group['lr'] * ratio)\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        # a zero-preserving image of the layer's input: 0 wherever the input is (padding)
+        (
+            "p = x.masked_fill(torch.eye(c, dtype=torch.bool), 0)\n"
+            "        p = (p.sum(dim=-1) / (c - 1)).transpose(-1, -2)",
+            ["medium"],
+        ),
+        ("p = x.mean(dim=1) * 0.5", ["medium"]),
+        # what a layer computes from it: nothing says it is 0
+        ("p = self.proj(x)", []),
+    ],
+)
+def test_a_zero_preserving_image_of_a_layers_input(made: str, expected: list[str]) -> None:
+    """The magnitude of features averaged from the layer's input is 0 where the input is (a
+    padded frame): the root's gradient there is NaN."""
+    code = (
+        "class Reference(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        b, _, c = x.size()[:3]\n"
+        f"        {made}\n"
+        "        return (p.real ** 2 + p.imag ** 2) ** 0.5\n"
+    )
+    assert _grades(code, "NUM201") == expected

@@ -30,6 +30,7 @@ from numlint.analysis.ops import (
     op,
     same_value,
     unpacked_from,
+    unpacked_size,
     unpacking_call,
     unscaled,
 )
@@ -2438,7 +2439,8 @@ def layer_features(ctx: Context, name: str) -> bool:
             and copied.func.value.value != name
         ):
             return layer_features(ctx, copied.func.value.value)  # `z = x.clone()`
-        return False
+        source = _zero_preserving_source(ctx, Value(copied, binding.env))
+        return source is not None and ctx.parameter(source) is not None and not objective(ctx)
     if ctx.parameter(name) is not None:
         return not objective(ctx)
     for node in ctx.ancestors():
@@ -2458,6 +2460,54 @@ def layer_features(ctx: Context, name: str) -> bool:
                     for n in descendants(loop.iter)
                 )
     return False
+
+
+#: Methods whose result is 0 wherever their receiver is (linear, or a reordering).
+_ZERO_PRESERVING = frozenset(
+    {"sum", "mean", "transpose", "permute", "reshape", "view", "flatten", "squeeze",
+     "unsqueeze", "contiguous", "clone", "float", "double", "half", "to"}
+)  # fmt: skip
+
+
+def _zero_preserving_source(ctx: Context, value: Value, depth: int = 0) -> str | None:
+    """The parameter a value is a zero-preserving image of (`(x.masked_fill(eye, 0).sum(-1)
+    / (c - 1)).transpose(1, 2)`, `x.real`): 0 wherever the parameter's entries are (a
+    padded frame, a silent channel). None for anything else."""
+    if depth > 8:
+        return None
+    node, env = value.node, value.env
+    if isinstance(node, cst.Name):
+        binding = ctx.lookup(node.value, env)
+        if binding is None or binding.value is None:
+            return node.value  # a parameter (or a name bound elsewhere: the caller checks)
+        return _zero_preserving_source(ctx, Value(binding.value, binding.env), depth + 1)
+    if isinstance(node, cst.Attribute) and node.attr.value in ("real", "imag", "data", "T", "mT"):
+        return _zero_preserving_source(ctx, Value(node.value, env), depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.Divide)
+    ):
+        if const(ctx, node.right, env) is not None or _number_like(ctx, node.right, env):
+            return _zero_preserving_source(ctx, Value(node.left, env), depth + 1)
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        method = node.func.attr.value
+        if method in ("masked_fill", "masked_fill_"):
+            fill = positional(node, 1, "value")
+            if fill is None or const(ctx, fill, env) != 0.0:
+                return None
+        elif method not in _ZERO_PRESERVING:
+            return None
+        return _zero_preserving_source(ctx, Value(node.func.value, env), depth + 1)
+    return None
+
+
+def _number_like(ctx: Context, node: cst.BaseExpression, env) -> bool:
+    """A count or size: `C - 1` with `C` unpacked from a shape, `x.size(1)`."""
+    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Power):
+        return _number_like(ctx, node.left, env) and _number_like(ctx, node.right, env)
+    if isinstance(node, cst.Name) and unpacked_size(ctx, node, env):
+        return True  # `B, _, C = x.size()[:3]`
+    return no_gradient(ctx, Value(node, env), integers=True)
 
 
 def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:

@@ -478,6 +478,8 @@ def unpacked_size(ctx: Context, name: cst.Name, env: Env) -> bool:
     if found is None:
         return False
     value = found[0].value
+    if isinstance(value, cst.Subscript):
+        value = value.value  # `B, _, C = x.size()[:3]`: a slice of the sizes
     if isinstance(value, cst.Attribute):
         return value.attr.value == "shape"
     return (

@@ -108,8 +108,10 @@ class SqrtAtZero(Rule):
     tensors in what training minimises (a loss, a training step, or code whose result a
     caller calls `backward()` on: an anchor and its positive can be the same sample);
     medium for the root of a sum of squares of a layer's features alone in a module's
-    `forward` (its input, when the module is not a loss, or what a sub-network returns,
-    taken in a loop: `norm = torch.sqrt((x * x).sum(2))`): features partway through a
+    `forward` (its input, when the module is not a loss, an image of it that is 0 where it
+    is: a mean, a sum, a fill with 0, a transpose, `.real` and `.imag`, or what a
+    sub-network returns, taken in a loop: `norm = torch.sqrt((x * x).sum(2))`,
+    `(p.real ** 2 + p.imag ** 2) ** 0.5` of `p = x.mean(1)`): features partway through a
     network are a zero vector at some position (a centred point, a ReLU's zeros);
     medium for the root of a mean squared error in what training minimises (an RMSE loss:
     0 wherever the prediction fits its target exactly, a padded or constant region), low
