@@ -3518,3 +3518,30 @@ def test_a_zero_preserving_image_of_a_layers_input(made: str, expected: list[str
         "        return (p.real ** 2 + p.imag ** 2) ** 0.5\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # the target of a loss module's forward: one-hot labels and sparse priors hold zeros
+        (
+            "class PriorLoss(nn.Module):\n"
+            "    def forward(self, probs, target):\n"
+            "        return -(probs * torch.log(target)).sum(1).mean()\n",
+            ["medium"],
+        ),
+        # a helper's second parameter, or one with a default: not a loss's target
+        (
+            "def compress(x, c=1.0):\n    return torch.log(x.clamp(min=1e-5) * c)\n",
+            [],
+        ),
+        (
+            "class Compress(nn.Module):\n"
+            "    def forward(self, x, scale=1.0):\n"
+            "        return torch.log(scale * x.clamp(min=1e-5))\n",
+            [],
+        ),
+    ],
+)
+def test_the_log_of_a_loss_modules_target(code: str, expected: list[str]) -> None:
+    assert _grades(code, "NUM103") == expected

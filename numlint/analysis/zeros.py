@@ -10,7 +10,7 @@ import re
 import libcst as cst
 
 from numlint.analysis.context import Binding, Context, Env, Value
-from numlint.analysis.gradients import constant_table
+from numlint.analysis.gradients import constant_table, objective
 from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
 from numlint.analysis.ops import (
     FLOAT32_HALF_ULP_BELOW_ONE,
@@ -134,8 +134,31 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.Call):
         return _call_reason(ctx, node, env, mode, sub, value, depth)
     if isinstance(node, cst.Name):
+        if mode == "log" and loss_target(ctx, node):
+            return LOSS_TARGET
         return floored_elsewhere(ctx, node)  # a parameter its callers pass a ReLU output
     return None
+
+
+#: The target of a loss, logged: one-hot labels, sparse priors and empty pixels are 0.
+LOSS_TARGET = "the target a loss is given (a one-hot label or a sparse distribution)"
+
+
+def loss_target(ctx: Context, name: cst.Name) -> bool:
+    """`name` is the target of the loss being visited: the second parameter of the `forward`
+    of a loss module (torch's `forward(input, target)` convention), without a default and
+    never reassigned."""
+    func = ctx.function
+    if func is None or func.name.value != "forward" or ctx.class_scope is None:
+        return False
+    param = ctx.parameter(name.value)
+    if param is None or param.default is not None:
+        return False
+    binding = ctx.lookup(name.value)
+    if binding is None or binding.value is not None or binding.mutations:
+        return False
+    params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
+    return len(params) >= 2 and params[1] == name.value and objective(ctx)
 
 
 def always_true(ctx: Context, test: cst.Comparison, env: Env) -> bool:
