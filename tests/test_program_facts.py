@@ -3545,3 +3545,24 @@ def test_a_zero_preserving_image_of_a_layers_input(made: str, expected: list[str
 )
 def test_the_log_of_a_loss_modules_target(code: str, expected: list[str]) -> None:
     assert _grades(code, "NUM103") == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        # an elementwise product summed by einsum: r * log(r) where r is 0
+        ("torch.einsum('bcxy,bcxy->bxy', r, torch.log(r) - torch.log(q))", ["medium"]),
+        ("torch.einsum('bc,bc->b', r, r.log())", ["medium"]),
+        # a matrix product is not an entropy term; xlogy defines 0 * log 0
+        ("torch.einsum('bc,cd->bd', r, torch.log(q))", []),
+        ("torch.xlogy(r, r).sum(1) - (r * torch.log(q)).sum(1)", []),
+    ],
+)
+def test_an_entropy_term_summed_by_einsum(expr: str, expected: list[str]) -> None:
+    code = (
+        "class RQ(nn.Module):\n"
+        "    def forward(self, q, prior):\n"
+        "        r = F.normalize(q * prior, p=1, dim=1)\n"
+        f"        return {expr}.mean()\n"
+    )
+    assert _grades(code, "NUM109") == expected

@@ -80,7 +80,9 @@ class EntropyTerm(Rule):
     What it does:
     Flags a product of a tensor and its own log: `p * torch.log(p)`, `p * p.log()`,
     `torch.log(p) * p`, `-p * torch.log2(p)`, as written in entropies, and the KL term
-    `p * torch.log(p / q)` / `p * (torch.log(p) - torch.log(q))`, unless `p`
+    `p * torch.log(p / q)` / `p * (torch.log(p) - torch.log(q))`, also summed by an einsum
+    of two operands with the same subscripts (`torch.einsum("bc,bc->b", p, p.log())`), unless
+    `p`
     is known to be positive (clamped, an exponential), holds only entries that pass a test of
     themselves (`p[p > eps]`, `s = s[s.pow(2) > 0]`), or is a softmax / sigmoid output (then
     NUM101 / NUM102 report the log itself).
@@ -280,10 +282,26 @@ class EntropyTerm(Rule):
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Multiply):
+        if isinstance(node.operator, cst.Multiply):
+            self._product(node, node.left, node.right)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """`torch.einsum("bcxy,bcxy->bxy", p, torch.log(p) - torch.log(q))`: a product of
+        two operands with the same subscripts, summed."""
+        if self.ctx.qualname(node.func) != "torch.einsum" or len(node.args) != 3:
             return
+        spec = node.args[0].value
+        if not isinstance(spec, cst.SimpleString):
+            return
+        inputs = str(spec.evaluated_value).replace(" ", "").split("->")[0].split(",")
+        if len(inputs) == 2 and inputs[0] == inputs[1] and "..." not in inputs[0]:
+            self._product(node, node.args[1].value, node.args[2].value)
+
+    def _product(
+        self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression
+    ) -> None:
         ctx = self.ctx
-        for factor, other in ((node.left, node.right), (node.right, node.left)):
+        for factor, other in ((left, right), (right, left)):
             kept = ctx.deref(ctx.value(other))  # `log_p = p.log()` on a line of its own
             whole = kept
             kept = _log_term(ctx, kept)  # `p * (log(p) - log(q))`: the log of p
@@ -321,7 +339,12 @@ class EntropyTerm(Rule):
                 return  # inside `torch.where(p > 0, ...)`: NUM110 reports the gradient
             fix = None
             func = ctx.spell("torch.xlogy")
-            if o.name == "log" and func is not None and not separate:
+            if (
+                o.name == "log"
+                and func is not None
+                and not separate
+                and isinstance(node, cst.BinaryOperation)
+            ):
                 text = bare(ctx, base)
                 code = f"{'-' if negated else ''}{func}({text}, {text})"
                 fix = self.fix("unsafe", "Replace with `torch.xlogy`", (node, code))
