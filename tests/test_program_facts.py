@@ -3566,3 +3566,19 @@ def test_an_entropy_term_summed_by_einsum(expr: str, expected: list[str]) -> Non
         f"        return {expr}.mean()\n"
     )
     assert _grades(code, "NUM109") == expected
+
+
+@pytest.mark.parametrize(
+    ("signature", "expected"),
+    [
+        # the exponent is 0.5 at the parameter's default: a root by default
+        ("def magnitude(z, power: float = 1.0):", ["low"]),
+        # at the default the power is 1: no root
+        ("def magnitude(z, power: float = 2.0):", []),
+        # no default: the exponent is unknown
+        ("def magnitude(z, power):", []),
+    ],
+)
+def test_a_power_that_is_a_root_at_its_defaults(signature: str, expected: list[str]) -> None:
+    code = f"{signature}\n    return z.pow(2.0).sum(-1).pow(0.5 * power)\n"
+    assert _grades(code, "NUM201") == expected

@@ -40,7 +40,9 @@ class SqrtAtZero(Rule):
 
     What it does:
     Flags `torch.sqrt`, `torch.rsqrt`, `x.sqrt()`, `x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`,
-    `x ** -0.5` and `pow(x, 0.5)` of a value that can be exactly 0: a sum or mean of squares
+    `x ** -0.5` and `pow(x, 0.5)` (also an exponent that is 0.5 at the defaults of the
+    function's parameters, `x.pow(0.5 * power)` with `power=1.0`) of a value that can be
+    exactly 0: a sum or mean of squares
     (`((a - b) ** 2).sum(-1)`, `x.pow(2).sum()`, a mean squared error `F.mse_loss(a, b)`
     or an `nn.MSELoss` criterion's result, also per entry and then averaged,
     `F.mse_loss(a, b, reduction="none").mean(d)`, a vector's product with its own transpose
@@ -1189,12 +1191,44 @@ def _selected_zero(ctx, arg: cst.BaseExpression, reason: str) -> bool:
 
 
 def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
-    """ "sqrt" for an exponent of 0.5, "rsqrt" for -0.5, else ""."""
+    """ "sqrt" for an exponent of 0.5, "rsqrt" for -0.5, else "" (also at the defaults of
+    the function's parameters: `x.pow(0.5 * power)` with `power=1.0`)."""
     if exponent is None:
         return ""
     value = const(ctx, exponent)
+    if value is None:
+        value = _at_defaults(ctx, exponent)
     if value == 0.5:
         return "sqrt"
     if value == -0.5:
         return "rsqrt"
     return ""
+
+
+def _at_defaults(ctx, expr: cst.BaseExpression, depth: int = 0) -> float | None:
+    """The value of a product, quotient, sum or difference of numbers and parameters of the
+    function at the parameters' number defaults (`0.5 * power` with `power: float = 1.0`)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Name):
+        param = ctx.parameter(expr.value)
+        binding = ctx.lookup(expr.value)
+        if param is None or param.default is None or (binding and binding.value is not None):
+            return None
+        return const(ctx, param.default)
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = (
+            const(ctx, side) if const(ctx, side) is not None else _at_defaults(ctx, side, depth + 1)
+            for side in (expr.left, expr.right)
+        )
+        if left is None or right is None:
+            return None
+        if isinstance(expr.operator, cst.Multiply):
+            return left * right
+        if isinstance(expr.operator, cst.Divide):
+            return left / right if right else None
+        if isinstance(expr.operator, cst.Add):
+            return left + right
+        if isinstance(expr.operator, cst.Subtract):
+            return left - right
+    return None
