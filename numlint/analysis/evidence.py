@@ -515,7 +515,7 @@ def gradient_tensor(ctx: Context, value: Value) -> bool:
     return isinstance(node, cst.Attribute) and node.attr.value == "grad"
 
 
-def gradient_step(ctx: Context, value: Value) -> bool:
+def gradient_step(ctx: Context, value: Value, depth: int = 0) -> bool:
     """An optimizer's step made from a moment of the gradient: `m / (v.sqrt() + eps)` where
     `m` is updated in place with the gradient (`m.mul_(b1).add_(g, alpha=1 - b1)`, `m.lerp_(g,
     w)`), or that moment itself: all zeros for a parameter whose gradient has been 0 (frozen,
@@ -530,8 +530,8 @@ def gradient_step(ctx: Context, value: Value) -> bool:
     v, _ = strip(ctx, value)
     node = v.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        return gradient_step(ctx, Value(node.left, v.env))
-    return gradient_tensor(ctx, v)
+        return depth < 2 and gradient_step(ctx, Value(node.left, v.env), depth + 1)
+    return depth > 0 and gradient_tensor(ctx, v)  # the value itself: `_summed_grade` asked
 
 
 def differentiated_input_gradient(ctx: Context, value: Value) -> bool:

@@ -123,6 +123,7 @@ class Function:
         self._object_attrs: dict[tuple[str, str], list[ast.expr]] = {}
         self._imports: dict[str, str] | None = None
         self._parents: dict[int, ast.AST] | None = None
+        self._loads: dict[str, list[ast.Name]] | None = None
         #: Whether its text makes no tensor requiring grad (of_arguments_only), once asked.
         self.of_arguments: bool | None = None
 
@@ -134,6 +135,16 @@ class Function:
                 id(c): n for n in _walk_body(self.node) for c in ast.iter_child_nodes(n)
             }
         return self._parents
+
+    @property
+    def loads(self) -> dict[str, list[ast.Name]]:
+        """Each name the body reads -> its reads; built on first use."""
+        if self._loads is None:
+            self._loads = {}
+            for n in _walk_body(self.node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    self._loads.setdefault(n.id, []).append(n)
+        return self._loads
 
     @property
     def assigned(self) -> dict[str, list[ast.expr]]:
@@ -262,11 +273,7 @@ def _name_not_differentiated(f: Function, name: str, seen: set[str]) -> bool:
     seen.add(name)
     if len(seen) > 12:
         return False
-    reads = [
-        n
-        for n in _walk_body(f.node)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
+    reads = f.loads.get(name, [])
     for read in reads:
         if _read_without_gradient(f.parents, read):
             continue

@@ -520,7 +520,8 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
         reduce = positional(node, at + 3, "reduce")
         if isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("sum", "mean"):
             return positional(node, at + 2, "src")  # `out.scatter_reduce(0, idx, src, "sum")`
-    if callee.method is None and callee.receiver is None:
+    outside = (callee.qualname or "").split(".")[0] in ("torch", "numpy", "math", "builtins")
+    if callee.method is None and callee.receiver is None and not outside:
         helper = segment_reduced(ctx, node)
         if helper is not None:  # a project helper: `scatter(e, dst, dim=0, reduce="mean")`
             if helper.reduce_name is not None:
@@ -2052,12 +2053,12 @@ def fraction_of_whole(ctx: Context, num: Value, den: Value) -> bool:
     terms that holds it (a precision, recall or IoU of counts), 0/0 where every term is 0
     (no positive predicted, none present). False where a term is a number or an eps, or is
     positive (`e / (e + torch.exp(b))`)."""
-    top = ctx.deref(num)
-    part = Value(unscaled(ctx, top.node, top.env), top.env)  # type: ignore[arg-type]
     bottom = ctx.deref(den)
     terms = _added_terms(bottom.node)
     if len(terms) < 2 or len(terms) > 6:
         return False
+    top = ctx.deref(num)
+    part = Value(unscaled(ctx, top.node, top.env), top.env)  # type: ignore[arg-type]
     values = [Value(t, bottom.env) for t in terms]
     if any(const(ctx, t, bottom.env) is not None or eps_like(ctx, t, bottom.env) for t in terms):
         return False

@@ -288,7 +288,11 @@ class EntropyTerm(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         """`torch.einsum("bcxy,bcxy->bxy", p, torch.log(p) - torch.log(q))`: a product of
         two operands with the same subscripts, summed."""
-        if self.ctx.qualname(node.func) != "torch.einsum" or len(node.args) != 3:
+        func = node.func
+        spelled = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if spelled != "einsum" or len(node.args) != 3:
+            return
+        if self.ctx.qualname(func) != "torch.einsum":
             return
         spec = node.args[0].value
         if not isinstance(spec, cst.SimpleString):

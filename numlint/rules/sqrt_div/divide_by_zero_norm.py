@@ -1006,7 +1006,9 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"
         elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
-        elif renormalised_masked_softmax(ctx, ctx.value(num), ctx.value(den)):
+        elif confidence == "low" and renormalised_masked_softmax(
+            ctx, ctx.value(num), ctx.value(den)
+        ):
             message = (
                 "division by the sum of a masked softmax, which is 0 where the mask keeps "
                 "nothing or the kept entries underflow (the masked ones hold the large "
