@@ -224,8 +224,13 @@ def inf_repaired_later(ctx: Context) -> bool:
     """The value the current statement assigns has its infinities replaced next, but not its
     NaNs (`r = a / b; r[torch.isinf(r)] = 0`): the code expects a 0 denominator, and a 0
     numerator there gives a NaN that stays."""
-    if ctx.source is not None and "isinf" not in ctx.source:
-        return False
+    if ctx.source is not None:
+        here = assigned_here(ctx, attributes=True)
+        if here is None:
+            return False
+        n = re.escape(here[0])
+        if not re.search(rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source):
+            return False  # the file never tests this name for infinities
     return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
 
 
