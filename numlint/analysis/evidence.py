@@ -30,7 +30,6 @@ from numlint.analysis.ops import (
     op,
     same_value,
     unpacked_from,
-    unpacked_size,
     unpacking_call,
     unscaled,
 )
@@ -2486,7 +2485,9 @@ def _zero_preserving_source(ctx: Context, value: Value, depth: int = 0) -> str |
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Multiply, cst.Divide)
     ):
-        if const(ctx, node.right, env) is not None or _number_like(ctx, node.right, env):
+        if const(ctx, node.right, env) is not None or no_gradient(
+            ctx, Value(node.right, env), integers=True
+        ):
             return _zero_preserving_source(ctx, Value(node.left, env), depth + 1)
         return None
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -2499,15 +2500,6 @@ def _zero_preserving_source(ctx: Context, value: Value, depth: int = 0) -> str |
             return None
         return _zero_preserving_source(ctx, Value(node.func.value, env), depth + 1)
     return None
-
-
-def _number_like(ctx: Context, node: cst.BaseExpression, env) -> bool:
-    """A count or size: `C - 1` with `C` unpacked from a shape, `x.size(1)`."""
-    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Power):
-        return _number_like(ctx, node.left, env) and _number_like(ctx, node.right, env)
-    if isinstance(node, cst.Name) and unpacked_size(ctx, node, env):
-        return True  # `B, _, C = x.size()[:3]`
-    return no_gradient(ctx, Value(node, env), integers=True)
 
 
 def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:

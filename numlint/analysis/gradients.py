@@ -24,7 +24,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.guards import assigned_here, assigned_name
-from numlint.analysis.ops import unpacking_call
+from numlint.analysis.ops import unpacked_size, unpacking_call
 from numlint.analysis.places import evaluation_code, inference_code
 from numlint.analysis.summaries import (
     detached_result,
@@ -804,6 +804,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
             return not integers  # `math.pi`: a Python float
         if isinstance(node, cst.Name) and _number_parameter(ctx, node.value, integers):
             return True
+        if isinstance(node, cst.Name) and unpacked_size(ctx, node, env):
+            return True  # `b, _, c = x.size()[:3]`: a size
         if isinstance(node, cst.Name) and not integers and _mask_parameter(ctx, node.value):
             return True  # `id_mask`: masks select, they are not differentiated
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):

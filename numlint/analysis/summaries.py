@@ -47,6 +47,7 @@ from numlint.analysis.tables import (
     SIGMOID_MODULES,
     SOFTMAX_FUNCTIONS,
     SOFTMAX_MODULES,
+    SUM_REDUCTIONS,
     TRANSPARENT_FUNCTIONS,
     TRANSPARENT_METHODS,
     ZERO_FUNCTIONS,
@@ -275,8 +276,6 @@ def _name_not_differentiated(f: Function, name: str, seen: set[str]) -> bool:
         return False
     reads = f.loads.get(name, [])
     for read in reads:
-        if _read_without_gradient(f.parents, read):
-            continue
         carried = _carried_into(f.parents, read)
         if carried is None or (
             carried and carried not in seen and not _name_not_differentiated(f, carried, seen)
@@ -1132,7 +1131,7 @@ class Project:
         defaults = _param_defaults(f)
         if reduce is not None:
             default = defaults.get(reduce)
-            if not (isinstance(default, ast.Constant) and default.value in _SUM_REDUCTIONS):
+            if not (isinstance(default, ast.Constant) and default.value in SUM_REDUCTIONS):
                 return None
         return SegmentReduce(
             f.params.index(src) - offset,
@@ -1156,14 +1155,13 @@ class Project:
         elif qual is None and isinstance(fn, ast.Attribute) and fn.attr in _SEGMENT_METHODS:
             name = "source" if fn.attr.startswith("index_add") else "src"
             src = argument(expr, 2, name)  # after `dim` and `index`
-            reduce = argument(expr, 3, "reduce") if fn.attr.startswith("scatter_reduce") else None
-            if not fn.attr.startswith("scatter_reduce"):
-                reduce = ast.Constant("sum")
+            chosen = fn.attr.startswith("scatter_reduce")
+            reduce = argument(expr, 3, "reduce") if chosen else ast.Constant("sum")
         else:
             return None
         if not (isinstance(src, ast.Name) and src.id in f.params):
             return None
-        if isinstance(reduce, ast.Constant) and reduce.value in _SUM_REDUCTIONS:
+        if isinstance(reduce, ast.Constant) and reduce.value in SUM_REDUCTIONS:
             return src.id, None
         if isinstance(reduce, ast.Name) and reduce.id in f.params:
             return src.id, reduce.id
@@ -2083,8 +2081,6 @@ class SegmentReduce:
     reduce_name: str | None
 
 
-#: Reductions that add up a segment: its result is 0 where every term is.
-_SUM_REDUCTIONS = frozenset({"sum", "add", "mean"})
 #: Tensor methods that add values into segments of the tensor.
 _SEGMENT_METHODS = frozenset(
     {"scatter_add", "scatter_add_", "index_add", "index_add_", "scatter_reduce", "scatter_reduce_"}

@@ -115,3 +115,8 @@ PROBS_OF_LOGITS: dict[str, str] = {
         "sigmoid",
     ),
 }  # fmt: skip
+
+
+#: The `reduce=` of a segment reduction (torch_scatter, `scatter_reduce`) that adds up its
+#: segment: 0 where every term is.
+SUM_REDUCTIONS = frozenset({"sum", "add", "mean"})

@@ -45,6 +45,7 @@ from numlint.analysis.summaries import (
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
     LOG_PROBABILITIES,
+    SUM_REDUCTIONS,
     TRANSPARENT_FUNCTIONS,
     TRANSPARENT_METHODS,
 )
@@ -505,8 +506,7 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
     if callee.qualname in _SEGMENT_SUMS:
         reduce = keyword(node, "reduce")
         if reduce is not None and not (
-            isinstance(reduce, cst.SimpleString)
-            and reduce.evaluated_value in ("sum", "add", "mean")
+            isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in SUM_REDUCTIONS
         ):
             return None
         return positional(node, 0, "src")
@@ -528,7 +528,7 @@ def segment_sum_input(ctx: Context, node: cst.Call, env: Env) -> cst.BaseExpress
                 chosen = positional(node, helper.reduce_index, helper.reduce_name)
                 if chosen is not None and not (
                     isinstance(chosen, cst.SimpleString)
-                    and chosen.evaluated_value in ("sum", "add", "mean")
+                    and chosen.evaluated_value in SUM_REDUCTIONS
                 ):
                     return None
             return positional(node, helper.index, helper.name)

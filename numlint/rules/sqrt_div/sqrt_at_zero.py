@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 
 from numlint.analysis.arrays import not_a_tensor
-from numlint.analysis.context import Value
+from numlint.analysis.context import Binding, Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     grade,
@@ -1205,30 +1205,14 @@ def _root_kind(ctx, exponent: cst.BaseExpression | None) -> str:
     return ""
 
 
-def _at_defaults(ctx, expr: cst.BaseExpression, depth: int = 0) -> float | None:
-    """The value of a product, quotient, sum or difference of numbers and parameters of the
-    function at the parameters' number defaults (`0.5 * power` with `power: float = 1.0`)."""
-    if depth > 4:
-        return None
-    if isinstance(expr, cst.Name):
-        param = ctx.parameter(expr.value)
-        binding = ctx.lookup(expr.value)
-        if param is None or param.default is None or (binding and binding.value is not None):
-            return None
-        return const(ctx, param.default)
-    if isinstance(expr, cst.BinaryOperation):
-        left, right = (
-            const(ctx, side) if const(ctx, side) is not None else _at_defaults(ctx, side, depth + 1)
-            for side in (expr.left, expr.right)
-        )
-        if left is None or right is None:
-            return None
-        if isinstance(expr.operator, cst.Multiply):
-            return left * right
-        if isinstance(expr.operator, cst.Divide):
-            return left / right if right else None
-        if isinstance(expr.operator, cst.Add):
-            return left + right
-        if isinstance(expr.operator, cst.Subtract):
-            return left - right
-    return None
+def _at_defaults(ctx, expr: cst.BaseExpression) -> float | None:
+    """The value of an expression of numbers and parameters of the function at the
+    parameters' defaults (`0.5 * power` with `power: float = 1.0`), by `const` with each
+    parameter the function does not reassign bound to its default."""
+    env = dict(ctx.env)
+    for name in descendants(expr):
+        param = ctx.parameter(name.value) if isinstance(name, cst.Name) else None
+        binding = ctx.lookup(name.value) if param is not None else None
+        if param is not None and param.default is not None and binding and binding.value is None:
+            env[name.value] = Binding(param.default, ctx.env)
+    return const(ctx, expr, env)
