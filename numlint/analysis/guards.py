@@ -229,7 +229,9 @@ def inf_repaired_later(ctx: Context) -> bool:
         if here is None:
             return False
         n = re.escape(here[0])
-        if not re.search(rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source):
+        if "isinf" not in ctx.source or not re.search(
+            rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source
+        ):
             return False  # the file never tests this name for infinities
     return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
 

@@ -2249,9 +2249,10 @@ def _may_call(text: str, name: str, module: str, method: bool) -> bool:
         rest = re.sub(rf"super\([^()]*\)\.{re.escape(name)}", "", text)
         return _method_call(name).search(rest) is not None
     last = re.escape(module.rsplit(".", 1)[-1])
-    if re.search(rf"(?<!\w){last}(?!\w)", text):
+    if re.search(rf"{last}(?<!\w{last})(?!\w)", text):  # the name first: a fast scan
         return True
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)(?![ \t]*\()", text) is not None
+    n = re.escape(name)
+    return re.search(rf"{n}(?<!\w{n})(?!\w)(?![ \t]*\()", text) is not None
 
 
 @lru_cache(maxsize=256)
