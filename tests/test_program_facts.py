@@ -3582,3 +3582,57 @@ def test_an_entropy_term_summed_by_einsum(expr: str, expected: list[str]) -> Non
 def test_a_power_that_is_a_root_at_its_defaults(signature: str, expected: list[str]) -> None:
     code = f"{signature}\n    return z.pow(2.0).sum(-1).pow(0.5 * power)\n"
     assert _grades(code, "NUM201") == expected
+
+
+GRID = """
+def radius(x):
+    u, v = [{element} for n in {over}]
+    r = (u ** 2 + v ** 2).sqrt()
+    return r
+
+def loss(model, x):
+    out = (radius(x) * model(x)).sum()
+    out.backward()
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("element", "over", "expected"),
+    [
+        # a frequency grid from `arange` over the input's sizes: data, r = 0 at DC is harmless
+        ("(torch.arange(n).to(x) - n // 2) / n", "x.shape[-2:]", []),
+        ("torch.linspace(-1, 1, n)", "x.shape[-2:]", []),
+        # an element of the input itself, or of a parameter, carries the gradient
+        ("x[..., n]", "range(2)", ["low"]),
+        ("torch.arange(n) * model.scale", "x.shape[-2:]", ["low"]),
+        # the iterable carries the gradient: so do its elements
+        ("n", "x.unbind(0)[:2]", ["low"]),
+    ],
+)
+def test_names_unpacked_from_a_comprehension(element: str, over: str, expected: list[str]) -> None:
+    """`u, v = [f(n) for n in x.shape[-2:]]`: each name is an element of the comprehension,
+    built without gradient when its iterables and element are."""
+    assert _grades(GRID.format(element=element, over=over), "NUM201") == expected
+
+
+@pytest.mark.parametrize(
+    ("scores", "mask", "expected"),
+    [
+        # the mask takes the dtype of float16 scores: the product is float16, 1e30 is inf
+        ("(q @ k.T).half()", "m.to(s.dtype)", ["high"]),
+        ("(q @ k.T).half()", "m.to(dtype=s.dtype)", ["high"]),
+        ("(q @ k.T).half()", "m.type_as(s)", ["high"]),
+        ("(q @ k.T).half()", "(1 - m.type_as(s))[:, None]", ["high"]),
+        # float32 scores, or a mask not converted here (bool or float32): no overflow
+        ("(q @ k.T).float()", "m.to(s.dtype)", []),
+        ("(q @ k.T).half()", "m", []),
+        ("(q @ k.T).half()", "m.to(s.device)", []),
+    ],
+)
+def test_masking_by_arithmetic_in_another_values_dtype(
+    scores: str, mask: str, expected: list[str]
+) -> None:
+    """`s - 1e30 * mask`: a mask converted to the dtype of another value has its dtype."""
+    code = f"def attend(q, k, m):\n    s = {scores}\n    mask = {mask}\n    return s - 1e30 * mask\n"
+    assert _grades(code, "NUM402") == expected

@@ -590,6 +590,19 @@ class Context:
                         for name in _target_names(el.value):
                             self._bind(name, None)
                 return
+            if isinstance(value, (cst.ListComp, cst.GeneratorExp)) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements
+            ):  # `u, v = [f(n) for n in x.shape[-2:]]`: each name an element of it
+                for i, el in enumerate(target.elements):
+                    if isinstance(el.value, cst.Name):
+                        index = cst.Index(cst.Integer(str(i)))
+                        self._bind(
+                            el.value.value, cst.Subscript(value, [cst.SubscriptElement(index)])
+                        )
+                    else:
+                        for name in _target_names(el.value):
+                            self._bind(name, None)
+                return
             for name in _target_names(target):
                 self._bind(name, None)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):

@@ -168,7 +168,28 @@ def _call_dtype(ctx: Context, node: cst.Call, env: Env, depth: int) -> str | Non
             return "int"
         if callee.method == "type_as" and node.args:
             return traced_dtype(ctx, Value(node.args[0].value, env), depth - 1)
+        other = dtype_of_other(node)
+        if other is not None:  # `m.to(s.dtype)`: the dtype of `s`
+            return traced_dtype(ctx, Value(other, env), depth - 1)
         return traced_dtype(ctx, Value(callee.receiver, env), depth - 1)
+    return None
+
+
+def dtype_of_other(call: cst.Call) -> cst.BaseExpression | None:
+    """`v` of a conversion to another value's dtype: `m.to(v.dtype)`, `m.to(dtype=v.dtype)`,
+    `m.type(v.dtype)`, `m.type_as(v)`; None for any other call."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    if func.attr.value == "type_as":
+        return call.args[0].value if call.args else None
+    if func.attr.value not in ("to", "type"):
+        return None
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "dtype":
+            value = arg.value
+            if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+                return value.value
     return None
 
 

@@ -9,7 +9,8 @@ hand (`*_grad_reference`, `vjp`), in a Dataset's methods (the data loader), in t
 training loop draws (`for x, y in loader:` around `loss.backward()`, unless made
 differentiable with `requires_grad_()`), in a script that
 never trains and no other file imports (a `demo.py`), in values built
-only from constants, in values taken from an operation without a derivative
+only from constants (also each name unpacked from a comprehension over sizes:
+`u, v = [torch.arange(n) / n for n in x.shape[-2:]]`), in values taken from an operation without a derivative
 (`torch.unique`, `argmax`, rounding), or in what a module-level function or staticmethod of
 the project that makes no tensor requiring grad computes from such values.
 """
@@ -22,7 +23,7 @@ import re
 
 import libcst as cst
 
-from numlint.analysis.context import Context, Env, Value
+from numlint.analysis.context import Binding, Context, Env, Value
 from numlint.analysis.guards import assigned_here, assigned_name
 from numlint.analysis.ops import unpacked_size, unpacking_call
 from numlint.analysis.places import evaluation_code, inference_code
@@ -796,6 +797,8 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
         return sub(node.value)
     if isinstance(node, (cst.Tuple, cst.List)):
         return all(sub(e.value) for e in node.elements)
+    if isinstance(node, (cst.ListComp, cst.GeneratorExp)) and not integers:
+        return _comprehension_without_gradient(ctx, Value(node, env), depth + 1)
     if isinstance(node, cst.Attribute) and node.attr.value in ("shape", "ndim"):
         return True
     if isinstance(node, (cst.Name, cst.Attribute)):
@@ -867,6 +870,24 @@ def no_gradient(ctx: Context, value: Value, depth: int = 0, integers: bool = Fal
             return sub(callee.receiver)  # arguments are sizes, dims, dtypes or devices
         return sub(callee.receiver) and all(sub(a) for a in args)
     return False
+
+
+def _comprehension_without_gradient(ctx: Context, comp: Value, depth: int) -> bool:
+    """Every element of a comprehension is built without gradient: each iterable has none
+    (`x.shape[-2:]`, `range(k)`), so neither have its targets, and the element has none
+    with them."""
+    node = comp.node
+    assert isinstance(node, (cst.ListComp, cst.GeneratorExp))
+    inner = dict(comp.env)
+    for_in: cst.CompFor | None = node.for_in
+    while for_in is not None:
+        if not no_gradient(ctx, Value(for_in.iter, inner), depth):
+            return False
+        for target in descendants(for_in.target):
+            if isinstance(target, cst.Name):  # a number without gradient, for this question
+                inner[target.value] = Binding(cst.Integer("0"), comp.env)
+        for_in = for_in.inner_for_in
+    return no_gradient(ctx, Value(node.elt, inner), depth)
 
 
 def _own_call(node: cst.Call) -> bool:

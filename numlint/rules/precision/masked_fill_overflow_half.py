@@ -6,12 +6,14 @@ import math
 
 import libcst as cst
 
+from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Value
 from numlint.analysis.dtypes import (
     HALF_MAX,
     HALF_WORDS,
     constant,
     dtype_branch,
+    dtype_of_other,
     is_half,
     traced_dtype,
 )
@@ -33,6 +35,25 @@ _WHERE_MESSAGE = (
     "float16 and the value becomes -inf (or inf), so a softmax over a row with every entry "
     "masked is NaN; use `torch.finfo(x.dtype).min` instead"
 )
+_INDEX_MESSAGE = (
+    "assigning a value beyond float16's range (65504) into float16 values: the entries "
+    "written become -inf (or inf), so a softmax over a row with every entry masked is NaN; "
+    "use `torch.finfo(x.dtype).min` instead"
+)
+_PRODUCT_MESSAGE = (
+    "a constant beyond float16's range (65504) times float16 values: the product is inf "
+    "wherever they are not 0, so masked scores become -inf (a softmax over a row with every "
+    "entry masked is NaN); fill with `masked_fill(mask, torch.finfo(x.dtype).min)` instead"
+)
+_MODULE_DTYPE = (
+    "the values are converted to the module's own dtype, float16 wherever a caller converts "
+    "the model (`model.half()`, `torch_dtype=torch.float16`)"
+)
+#: Methods whose result has the receiver's dtype (shape and device moves).
+_KEEPS_DTYPE = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "transpose",
+     "permute", "contiguous", "flatten", "to", "cuda", "cpu", "clone", "repeat"}
+)  # fmt: skip
 #: Calls that make a float16 or 0-dim tensor of one value (which a float16 `where` keeps in
 #: float16; a full float32 tensor, `torch.full(shape, v)`, would promote it): the value's
 #: position and keyword.
@@ -54,7 +75,13 @@ class MaskedFillOverflowHalf(Rule):
     where `v` is a finite constant beyond float16's range
     (|v| > 65504: `-1e9`, `-1e10`, `float("-1e30")`, `torch.finfo(torch.float32).min`, a name
     bound to one, or a tensor of one: `torch.tensor(-1e9)`, `x.new_tensor(-1e9)`,
-    `torch.full_like(x, -1e9)`, also moved by `.to(device)`) and `scores` is float16: by its data flow in the function (`.half()`,
+    `torch.full_like(x, -1e9)`, also moved by `.to(device)`) and `scores` is float16; also
+    the same value assigned by index (`scores[~mask] = -1e9`, into a tensor), and masking by
+    arithmetic, a product of such a constant and a tensor in float16 (`scores - 1e30 * mask`,
+    `x * (1 - m) - 1e30 * m`), where the mask is float16 by its data flow or converted in the
+    function to the dtype of the scores (`mask.type_as(x)`, `mask.to(x.dtype)`) or of the
+    module itself (`mask.to(dtype=next(self.parameters()).dtype)`); a mask the caller passes
+    unconverted is bool or float32 and not flagged. `scores` is float16: by its data flow in the function (`.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when that is unknown, because the enclosing
     class (for methods), function or module converts to float16 explicitly or enters a float16
     autocast region (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`, `dtype=torch.float16`),
@@ -75,6 +102,7 @@ class MaskedFillOverflowHalf(Rule):
     Fix safety:
     Unsafe: the fill value changes (to -3.4e38 in float32, -65504 in float16). Offered when the
     filled tensor is a name or attribute, so that `torch.finfo(<it>.dtype)` reads no call twice.
+    None for masking by arithmetic: `scores - finfo.max * mask` overflows too.
 
     Known limitations:
     The dtype is followed within one function; values whose dtype cannot be followed are judged
@@ -93,7 +121,10 @@ class MaskedFillOverflowHalf(Rule):
     there: any value when the project converts a model to float16, one made by a matmul,
     convolution or linear layer (`q @ k.transpose(-2, -1)`, `self.proj(x)`) under mixed
     precision; low for such a float16 value elsewhere. A value mixed precision leaves in
-    float32 (inputs, buffers, reductions) is not reported on the project's evidence.
+    float32 (inputs, buffers, reductions) is not reported on the project's evidence. A mask
+    converted to the module's own dtype is float16 wherever the model is: medium in a
+    method of a differentiated module of a model library, else as the project's float16
+    weights say.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html
@@ -108,7 +139,8 @@ class MaskedFillOverflowHalf(Rule):
     )
     CHUNK = "class"
     EVIDENCE = HALF_WORDS
-    TRIGGERS = ("masked_fill", "where(")
+    TRIGGERS = ("masked_fill", "where(", "finfo", "00000", "e5", "e6", "e7", "e8", "e9", "e1",
+                "e2", "e3", "E5", "E6", "E7", "E8", "E9", "E1", "E2", "E3")  # fmt: skip
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
                      "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
 
@@ -178,6 +210,36 @@ class MaskedFillOverflowHalf(Rule):
                 return torch.where(query_mask == 0, -1e6, logits)
             """,
             "float32 logits",
+        ),
+        Valid(
+            """
+            import numpy as np
+            def scores_of(a, mask):
+                a = np.asarray(a, dtype=np.float16)
+                a[mask] = -1e9
+                return a
+            """,
+            "a NumPy array, not a tensor",
+        ),
+        Valid(
+            """
+            import torch
+            def beams(b, k):
+                scores = torch.zeros(b, k)
+                scores[:, 1:] = -1e9
+                return scores
+            """,
+            "float32 scores",
+        ),
+        Valid(
+            """
+            import torch
+            class RelAttention(torch.nn.Module):
+                def forward(self, q, k, attn_mask):
+                    score = q @ k.transpose(-2, -1)
+                    return torch.softmax(score - 1e30 * attn_mask, -1)
+            """,
+            "the caller's mask, converted nowhere here: bool or float32, so the product is float32",
         ),
     ]
     INVALID = [
@@ -309,6 +371,58 @@ class MaskedFillOverflowHalf(Rule):
             """,
             note="torch.where with a Python number: the result is float16",
         ),
+        Invalid(
+            """
+            import torch
+            def attend(q, k, mask):
+                s = (q @ k.transpose(-2, -1)).half()
+                s[~mask] = -1e9
+                return s.softmax(-1)
+            """,
+            line=4,
+            column=5,
+            confidence="high",
+            fixed="""
+            import torch
+            def attend(q, k, mask):
+                s = (q @ k.transpose(-2, -1)).half()
+                s[~mask] = torch.finfo(s.dtype).min
+                return s.softmax(-1)
+            """,
+            note="an indexed assignment: the entries written become -inf",
+        ),
+        Invalid(
+            """
+            import torch
+            class RelAttention(torch.nn.Module):
+                def forward(self, q, k, attn_mask):
+                    score = q @ k.transpose(-2, -1)
+                    mask = attn_mask.to(dtype=next(self.parameters()).dtype)
+                    return torch.softmax(score - 1e30 * mask, -1)
+            """,
+            line=6,
+            column=38,
+            confidence="medium",
+            note="masking by arithmetic with a mask in the module's own dtype: float16 "
+            "wherever a caller converts the model",
+        ),
+        Invalid(
+            """
+            import torch
+            class SquadHead(torch.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.dense = torch.nn.Linear(d, 1)
+                def forward(self, x, p_mask):
+                    x = self.dense(x).squeeze(-1)
+                    p_mask = p_mask.type_as(x)
+                    return x * (1 - p_mask) - 1e30 * p_mask
+            """,
+            line=9,
+            column=35,
+            confidence="medium",
+            note="a mask in the dtype of a linear layer's output, float16 under autocast",
+        ),
     ]
     PROBE = Probe(
         hazard="x.masked_fill(x > 0, -1e9)",
@@ -335,11 +449,68 @@ class MaskedFillOverflowHalf(Rule):
         if target is None or fill is None:
             return
         value = _fill_value(ctx, fill)
+        if value is not None and math.isfinite(value) and abs(value) > HALF_MAX:
+            self._judge(node, ctx.value(target), message, (target, fill, value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`scores[~mask] = -1e9`: the entries written become -inf in float16."""
+        ctx = self.ctx
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if not isinstance(target, cst.Subscript):
+            return
+        value = _fill_value(ctx, node.value)
         if value is None or not math.isfinite(value) or abs(value) <= HALF_MAX:
             return
-        operand = ctx.value(target)
+        operand = ctx.value(target.value)
+        if not_a_tensor(ctx, operand):
+            return
+        if traced_dtype(ctx, operand) is None and not autocast_float16(ctx, operand):
+            return  # not visibly a tensor: a list, or values that are not scores
+        self._judge(node, operand, _INDEX_MESSAGE, (target.value, node.value, value))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """`scores - 1e30 * mask`: the product is inf in float16 wherever `mask` is 1."""
+        if not isinstance(node.operator, cst.Multiply):
+            return
+        ctx = self.ctx
+        value, other = constant(ctx, node.left), node.right
+        if value is None:
+            value, other = constant(ctx, node.right), node.left
+        if value is None or not math.isfinite(value) or abs(value) <= HALF_MAX:
+            return
+        if constant(ctx, other) is not None:
+            return
+        operand = ctx.value(other)
+        traced = traced_dtype(ctx, operand)
+        if traced is not None:
+            if traced == "float16":
+                self.report(node, _PRODUCT_MESSAGE)
+            return
+        source = _dtype_source(ctx, operand)
+        if source is None:
+            return  # a mask the caller passes: bool or float32 unless converted here
+        if isinstance(source, Value):
+            self._judge(node, source, _PRODUCT_MESSAGE, None)
+        elif _module_method(ctx):
+            graded = project_grade(ctx, operand, (HALF,))
+            why = graded[1] if graded is not None else _MODULE_DTYPE
+            grade = graded[0] if graded is not None else "medium"
+            self.report(node, f"{_PRODUCT_MESSAGE}; {why}", confidence=grade)
+
+    def _judge(
+        self,
+        node: cst.CSTNode,
+        operand: Value,
+        message: str | None,
+        fill: tuple[cst.BaseExpression, cst.BaseExpression, float] | None,
+    ) -> None:
+        """Report `node` when `operand` (the values filled, or whose dtype the product takes)
+        is float16: by data flow or region (high), else by the project's settings or as a
+        module's attention scores."""
+        ctx = self.ctx
+        fix = self._fix(*fill) if fill is not None else None
         if is_half(ctx, operand, autocast=True):
-            self.report(node, message, fix=self._fix(target, fill, value))
+            self.report(node, message, fix=fix)
             return
         if traced_dtype(ctx, operand) is not None:
             return
@@ -349,14 +520,14 @@ class MaskedFillOverflowHalf(Rule):
         if graded is not None:
             grade, why = graded
             text = f"{message or self.MESSAGE}; {why}"
-            self.report(node, text, fix=self._fix(target, fill, value), confidence=grade)
+            self.report(node, text, fix=fix, confidence=grade)
         elif AUTOCAST in kinds and _module_scores(ctx, operand):
             why = (
                 "the values come from a matmul in a module's forward, which autocast computes "
                 "in float16 wherever a caller enables mixed precision"
             )
             text = f"{message or self.MESSAGE}; {why}"
-            self.report(node, text, fix=self._fix(target, fill, value), confidence="medium")
+            self.report(node, text, fix=fix, confidence="medium")
 
     def _fix(
         self, target: cst.BaseExpression, fill: cst.BaseExpression, value: float
@@ -369,18 +540,71 @@ class MaskedFillOverflowHalf(Rule):
         return self.fix("unsafe", f"Fill with `torch.finfo(dtype).{bound}`", (fill, code))
 
 
+def _module_method(ctx) -> bool:
+    """In a method (not the constructor) of an `nn.Module` autograd differentiates, of a
+    project that does not train itself (a model library): its callers choose the dtype."""
+    func = ctx.function
+    if func is None or func.name.value == "__init__" or ctx.class_scope is None:
+        return False
+    if autocast_disabled(ctx) or dtype_branch(ctx) or not gradient_evident(ctx):
+        return False
+    return not project_mentions(ctx, ".backward(")  # the project's own training decides
+
+
+def _dtype_source(ctx, value: Value, depth: int = 6) -> Value | str | None:
+    """What a value takes its dtype from, when converted here to another's: `v` of
+    `m.to(v.dtype)` / `m.type_as(v)` (also through `1 - m`, `m[:, None]`, `m.unsqueeze(1)`),
+    or "module" for the module's own dtype (`m.to(dtype=self.dtype)`,
+    `m.to(next(self.parameters()).dtype)`); None when the function shows none."""
+    if depth <= 0:
+        return None
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if isinstance(node, cst.BinaryOperation):
+        for side in (node.left, node.right):
+            if constant(ctx, side, env) is None:
+                return _dtype_source(ctx, Value(side, env), depth - 1)
+        return None
+    if isinstance(node, cst.UnaryOperation):
+        return _dtype_source(ctx, Value(node.expression, env), depth - 1)
+    if isinstance(node, cst.Subscript):
+        return _dtype_source(ctx, Value(node.value, env), depth - 1)
+    if not isinstance(node, cst.Call):
+        return None
+    other = dtype_of_other(node)
+    if other is not None:
+        return "module" if _module_itself(other) else Value(other, env)
+    callee = ctx.callee(node, env)
+    if callee.method in _KEEPS_DTYPE and callee.receiver is not None:
+        return _dtype_source(ctx, Value(callee.receiver, env), depth - 1)
+    return None
+
+
+def _module_itself(node: cst.BaseExpression) -> bool:
+    """`self` (a module's `dtype`), `next(self.parameters())`, `self.<layer>.weight`."""
+    if isinstance(node, cst.Name):
+        return node.value == "self"
+    if isinstance(node, cst.Call):  # `next(self.parameters())`
+        func, args = node.func, node.args
+        return (
+            isinstance(func, cst.Name)
+            and func.value == "next"
+            and len(args) == 1
+            and isinstance(args[0].value, cst.Call)
+            and isinstance(args[0].value.func, cst.Attribute)
+            and args[0].value.func.attr.value == "parameters"
+            and _module_itself(args[0].value.func.value)
+        )
+    if isinstance(node, cst.Attribute) and node.attr.value in ("weight", "bias"):
+        return isinstance(node.value, cst.Attribute) and _module_itself(node.value.value)
+    return False
+
+
 def _module_scores(ctx, operand: Value) -> bool:
     """A matmul, convolution or linear layer's output (`q @ k.transpose(-2, -1)`) in a
     method of an `nn.Module` autograd differentiates, in a project that does not train
     itself (a model library): the code a caller's `autocast` runs in float16."""
-    func = ctx.function
-    if func is None or func.name.value == "__init__" or ctx.class_scope is None:
-        return False
-    if autocast_disabled(ctx) or dtype_branch(ctx):
-        return False
-    if not (gradient_evident(ctx) and autocast_float16(ctx, operand)):
-        return False
-    return not project_mentions(ctx, ".backward(")  # the project's own training decides
+    return _module_method(ctx) and autocast_float16(ctx, operand)
 
 
 def _where_operands(
