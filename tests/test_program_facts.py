@@ -3634,5 +3634,52 @@ def test_masking_by_arithmetic_in_another_values_dtype(
     scores: str, mask: str, expected: list[str]
 ) -> None:
     """`s - 1e30 * mask`: a mask converted to the dtype of another value has its dtype."""
-    code = f"def attend(q, k, m):\n    s = {scores}\n    mask = {mask}\n    return s - 1e30 * mask\n"
+    code = (
+        f"def attend(q, k, m):\n    s = {scores}\n    mask = {mask}\n    return s - 1e30 * mask\n"
+    )
     assert _grades(code, "NUM402") == expected
+
+
+STATS = """
+def stat_scores(pred, target, c):
+    tp = {tp}
+    fp = ((pred == c) * (target != c)).to(torch.long).sum()
+    fn = ((pred != c) & (target == c)).sum()
+    return tp, fp, fn
+
+def per_class(pred, target, k):
+    tps = {table}
+    fps = torch.zeros(k)
+    fns = torch.zeros(k)
+    for c in range(k):
+        tps[c], fps[c], fns[c] = stat_scores(pred, target, c)
+    return tps, fps, fns
+
+def iou(pred, target, k):
+    \"\"\"Intersection over union, per class.\"\"\"
+    tps, fps, fns = per_class(pred, target, k)
+    return tps / (fps + fns + tps)
+
+def iou_of(pred, target, c):
+    tp, fp, fn = stat_scores(pred, target, c)
+    return tp / (tp + fp + fn)
+"""
+
+
+@pytest.mark.parametrize(
+    ("tp", "table", "expected"),
+    [
+        # counts of tests, made in another function: a class absent from both is 0/0
+        ("((pred == c) * (target == c)).to(torch.long).sum()", "torch.zeros(k)", ["medium"] * 2),
+        ("((pred == c) & (target == c)).float().sum()", "pred.new_zeros(k)", ["medium"] * 2),
+        # soft statistics (products of probabilities) are not counts
+        ("(pred * target).sum()", "torch.zeros(k)", []),
+        # a table that starts at one is never 0
+        ("((pred == c) * (target == c)).sum()", "torch.ones(k)", ["medium"]),
+    ],
+)
+def test_counts_made_in_another_function(tp: str, table: str, expected: list[str]) -> None:
+    """`tp / (tp + fp + fn)` of counts a helper returns, also through a table of zeros whose
+    entries it fills (`tps[c], fps[c], fns[c] = stat_scores(...)`)."""
+    found = _grades(STATS.format(tp=tp, table=table), "NUM202")
+    assert found == expected

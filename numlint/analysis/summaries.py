@@ -119,6 +119,7 @@ class Function:
         #: value (by id) -> the statement assigning it, for `reaching`.
         self._statement: dict[int, ast.Assign | ast.AnnAssign] = {}
         self._unpacked: dict[str, list[tuple[ast.expr, int]]] = {}
+        self._entries: dict[str, list[tuple[ast.expr, int | None]]] = {}
         self._returns: list[ast.expr] = []
         self._self_attrs: dict[str, list[ast.expr]] = {}
         self._object_attrs: dict[tuple[str, str], list[ast.expr]] = {}
@@ -158,6 +159,13 @@ class Function:
         """Tuple-unpacking assignments: name -> (value, index)."""
         self._body()
         return self._unpacked
+
+    @property
+    def entries(self) -> dict[str, list[tuple[ast.expr, int | None]]]:
+        """Writes into a local's entries: name -> (value, index in an unpacking or None);
+        `t[c] = v` and `t[c], u[c] = f(x)`."""
+        self._body()
+        return self._entries
 
     @property
     def returns(self) -> list[ast.expr]:
@@ -244,6 +252,10 @@ class Function:
             for i, e in enumerate(t.elts):
                 if isinstance(e, ast.Name):
                     self._unpacked.setdefault(e.id, []).append((value, i))
+                elif isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+                    self._entries.setdefault(e.value.id, []).append((value, i))
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            self._entries.setdefault(t.value.id, []).append((value, None))
         elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
             if t.value.id == "self":
                 self._self_attrs.setdefault(t.attr, []).append(value)
@@ -1026,7 +1038,10 @@ class Project:
             if name in f.assigned and (reaching or name not in f.unpacked):
                 if not reaching and name in f.params and params and ref is not None:
                     return self._callers(mod, func, f, name, depth)
-                return self._all(mod, reaching or f.assigned[name], func, depth)
+                values = reaching or f.assigned[name]
+                if name in f.entries and all(self._zeros(mod, v) for v in values):
+                    return self._filled(mod, f.entries[name], func, depth)
+                return self._all(mod, values, func, depth)
             if name in f.unpacked:  # `pred, m = model(x)` (then `pred = pred.squeeze()`)
                 outs = [
                     _counts_of(mod, self, v, i) or self._element(mod, v, i, func, depth)
@@ -1044,6 +1059,30 @@ class Project:
         self, mod: Module, values: list[ast.expr], func: str | None, depth: int
     ) -> Origin | None:
         return _same([self._kind(mod, v, func, depth + 1) for v in values]) if values else None
+
+    def _zeros(self, mod: Module, value: ast.expr) -> bool:
+        """`torch.zeros(k)`, `torch.zeros_like(x)`, `x.new_zeros(k)`: a table to fill."""
+        if not isinstance(value, ast.Call):
+            return False
+        fn = value.func
+        if self.qualname(mod, fn) in ZERO_FUNCTIONS:
+            return True
+        return isinstance(fn, ast.Attribute) and fn.attr in ZERO_METHODS
+
+    def _filled(
+        self, mod: Module, writes: list[tuple[ast.expr, int | None]], func: str | None, depth: int
+    ) -> Origin | None:
+        """A table of zeros whose entries are all written with counts (`tps[c], fps[c] =
+        stat_scores(pred, target, c)`, `conf[i, j] = ((p == i) & (y == j)).sum()`) is a
+        count table: an entry never written stays 0."""
+        outs = [
+            self._kind(mod, v, func, depth + 1)
+            if i is None
+            else self._element(mod, v, i, func, depth)
+            for v, i in writes
+        ]
+        found = _same(outs)
+        return found if found is not None and found.kind == "count" else None
 
     def _element(
         self, mod: Module, expr: ast.expr, index: int, func: str | None, depth: int
@@ -2359,10 +2398,11 @@ def _is_none(node: ast.expr) -> bool:
 
 
 def _test(node: ast.expr) -> bool:
-    """A 0/1 mask made by a test: `x > t`, `(a == 1) & (b == 0)`, `~m`, `(x > t).float()`."""
+    """A 0/1 mask made by a test: `x > t`, `(a == 1) & (b == 0)`, `(a == c) * (b == c)`,
+    `~m`, `(x > t).float()`."""
     if isinstance(node, ast.Compare):
         return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.Mult)):
         return _test(node.left) and _test(node.right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
         return _test(node.operand)

@@ -2071,7 +2071,11 @@ def fraction_of_whole(ctx: Context, num: Value, den: Value) -> bool:
     if len(bases) == 1 and all(isinstance(t, cst.Subscript) for t in terms):
         table = Value(terms[0].value, bottom.env)  # type: ignore[attr-defined]
         return not constant_table(ctx, table) and not positive_value(ctx, table)
-    return all(denominator_reason(ctx, v) in _WHOLE_ZEROS for v in values)
+    return all(denominator_reason(ctx, v, 1) in _COUNTS for v in values)
+
+
+#: Counts, also those a project function returns (`tp, fp, fn = stat_scores(p, y, c)`).
+_COUNTS = _WHOLE_ZEROS | {"a count another function makes"}
 
 
 def _added_terms(node: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -143,7 +143,9 @@ class DivideByZeroNorm(Rule):
 
     A part over a sum of terms that holds it is 0/0 where every term is 0: entries of one
     table (`c[1, 1] / (c[0, 1] + c[1, 0] + c[1, 1])`, a Jaccard index of a confusion
-    matrix: no positive predicted, none present), or counts (`tp / (tp + fp)`); medium. A
+    matrix: no positive predicted, none present), or counts (`tp / (tp + fp)`), also counts
+    a project function returns (`tp, fp, fn = stat_scores(pred, target, c)`) or a table of
+    zeros whose entries it fills with counts (`tps[c], fps[c] = stat_scores(...)`); medium. A
     term that is a number, an eps or positive, or a table of constants, keeps it quiet. A
     quotient whose infinities the next statements replace but not its NaNs (`r = got / ideal`,
     then `r[torch.isinf(r)] = 0`) shows the code expects a 0 denominator, where a 0
@@ -308,6 +310,8 @@ class DivideByZeroNorm(Rule):
         "degree",
         "log(",
         "log1p(",
+        "/ (",
+        "/(",
     )
     ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
                      "masked_select")  # fmt: skip
