@@ -3683,3 +3683,124 @@ def test_counts_made_in_another_function(tp: str, table: str, expected: list[str
     entries it fills (`tps[c], fps[c], fns[c] = stat_scores(...)`)."""
     found = _grades(STATS.format(tp=tp, table=table), "NUM202")
     assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("scale", "expected"),
+    [
+        # a 0-dim tensor divides like a number: the scores keep their float16 dtype
+        ("torch.tensor(8.0)", ["high"]),
+        ("torch.sqrt(torch.tensor(k.shape[-1]).to(torch.float32))", ["high"]),
+        # a dimensioned float32 tensor promotes the scores to float32: -1e9 fits
+        ("torch.full((1, 1), 8.0)", []),
+    ],
+)
+def test_a_zero_dim_tensor_keeps_the_dtype(scale: str, expected: list[str]) -> None:
+    """`attn / torch.sqrt(torch.tensor(d).to(torch.float32))`: type promotion treats a
+    tensor of one number like a Python number."""
+    code = (
+        "def attend(q, k, mask):\n"
+        "    s = (q @ k.transpose(-2, -1)).half()\n"
+        f"    s = s / {scale}\n"
+        "    return s.masked_fill(mask, -1e9)\n"
+    )
+    assert _grades(code, "NUM402") == expected
+
+
+SUPER_CALLS = """
+class Attention(nn.Module):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            x = x / mask.sum(-1, keepdim=True)
+        return x
+
+class Scaled(nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * 2.0
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+    def forward(self, x, mask):
+        return self.attn(x, mask)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # `super().forward(x)` of another class is nn.Linear's forward, not Attention's:
+        # the mask Block passes is not an option no caller passes
+        (SUPER_CALLS, ["low"]),
+        # a subclass's `super().forward(x)` is Attention's, and leaves the mask out
+        (
+            SUPER_CALLS.replace("class Scaled(nn.Linear)", "class Scaled(Attention)").replace(
+                "        return self.attn(x, mask)", "        return self.attn.forward(x)"
+            ),
+            [],
+        ),
+    ],
+)
+def test_super_calls_are_calls_of_a_base_class(source: str, expected: list[str]) -> None:
+    """Liveness: the calls of a method that `super()` makes are its base class's."""
+    assert _grades(source, "NUM202") == expected
+
+
+NET = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return self.proj(x)
+
+    def loss(self, est, y):
+        mag = torch.sqrt(est[:, 0] ** 2 + est[:, 1] ** 2)
+        return ((mag - y) ** 2).mean()
+
+
+def smoke():
+    net = Net()
+    print(net.loss(torch.zeros(2, 2), torch.zeros(2)))
+"""
+TRAIN = """
+import torch
+from model.net import Net as Model
+
+
+def train(model, loader):
+    for x, y in loader:
+        {step}
+
+
+def main(loader):
+    model = Model()
+    train(model, loader)
+"""
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        # a script of the repository trains with the method on the model it is given
+        ("model.loss(model(x), y).backward()", ["low"]),
+        # ... or only evaluates it: every call runs without gradients
+        ("with torch.no_grad():\n            print(model.loss(model(x), y))", []),
+    ],
+)
+def test_method_called_by_a_script_on_a_model_it_is_given(
+    tmp_path: Path, step: str, expected: list[str]
+) -> None:
+    """A method's callers in the project's other files count when deciding that it runs
+    without gradients; a script in `steps/` imports `model.net` from the repository root."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "model" / "net.py").write_text(NET)
+    (tmp_path / "steps" / "train.py").write_text(TRAIN.format(step=step))
+    found = check_paths(
+        [tmp_path / "model" / "net.py"], {"select": ["NUM201"], "min-confidence": "low"}
+    )
+    assert [d.confidence for d in found] == expected

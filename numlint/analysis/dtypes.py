@@ -132,6 +132,12 @@ def traced_dtype(ctx: Context, value: Value, depth: int = 12) -> str | None:
     if isinstance(node, cst.BinaryOperation):
         left = traced_dtype(ctx, Value(node.left, env), depth - 1)
         right = traced_dtype(ctx, Value(node.right, env), depth - 1)
+        scalar_left = _zero_dim(ctx, Value(node.left, env))
+        if scalar_left != _zero_dim(ctx, Value(node.right, env)):
+            # a 0-dim tensor promotes like a number: `attn / torch.tensor(d).sqrt()` keeps
+            # attn's float dtype (a float one lifts integers)
+            kept, scalar = (right, left) if scalar_left else (left, right)
+            return scalar if kept in ("int", "bool") and scalar in _FINFO else kept
         return _promote(left, right)
     if isinstance(node, cst.UnaryOperation):
         return traced_dtype(ctx, Value(node.expression, env), depth - 1)
@@ -191,6 +197,59 @@ def dtype_of_other(call: cst.Call) -> cst.BaseExpression | None:
             if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
                 return value.value
     return None
+
+
+#: Tensors of one number: `torch.tensor(d)`, also moved or converted.
+_SCALAR_TENSORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+_SCALAR_KEEPS = frozenset(
+    {"to", "float", "double", "half", "bfloat16", "cuda", "cpu", "sqrt", "rsqrt", "log",
+     "exp", "abs", "type_as", "detach", "clone"}
+)  # fmt: skip
+
+
+def _zero_dim(ctx: Context, value: Value, depth: int = 4) -> bool:
+    """A 0-dim tensor made from a number (`torch.tensor(k.shape[-1])`, `torch.tensor(2.0)`,
+    then `.to(torch.float32)`, `.sqrt()`, `torch.sqrt(...)`), which type promotion treats
+    like a Python number."""
+    if depth <= 0:
+        return False
+    value = ctx.deref(value)
+    node, env = value.node, value.env
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, env)
+    if callee.qualname in _SCALAR_TENSORS:
+        data = positional(node, 0, "data")
+        return data is not None and _number_like(ctx, data, env)
+    if callee.qualname in ("torch.sqrt", "torch.rsqrt", "torch.log", "torch.exp", "torch.abs"):
+        first = positional(node, 0, "input")
+        return first is not None and _zero_dim(ctx, Value(first, env), depth - 1)
+    if callee.method in _SCALAR_KEEPS and callee.receiver is not None:
+        return _zero_dim(ctx, Value(callee.receiver, env), depth - 1)
+    return False
+
+
+def _number_like(ctx: Context, expr: cst.BaseExpression, env: Env, depth: int = 4) -> bool:
+    """A Python number: a literal or a constant, a size (`x.shape[-1]`, `x.size(1)`,
+    `len(x)`), or arithmetic of those."""
+    if depth <= 0:
+        return False
+    if constant(ctx, expr, env) is not None:
+        return True
+    found = ctx.deref(Value(expr, env))
+    node = found.node
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute):
+        return node.value.attr.value == "shape"
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "size" and node.args:
+            return True
+        return isinstance(func, cst.Name) and func.value in ("len", "float", "int")
+    if isinstance(node, cst.BinaryOperation):
+        return _number_like(ctx, node.left, found.env, depth - 1) and _number_like(
+            ctx, node.right, found.env, depth - 1
+        )
+    return False
 
 
 def _promote(left: str | None, right: str | None) -> str | None:

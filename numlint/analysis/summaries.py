@@ -6,7 +6,8 @@ whose callers pass it probabilities, a function returning a sum of squares. Summ
 read from CPython's ast of each module, lazily: a module is parsed only when a question
 leads into it (an import, a call), and kept per file by its size and modification time.
 Imports are resolved to files on disk (relative imports, and absolute ones inside the
-package the file belongs to); callers are looked for in the project's files whose text calls
+package the file belongs to, then inside the project: a script in `steps/` importing
+`model.net` of its repository); callers are looked for in the project's files whose text calls
 the function (the project: the nearest directory above with a pyproject.toml, setup.py,
 setup.cfg or .git). A parameter nobody calls is unknown, never assumed hazardous.
 Recursion is bounded.
@@ -695,13 +696,21 @@ class Project:
         if dotted in self._modules:
             return self._modules[dotted]
         found = None
-        if self._root:
-            base = os.path.join(self._root, *dotted.split("."))
-            for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-                if os.path.isfile(candidate):
-                    found = _load(candidate)
-                    self.dependencies.add(candidate)
-                    break
+        # the package's root, then the project's (a script in `steps/` importing
+        # `model.phasen` of the repository it runs in)
+        roots = [self._root] if self._root else []
+        if roots and (top := project_root(self.path)) not in roots and os.path.isdir(top):
+            roots.append(top)
+        for root in roots:
+            base = os.path.join(root, *dotted.split("."))
+            candidate = next(
+                (c for c in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(c)),
+                None,
+            )
+            if candidate is not None:
+                found = _load(candidate)
+                self.dependencies.add(candidate)
+                break
         self._modules[dotted] = found
         return found
 
@@ -1538,7 +1547,7 @@ class Project:
         found: list[tuple[Module, str] | None] = []
         for cmod in self._neighbours(f.node.name, f, mod):
             for caller, call in cmod.calls_of(f.node.name):
-                if not self._calls_this(cmod, call, f, mod, caller):
+                if not self._calls_this(cmod, call, f, mod, caller, depth + 1):
                     continue
                 arg = argument(call, index, param)
                 if arg is None:
@@ -1628,12 +1637,15 @@ class Project:
         return None
 
     def known_calls(
-        self, mod: Module, f: Function, templates: bool = False
+        self, mod: Module, f: Function, templates: bool = False, everywhere: bool = False
     ) -> list[tuple[Module, str | None, ast.Call]]:
         """The calls of `f` (of module `mod`): (calling module, calling function's key, call).
         A method's callers are looked for in its own file (`self.m(...)`), a function's in
-        the project; `templates`: also a base class's `self.m(...)` in another file."""
-        modules = [mod] if f.cls is not None else self._neighbours(f.node.name, f, mod)
+        the project; `templates`: also a base class's `self.m(...)` in another file;
+        `everywhere`: a method's too in the project (`model.loss(out, y)` in a training
+        script, on an instance it makes or is given)."""
+        own = f.cls is not None and not everywhere
+        modules = [mod] if own else self._neighbours(f.node.name, f, mod)
         found = [
             (cmod, caller, call)
             for cmod in modules
@@ -1684,7 +1696,7 @@ class Project:
         f = mod.functions.get(func)
         found = False
         if f is not None and depth <= 3:
-            calls = self.known_calls(mod, f, templates=True)
+            calls = self.known_calls(mod, f, templates=True, everywhere=True)
             found = bool(calls) and all(
                 caller is not None
                 and (
@@ -1926,7 +1938,8 @@ class Project:
             for name in names:
                 for caller, call in cmod.calls_of(name):
                     cf = cmod.functions.get(caller) if caller else None
-                    if self._instance(cmod, call.func, cf, caller, 0) == (mod, cls):
+                    made = self._instance(cmod, call.func, cf, caller, 0)
+                    if made is not None and made[0].path == mod.path and made[1] == cls:
                         found.append((cmod, caller, call))
         return found
 
@@ -2027,7 +2040,13 @@ class Project:
         return calls > 0
 
     def _calls_this(
-        self, cmod: Module, call: ast.Call, f: Function, target: Module, caller: str | None
+        self,
+        cmod: Module,
+        call: ast.Call,
+        f: Function,
+        target: Module,
+        caller: str | None,
+        depth: int = 3,
     ) -> bool:
         """Whether `call` (in module `cmod`, function `caller`) calls `f` of `target`: the
         name itself in the same file, an import of it (or of its module, or of a package
@@ -2055,11 +2074,16 @@ class Project:
             return False
         if not isinstance(fn, ast.Attribute):
             return False
+        cf = cmod.functions.get(caller) if caller else None
+        if _super_call(fn.value):  # `super().forward(x)` calls a base class's method
+            bases = cmod.classes.get(cf.cls, []) if cf is not None and cf.cls else []
+            return any(b.rsplit(".", 1)[-1] == f.cls for b in bases)
         if cmod is target:
             return True
-        cf = cmod.functions.get(caller) if caller else None
-        cls = self._instance(cmod, fn.value, cf, caller, 4)
-        return cls is not None and cls[0] is target and cls[1] == f.cls
+        # an object the caller makes, or one its callers pass (`train(model)` calling
+        # `model.loss(out, y)`: one level of parameters, at `depth` 3)
+        cls = self._instance(cmod, fn.value, cf, caller, depth)
+        return cls is not None and cls[0].path == target.path and cls[1] == f.cls
 
     def _neighbours(
         self, name: str, f: Function | None = None, target: Module | None = None
@@ -2124,6 +2148,13 @@ class SegmentReduce:
 _SEGMENT_METHODS = frozenset(
     {"scatter_add", "scatter_add_", "index_add", "index_add_", "scatter_reduce", "scatter_reduce_"}
 )
+
+
+def _super_call(node: ast.expr) -> bool:
+    """`super()` or `super(Cls, self)`."""
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
 
 
 def _bound_offset(f: Function) -> int:
