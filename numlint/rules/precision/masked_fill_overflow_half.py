@@ -28,6 +28,7 @@ from numlint.analysis.precision_mode import (
     project_grade,
 )
 from numlint.analysis.semantics import positional
+from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 
 _WHERE_MESSAGE = (
@@ -49,11 +50,6 @@ _MODULE_DTYPE = (
     "the values are converted to the module's own dtype, float16 wherever a caller converts "
     "the model (`model.half()`, `torch_dtype=torch.float16`)"
 )
-#: Methods whose result has the receiver's dtype (shape and device moves).
-_KEEPS_DTYPE = frozenset(
-    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "transpose",
-     "permute", "contiguous", "flatten", "to", "cuda", "cpu", "clone", "repeat"}
-)  # fmt: skip
 #: Calls that make a float16 or 0-dim tensor of one value (which a float16 `where` keeps in
 #: float16; a full float32 tensor, `torch.full(shape, v)`, would promote it): the value's
 #: position and keyword.
@@ -575,7 +571,7 @@ def _dtype_source(ctx, value: Value, depth: int = 6) -> Value | str | None:
     if other is not None:
         return "module" if _module_itself(other) else Value(other, env)
     callee = ctx.callee(node, env)
-    if callee.method in _KEEPS_DTYPE and callee.receiver is not None:
+    if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
         return _dtype_source(ctx, Value(callee.receiver, env), depth - 1)
     return None
 
