@@ -135,8 +135,10 @@ class MaskedFillOverflowHalf(Rule):
     )
     CHUNK = "class"
     EVIDENCE = HALF_WORDS
-    TRIGGERS = ("masked_fill", "where(", "finfo", "00000", "e5", "e6", "e7", "e8", "e9", "e1",
-                "e2", "e3", "E5", "E6", "E7", "E8", "E9", "E1", "E2", "E3")  # fmt: skip
+    #: A fill or product beyond float16's range is spelled `1e9`, `-1e30`, `1e+9`, `9e15`,
+    #: `-99999999`, `100000.0` or through `torch.finfo(torch.float32).min`.
+    TRIGGERS = ("masked_fill", "where(", "finfo", "1e1", "1e2", "1e3", "1e5", "1e6", "1e7",
+                "1e8", "1e9", "e+", "9e1", "99999", "00000")  # fmt: skip
     ALSO_REQUIRES = ("half", "Half", "float16", "autocast", "GradScaler", "fp16", " @ ", "matmul",
                      "einsum", "linear", "Linear", "conv", "Conv", "bmm", "addmm")  # fmt: skip
 
