@@ -993,13 +993,11 @@ class Project:
             return False
         if not isinstance(other, ast.Call):  # `torch.max(x, 0)`: a maximum along dim 0
             return False
-        made = self.qualname(mod, other.func)
-        if made in ZERO_FUNCTIONS:
+        if self._zeros(mod, other):
             return True
+        made = self.qualname(mod, other.func)
         spot = FILL_FUNCTIONS.get(made or "")
         if made is None and isinstance(other.func, ast.Attribute):
-            if other.func.attr in ZERO_METHODS:
-                return True
             spot = FILL_METHODS.get(other.func.attr)
         fill = argument(other, *spot) if spot is not None else None
         return isinstance(fill, ast.Constant) and fill.value == 0 and fill.value is not False
@@ -1070,13 +1068,14 @@ class Project:
         return _same([self._kind(mod, v, func, depth + 1) for v in values]) if values else None
 
     def _zeros(self, mod: Module, value: ast.expr) -> bool:
-        """`torch.zeros(k)`, `torch.zeros_like(x)`, `x.new_zeros(k)`: a table to fill."""
+        """`torch.zeros(k)`, `torch.zeros_like(x)`, `x.new_zeros(k)`: a tensor of zeros."""
         if not isinstance(value, ast.Call):
             return False
         fn = value.func
-        if self.qualname(mod, fn) in ZERO_FUNCTIONS:
+        made = self.qualname(mod, fn)
+        if made in ZERO_FUNCTIONS:
             return True
-        return isinstance(fn, ast.Attribute) and fn.attr in ZERO_METHODS
+        return made is None and isinstance(fn, ast.Attribute) and fn.attr in ZERO_METHODS
 
     def _filled(
         self, mod: Module, writes: list[tuple[ast.expr, int | None]], func: str | None, depth: int
@@ -2051,7 +2050,8 @@ class Project:
         """Whether `call` (in module `cmod`, function `caller`) calls `f` of `target`: the
         name itself in the same file, an import of it (or of its module, or of a package
         re-exporting it) elsewhere; a method on `self` or any object in the same file,
-        elsewhere on an instance of its class."""
+        elsewhere on an instance of its class (below `depth` 4 also one its caller is
+        given); `super().m()` only from a subclass."""
         fn = call.func
         if f.cls is None:
             if isinstance(fn, ast.Name):
