@@ -3804,3 +3804,29 @@ def test_method_called_by_a_script_on_a_model_it_is_given(
         [tmp_path / "model" / "net.py"], {"select": ["NUM201"], "min-confidence": "low"}
     )
     assert [d.confidence for d in found] == expected
+
+
+POOL = (
+    "import torch.nn as nn\n"
+    "class Pool(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return self.pooled(x)\n"
+    "    def pooled(self, x, mask=None):\n"
+    "        if mask is not None:\n"
+    "            return (x * mask).sum(1) / mask.sum(1)\n"
+    "        return x.mean(1)\n"
+)
+
+
+@pytest.mark.parametrize(("passes", "expected"), [(True, [7]), (False, [])])
+def test_an_option_a_caller_in_another_file_passes(
+    tmp_path: Path, passes: bool, expected: list[int]
+) -> None:
+    """A method's option that its own file never passes is still live when a caller in
+    another file passes it (`Pool().pooled(x, m)` in a training script); left out
+    everywhere, the branch reading it is dead."""
+    arg = "x, m" if passes else "x"
+    train = f"from pkg.model import Pool\ndef step(x, m):\n    return Pool().pooled({arg})\n"
+    pkg = _package(tmp_path, model=POOL, train=train)
+    found = check_paths([pkg / "model.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.row for d in found] == expected

@@ -1473,8 +1473,8 @@ class Project:
     def _instance(
         self, mod: Module, obj: ast.expr, f: Function | None, func: str | None, depth: int
     ) -> tuple[Module, str] | None:
-        """The project class `obj` is an instance of: assigned from `Class(...)` locally, on
-        `self`, at module level, or a parameter annotated with the class."""
+        """The project class `obj` is an instance of: `Class(...)` itself, or assigned from
+        it locally, on `self`, at module level, or a parameter annotated with the class."""
         values: list[ast.expr] = []
         if isinstance(obj, ast.Name):
             if f is not None and obj.id in f.assigned:
@@ -1490,6 +1490,8 @@ class Project:
                 values = self._attr(mod, f.cls, obj.attr)
             else:  # `pl_module.head(x)` where a method of this file sets `pl_module.head`
                 return self._object_instance(mod, obj.value.id, obj.attr)
+        elif isinstance(obj, ast.Call):  # made in place: `Pool().pooled(x)`
+            values = [obj]
         made = [_module_itself(v) for v in values]
         classes = [self._class(mod, v.func) for v in made if isinstance(v, ast.Call)]
         for v in made:  # `model = model.train()` of a parameter: what the callers pass
@@ -2016,27 +2018,23 @@ class Project:
         return False
 
     def never_passed(self, func: str, param: str) -> bool:
-        """Whether every known call of function `func` of the file being linted (at least one)
-        leaves out `param` (`self._initialize_biases()` for `cf=None`), without `*args` or
-        `**kwargs` that could carry it."""
+        """Whether every known call of function `func` of the file being linted (at least one),
+        in any file of the project, leaves out `param` (`self._initialize_biases()` for
+        `cf=None`), without `*args` or `**kwargs` that could carry it."""
         mod = self.main
         f = mod.functions.get(func) if mod is not None else None
         if f is None or param not in f.params:
             return False
         index = f.params.index(param) - _bound_offset(f)
-        calls = 0
-        for cmod in [mod] if f.cls is not None else self._neighbours(f.node.name, f, mod):  # type: ignore[arg-type]
-            for caller, call in cmod.calls_of(f.node.name):
-                if not self._calls_this(cmod, call, f, mod, caller):  # type: ignore[arg-type]
-                    continue
-                if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                    k.arg is None for k in call.keywords
-                ):
-                    return False
-                if argument(call, index, param) is not None:
-                    return False
-                calls += 1
-        return calls > 0
+        calls = self.known_calls(mod, f, templates=True, everywhere=True)  # type: ignore[arg-type]
+        for _cmod, _caller, call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return False
+            if argument(call, index, param) is not None:
+                return False
+        return bool(calls)
 
     def _calls_this(
         self,
