@@ -3830,3 +3830,54 @@ def test_an_option_a_caller_in_another_file_passes(
     pkg = _package(tmp_path, model=POOL, train=train)
     found = check_paths([pkg / "model.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.row for d in found] == expected
+
+
+SKIPPED_STEP = """
+import torch
+def train_step(model, x, y, optimizer, scaler):
+    scaler.scale(model(x, y)).backward()
+    scaler.unscale_(optimizer)
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if not torch.isfinite(norm):
+        optimizer.zero_grad()
+        {skip}
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+@pytest.mark.parametrize(
+    ("skip", "expected"),
+    [
+        # a train step called once per batch: returning skips this batch's update
+        ("return None", [5]),
+        # updating before leaving, or raising (training stops): every path updates
+        ("scaler.update()\n        return None", []),
+        ("raise RuntimeError('non-finite gradients')", []),
+        # no jump: the step and update still run (GradScaler skips a non-finite step)
+        ("pass", []),
+    ],
+)
+def test_a_path_that_skips_the_scalers_update(skip: str, expected: list[int]) -> None:
+    """`scaler.unscale_(opt)` then a path out of the step without `scaler.update()`: the
+    next `unscale_` raises; NUM503 names the unscale_."""
+    found = check_source(SKIPPED_STEP.format(skip=skip), "t.py", {"select": ["NUM503"]})
+    assert [d.row for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("bound", "expected"),
+    [
+        ("autocast = torch.cuda.amp.autocast if amp else nullcontext", [3]),
+        ("autocast = amp and torch.cuda.amp.autocast", [3]),
+        ("autocast = functools.partial(torch.cuda.amp.autocast, dtype=torch.float16)", [3]),
+        # the old class as the fallback of a test for the new API: deliberate
+        ("autocast = torch.amp.autocast if new else torch.cuda.amp.autocast", []),
+        # a type test constructs nothing
+        ("is_scaler = isinstance(s, torch.cuda.amp.GradScaler)", []),
+    ],
+)
+def test_a_deprecated_amp_class_bound_for_a_later_call(bound: str, expected: list[int]) -> None:
+    code = f"import torch, functools\nfrom contextlib import nullcontext\n{bound}\n"
+    found = check_source(code, "t.py", {"select": ["NUM505"]})
+    assert [d.row for d in found] == expected

@@ -828,3 +828,132 @@ def insert_line(
         f"{line}{newline}{event.indent}{text}" if before else f"{text}{newline}{event.indent}{line}"
     )
     return small, code
+
+
+# ---- paths that skip `scaler.update()` ----
+
+_DONE, _SKIP, _OPEN = "done", "skip", "open"
+
+
+def updates_skipped(seq: Sequence[Event]) -> Iterator[tuple[Event, str]]:
+    """`scaler.unscale_(opt)` or `scaler.step(opt)` after which some path leaves the
+    iteration (`continue`, `break`, the loop's or function's end, `return` outside a loop)
+    without the `scaler.update()` that another path of the same function runs: the next
+    unscale_ / step raises. Yields the first such event per scaler: (event, "skipped")."""
+    flagged: set[tuple[int, str]] = set()
+    for i, ev in enumerate(seq):
+        if ev.kind not in (UNSCALE, SCALER_STEP) or ev.receiver is None or ev.stmt is None:
+            continue
+        key = (id(ev.function), ev.receiver)
+        if key in flagged or not _direct(ev, ("unscale_", "step")):
+            continue
+        later = [
+            e
+            for e in seq[i + 1 :]
+            if e.kind == UPDATE
+            and e.receiver == ev.receiver
+            and e.function is ev.function
+            and _direct(e, ("update",))
+        ]
+        if later and _leaves_without(ev, f"{ev.receiver}.update(") != _DONE:
+            flagged.add(key)
+            yield ev, "skipped"
+
+
+def _direct(ev: Event, methods: tuple[str, ...]) -> bool:
+    """The event is the call `scaler.m(...)` itself, not a function that runs it."""
+    func = ev.call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in methods
+
+
+def _leaves_without(ev: Event, update: str) -> str:
+    """How the paths from the event's statement leave its iteration (the innermost loop
+    around it that calls `update`, else its function): all through `update` (done), some
+    by a jump past it (skip) or some off the end without it (open)."""
+    parents = _parents(ev.function)
+    node: cst.CSTNode = ev.stmt  # type: ignore[assignment]
+    in_loop = any(isinstance(p, (cst.For, cst.While)) for p in _chain(node, parents))
+    code = cst.Module([]).code_for_node
+    state = _OPEN
+    while state == _OPEN:
+        block = parents.get(id(node))
+        if block is None:
+            return state
+        if isinstance(block, (cst.IndentedBlock, cst.Module)):
+            rest = list(block.body)[list(block.body).index(node) + 1 :]
+            state = _run(rest, update, in_loop, code)
+            owner = parents.get(id(block)) if isinstance(block, cst.IndentedBlock) else None
+            if owner is None or isinstance(owner, cst.FunctionDef):
+                return state
+            if isinstance(owner, (cst.For, cst.While)) and update in code(owner):
+                return state  # the end of the iteration that updates
+            node = owner  # a loop over optimizers, say: what follows it runs next
+        else:
+            node = block
+    return state
+
+
+def _chain(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    while id(node) in parents:
+        node = parents[id(node)]
+        yield node
+
+
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """Each node's parent under `root`, down to simple statements (not into expressions)."""
+    out: dict[int, cst.CSTNode] = {}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            continue
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                continue
+            out[id(child)] = node
+            todo.append(child)
+    return out
+
+
+def _run(stmts: Sequence[cst.CSTNode], update: str, in_loop: bool, code: Any) -> str:
+    for stmt in stmts:
+        state = _statement(stmt, update, in_loop, code)
+        if state != _OPEN:
+            return state
+    return _OPEN
+
+
+def _statement(stmt: cst.CSTNode, update: str, in_loop: bool, code: Any) -> str:
+    """done / skip / open for one statement (see _leaves_without)."""
+    if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        for small in stmt.body:
+            if update in code(small):
+                return _DONE
+            if isinstance(small, (cst.Continue, cst.Break)):
+                return _SKIP
+            if isinstance(small, cst.Return):
+                return _DONE if in_loop else _SKIP  # in a loop: training ends there
+            if isinstance(small, cst.Raise):
+                return _DONE
+        return _OPEN
+    if isinstance(stmt, cst.If):
+        body = _run(_statements(stmt.body), update, in_loop, code)
+        orelse = stmt.orelse
+        if isinstance(orelse, cst.If):
+            other = _statement(orelse, update, in_loop, code)
+        elif isinstance(orelse, cst.Else):
+            other = _run(_statements(orelse.body), update, in_loop, code)
+        else:
+            other = _OPEN
+        if _SKIP in (body, other):
+            return _SKIP
+        return _DONE if body == other == _DONE else _OPEN
+    if isinstance(stmt, cst.With):
+        return _run(_statements(stmt.body), update, in_loop, code)
+    if isinstance(stmt, (cst.Try, cst.TryStar)):
+        if stmt.finalbody is not None and update in code(stmt.finalbody):
+            return _DONE
+        return _run(_statements(stmt.body), update, in_loop, code)
+    if isinstance(stmt, (cst.For, cst.While)):
+        return _DONE if update in code(stmt) else _OPEN
+    return _OPEN

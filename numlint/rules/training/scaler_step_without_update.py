@@ -17,11 +17,19 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
     the loop that runs the backward passes (once per epoch instead of once per step). A loop
     over several optimizers that steps each and updates once afterwards is correct.
 
+    It also flags `scaler.unscale_(optimizer)` (or the step) when a path after it leaves the
+    iteration without the `scaler.update()` that another path of the same function runs: a
+    `continue` or `return` that skips a non-finite step, or an `if` whose one branch steps
+    and updates while the other only zeroes the gradients.
+
     Why is this bad?
     `update()` resets the scaler's per-optimizer state and adapts the loss scale. Without
     it the second `scaler.step(optimizer)` raises "step() has already been called since the
     last update()" (only once the scaler is enabled, typically on the GPU run), and the loss
-    scale never backs off after an overflow, so every later step is skipped.
+    scale never backs off after an overflow, so every later step is skipped. After a skipped
+    update, the next `unscale_` raises "unscale_() has already been called on this optimizer
+    since the last update()": the overflow that made the code skip is the one event the
+    scaler needed to see.
 
     Fix safety:
     When no `update()` is called for the scaler at all, the fix inserts `scaler.update()`
@@ -48,6 +56,19 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
     NEEDS_TORCH = False  # the scaler or optimizer may come from elsewhere
 
     VALID = [
+        Valid(
+            """
+            import torch
+            for x, y in loader:
+                scaler.scale(model(x, y)).backward()
+                scaler.unscale_(optimizer)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if torch.isfinite(norm):
+                    scaler.step(optimizer)
+                scaler.update()
+            """,
+            "a skipped step, with update() on every path",
+        ),
         Valid(
             """
             import torch
@@ -131,6 +152,23 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            for x, y in loader:
+                scaler.scale(model(x, y)).backward()
+                scaler.unscale_(optimizer)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if not torch.isfinite(norm):
+                    optimizer.zero_grad()
+                    continue
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            line=4,
+            column=5,
+            note="skipping a non-finite step after unscale_ without update()",
+        ),
         Invalid(
             """
             import torch
@@ -223,9 +261,20 @@ class ScalerStepWithoutUpdate(_steps.StepRule):
     )
 
     def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
-        return _steps.steps_without_update(t, seq)
+        yield from _steps.steps_without_update(t, seq)
+        yield from _steps.updates_skipped(seq)
 
     def found(self, step: _steps.Event, why: str) -> None:
+        if why == "skipped":
+            call = "unscale_(optimizer)" if step.kind == _steps.UNSCALE else "step(optimizer)"
+            message = (
+                f"`scaler.{call}` on a path that skips `scaler.update()` (a `continue`, "
+                "`return` or branch after it): the next `unscale_` / `step` raises and the "
+                "loss scale never backs off after the overflow that made the skip; call "
+                "`scaler.update()` on that path too"
+            )
+            self.report(step.call, message)
+            return
         if why == "outside":
             message = (
                 "`scaler.update()` runs outside the loop that calls "
