@@ -126,8 +126,11 @@ class DeprecatedAmpApi(Rule):
     stay silent, as
     are calls in a function the file uses only under such a test (a polyfill installed as
     `torch.autocast` where it is missing).
-    References that are not called (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`)
-    are not flagged.
+    A reference that is not called is flagged where it is bound for a later call: the value
+    of an assignment (`ctx = torch.cuda.amp.autocast if gpu else nullcontext`), a parameter's
+    default, a return value or the callable of `functools.partial`; it has no fix. Other
+    references (`isinstance(s, torch.cuda.amp.GradScaler)`) construct nothing and warn
+    nowhere.
 
     References:
     - https://pytorch.org/docs/stable/amp.html
@@ -145,6 +148,15 @@ class DeprecatedAmpApi(Rule):
     TRIGGERS = ("autocast", "GradScaler", "custom_fwd", "custom_bwd")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            ctx = torch.amp.autocast if new_torch else torch.cuda.amp.autocast
+            if isinstance(scaler, torch.cuda.amp.GradScaler):
+                scaler.unscale_(optimizer)
+            """,
+            "a fallback beside the current API, and a type test that constructs nothing",
+        ),
         Valid(
             """
             import torch
@@ -262,6 +274,18 @@ class DeprecatedAmpApi(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            from contextlib import suppress
+            autocast = torch.cuda.amp.autocast if amp else suppress
+            with torch.no_grad(), autocast():
+                y = model(x)
+            """,
+            line=3,
+            column=12,
+            note="bound for a later call: no fix",
+        ),
         Invalid(
             """
             import torch
@@ -423,6 +447,48 @@ class DeprecatedAmpApi(Rule):
         new = self._replacement(api)
         fix = self._fix_call(node, api, new) if new is not None else None
         self.report(node, self._message(qual or "", api, new), fix)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._references(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._references(node.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None:
+            self._references(node.default)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._references(node.value)
+
+    def _references(self, value: cst.BaseExpression) -> None:
+        """The deprecated class bound as a value for a later call, also as an arm of a
+        conditional expression or an operand of `and` / `or` (`amp and autocast`)."""
+        if isinstance(value, cst.IfExp):
+            if not self._version_test(value.test):
+                for arm, other in ((value.body, value.orelse), (value.orelse, value.body)):
+                    if not _NEW_API.search(self.ctx.code(other)):
+                        self._references(arm)
+            return
+        if isinstance(value, cst.BooleanOperation):
+            self._references(value.left)
+            self._references(value.right)
+            return
+        if isinstance(value, cst.Call) and self.ctx.qualname(value.func) == "functools.partial":
+            if value.args and value.args[0].keyword is None and not value.args[0].star:
+                self._references(value.args[0].value)
+            return
+        if not isinstance(value, (cst.Name, cst.Attribute)):
+            return
+        qual = self.ctx.qualname(value)
+        api = _DEPRECATED.get(qual or "")
+        if api is None or api.kind == "decorator" or self._version_gated():
+            return
+        if self._imported_both_ways(value):
+            return
+        self.report(value, self._message(qual or "", api, self._replacement(api)))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator
