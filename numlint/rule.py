@@ -64,6 +64,22 @@ class Invalid:
         return None if self.fixed is None else dedent(self.fixed)
 
 
+class AnyOf:
+    """Patterns tried one by one (`search` finds the first that matches): each can start
+    with a literal, which the regex engine looks for quickly; an alternation cannot, and
+    tries every position of a large file."""
+
+    def __init__(self, *patterns: str) -> None:
+        self.patterns = tuple(re.compile(p) for p in patterns)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        for p in self.patterns:
+            found = p.search(text)
+            if found is not None:
+                return found
+        return None
+
+
 @dataclass(frozen=True)
 class Probe:
     """How to show the hazard at run time (see numlint/probe).
@@ -151,7 +167,7 @@ class Rule:
     NEEDS_TORCH: ClassVar[bool] = True
     #: Run only on files this pattern finds something in (a value the rule needs that no
     #: single word shows: an eps literal below a threshold), besides TRIGGERS and ALSO_REQUIRES.
-    FILE_REQUIRES: ClassVar[re.Pattern[str] | None] = None
+    FILE_REQUIRES: ClassVar[re.Pattern[str] | AnyOf | None] = None
     DEFAULT_ENABLED: ClassVar[bool] = True
     #: The confidence of a finding unless report() says otherwise (numlint.diagnostic):
     #: "high" for rules whose match is the hazard itself (an API misuse, a loss on the

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from numlint.analysis.context import Value
@@ -11,7 +9,7 @@ from numlint.analysis.dtypes import HALF_WORDS, HALF_ZERO, constant, is_half, tr
 from numlint.analysis.precision_mode import AUTOCAST, HALF, autocast_float32, project_grade
 from numlint.analysis.semantics import positional
 from numlint.diagnostic import Confidence
-from numlint.rule import Invalid, Probe, Rule, Valid
+from numlint.rule import AnyOf, Invalid, Probe, Rule, Valid
 from numlint.tree import descendants
 
 _GUARDED_FUNCTIONS = frozenset(
@@ -109,7 +107,13 @@ class HalfPrecisionEps(Rule):
     #: an eps the rule can see (it reads the file's own constants and defaults): a literal
     #: below 1e-7 (`1e-8`, `5e-10`, `1E-12`), `finfo(...).tiny`, or a function whose default
     #: eps is too small
-    FILE_REQUIRES = re.compile(r"\d[eE]-0*(?:[89]|[1-9]\d+)\b|tiny|normalize|cosine_similarity")
+    FILE_REQUIRES = AnyOf(
+        r"e-(?<=\de-)0*(?:[89]|[1-9]\d+)\b",
+        r"E-(?<=\dE-)0*(?:[89]|[1-9]\d+)\b",
+        "tiny",
+        "normalize",
+        "cosine_similarity",
+    )
 
     VALID = [
         Valid(
