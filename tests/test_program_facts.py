@@ -3881,3 +3881,26 @@ def test_a_deprecated_amp_class_bound_for_a_later_call(bound: str, expected: lis
     code = f"import torch, functools\nfrom contextlib import nullcontext\n{bound}\n"
     found = check_source(code, "t.py", {"select": ["NUM505"]})
     assert [d.row for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("angle", "expected"),
+    [
+        # measured by acos in a helper of the file: 0 for an identity rotation
+        ("rotation_angle(R)", ["medium"]),
+        # an angle of unknown origin: 0 only for an exact 0 input
+        ("R.sum((-2, -1))", ["low"]),
+        # kept away from 0
+        ("rotation_angle(R).clamp_min(1e-4)", []),
+    ],
+)
+def test_an_angle_over_its_sine(angle: str, expected: list[str]) -> None:
+    """`phi / sin(phi)` is 0/0 at phi = 0; an angle measured by `acos` reaches 0 exactly."""
+    code = (
+        "def rotation_angle(R):\n"
+        "    return torch.acos(((R.diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2).clamp(-1, 1))\n"
+        "def so3_log(R):\n"
+        f"    phi = {angle}\n"
+        "    return phi / (2.0 * phi.sin())\n"
+    )
+    assert _grades(code, "NUM202") == expected

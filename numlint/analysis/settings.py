@@ -48,7 +48,20 @@ def settings_only(ctx: object, expr: object) -> bool:
     func = function_key(ctx)
     mod = project.main
     f = mod.functions.get(func) if func else None
-    return _Reader(project).value(mod, tree, f, frozenset(), 0)
+    reader = _Reader(project)
+    for name in _nested_names(ctx):  # inside `def sinc(x):` of `notch`: read there
+        found = reader._function(mod, name, f, frozenset()) if f is not None else None
+        f = found[1] if found is not None and found[0] is mod else None
+    return reader.value(mod, tree, f, frozenset(), 0)
+
+
+def _nested_names(ctx: object) -> list[str]:
+    """The names of the functions defined inside the top-level function or method being
+    visited that hold the current node, outermost first."""
+    import libcst as cst
+
+    names = [n.name.value for n in ctx.stack if isinstance(n, cst.FunctionDef)]  # type: ignore[attr-defined]
+    return names[1:]
 
 
 class _Reader:
@@ -158,8 +171,22 @@ class _Reader:
 
     def _passed_settings(self, mod: Module, f: Function, name: str) -> bool:
         """Every known caller of `f` passes a number literal as `name` (`notch_filter(0.25)`;
-        not a tensor a test builds: users may pass data)."""
-        if id(f) in self.outer or f.cls is not None:
+        not a tensor a test builds: users may pass data); for a function nested in another,
+        every call of it there passes a setting (`sinc(3 * freq * grid)`)."""
+        if id(f) in self.outer:  # a nested function: its calls in the one around it
+            around, names = self.outer[id(f)]
+            index = f.params.index(name)
+            args = [
+                argument(node, index, name)
+                for node in ast.walk(around.node)
+                if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == f.node.name
+            ]
+            return bool(args) and all(
+                a is not None and self.value(mod, a, around, names, 1) for a in args
+            )
+        if f.cls is not None:
             return False
         index = f.params.index(name)
         calls = self.project.known_calls(mod, f)

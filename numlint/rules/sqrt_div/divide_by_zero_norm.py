@@ -50,7 +50,12 @@ from numlint.analysis.ops import const, is_zero, op, same_code
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
-from numlint.analysis.zeros import denominator_reason, fraction_of_whole, overlap_masks
+from numlint.analysis.zeros import (
+    denominator_reason,
+    fraction_of_whole,
+    overlap_masks,
+    positive_value,
+)
 from numlint.diagnostic import Confidence
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.tree import call_name, descendants
@@ -91,6 +96,11 @@ class DivideByZeroNorm(Rule):
     of the project that takes its mean (`reduce(loss[mask == 1], "mean")`): the mean of no
     entries is 0/0 too. A test of the mask or of the selection's size before it
     (`if mask.any():`, `n = len(x)` ... `if n >= 1:`) guards it.
+
+    An angle over its sine or tangent, or a sine over its angle (`phi / (2 * phi.sin())`,
+    `torch.sin(x) / x`), is 0/0 at angle 0: medium where the angle is measured (`acos` of a
+    cosine, `atan2`, a norm, also in a helper of the file), which is exactly 0 for an
+    identity rotation; low for any other angle.
 
     Why is this bad?
     A zero row, an empty mask or a constant feature makes the denominator exactly 0; the
@@ -312,11 +322,23 @@ class DivideByZeroNorm(Rule):
         "log1p(",
         "/ (",
         "/(",
+        "sin(",
+        "tan(",
     )
     ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
                      "masked_select")  # fmt: skip
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def so3_log(R, eps=1e-4):
+                cos = (R.diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2
+                phi = torch.acos(cos.clamp(-1 + 1e-6, 1 - 1e-6)).clamp_min(eps)
+                return (phi / (2 * phi.sin()))[:, None, None] * (R - R.transpose(1, 2))
+            """,
+            "an angle clamped above 0",
+        ),
         Valid(
             """
             import torch
@@ -541,6 +563,19 @@ class DivideByZeroNorm(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def so3_log(R):
+                cos = (R.diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2
+                phi = torch.acos(cos.clamp(-1 + 1e-6, 1 - 1e-6))
+                return (phi / (2 * phi.sin()))[:, None, None] * (R - R.transpose(1, 2))
+            """,
+            line=5,
+            column=13,
+            confidence="medium",
+            note="the angle of an identity rotation is 0: 0/0",
+        ),
         Invalid(
             """
             import torch
@@ -967,6 +1002,10 @@ class DivideByZeroNorm(Rule):
             self.report(node, message, None, confidence="medium")
             return
         reason = denominator_reason(ctx, ctx.value(den))
+        angle = _angle_and_sine(ctx, num, den) if reason is None else None
+        if angle is not None:  # `a / sin(a)`; `sin(n) / n` of a norm n has its reason
+            self._angle_over_sine(node, num, den, angle)
+            return
         if reason is None and warned_near_zero(ctx, den):
             reason = _WARNED
         if reason is None and tested_in_total(ctx, den):
@@ -1070,6 +1109,34 @@ class DivideByZeroNorm(Rule):
         elif confidence == "low" and own_norm_of_features(ctx, num, den):
             confidence = "medium"  # a layer's features: a zero vector at a position is 0/0
         self.report(node, message, fix, confidence=confidence)
+
+    def _angle_over_sine(
+        self,
+        node: cst.CSTNode,
+        num: cst.BaseExpression,
+        den: cst.BaseExpression,
+        angle: cst.BaseExpression,
+    ) -> None:
+        """`a / sin(a)`, `sin(a) / a` (or tan): 0/0 at a = 0, the identity rotation's angle or
+        a grid's centre, in the value and the gradient, unless a is kept away from 0."""
+        ctx = self.ctx
+        if positive_value(ctx, ctx.value(angle)) or guarded_by_condition(ctx, den):
+            return
+        if replaced_by_where(ctx, den) or _host_values(ctx, num, den):
+            return
+        if constant_table(ctx, ctx.value(angle)) or settings_only(ctx, angle):
+            return  # a filter built from settings: the same on every call, a 0 shows at once
+        message = (
+            "an angle over its sine (or a sine over its angle) is 0/0 = NaN where the angle "
+            "is 0 (an identity rotation, the centre of a grid): in the value, and in the "
+            "gradient even under `torch.where`; use `torch.sinc` (`sin(a) / a` is "
+            "`torch.sinc(a / math.pi)`), or a Taylor expansion near 0 with the angle "
+            "sanitised (`a = torch.where(small, 1, a)`) before the division"
+        )
+        # an angle measured by acos / atan2 or a norm is exactly 0 for the identity rotation
+        # or a zero vector; any other angle (a grid, a phase) needs an exact 0 input
+        grade: Confidence = "medium" if _measured_angle(ctx, angle) else "low"
+        self.report(node, message, confidence=grade)
 
     def _fix(
         self, node: cst.CSTNode, num: cst.BaseExpression, den: cst.BaseExpression
@@ -1215,3 +1282,88 @@ def _may_select(ctx: Context, expr: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Subscript):
         return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
     return isinstance(node, cst.Call) and call_name(node) == "masked_select"
+
+
+def _bare(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` without constant factors and signs: `2.0 * x.sin()` is `x.sin()`."""
+    for _ in range(8):
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            expr = expr.expression
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.Multiply, cst.Divide)
+        ):
+            if const(ctx, expr.right) is not None:
+                expr = expr.left
+            elif isinstance(expr.operator, cst.Multiply) and const(ctx, expr.left) is not None:
+                expr = expr.right
+            else:
+                return expr
+        else:
+            return expr
+    return expr
+
+
+def _sine_input(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The angle of a tensor's sine or tangent (`torch.sin(a)`, `a.sin()`, also through a
+    name bound to one), constant factors aside."""
+    expr = _bare(ctx, expr)
+    if isinstance(expr, cst.Name):
+        expr = _bare(ctx, ctx.deref(ctx.value(expr)).node)
+    o = op(ctx, expr) if isinstance(expr, cst.Call) else None
+    return o.input if o is not None and o.name in ("sin", "tan") else None
+
+
+def _angle_and_sine(
+    ctx, num: cst.BaseExpression, den: cst.BaseExpression
+) -> cst.BaseExpression | None:
+    """The angle a of `a / sin(a)` or `sin(a) / a` (and tan), constant factors aside."""
+    for angle, sine in ((num, den), (den, num)):
+        inner = _sine_input(ctx, sine)
+        if inner is not None and same_code(ctx, _bare(ctx, angle), inner):
+            return inner
+    return None
+
+
+_MEASURES = frozenset({"acos", "norm"})
+
+
+def _measured_angle(ctx, angle: cst.BaseExpression) -> bool:
+    """The angle is measured from data (`acos` of a cosine, `atan2`, a norm of a rotation
+    vector), through the names it is computed from in this function."""
+    todo, seen = [ctx.value(angle)], 0
+    while todo and seen < 12:
+        value = ctx.deref(todo.pop())
+        seen += 1
+        for node in descendants(value.node):
+            if isinstance(node, cst.Call):
+                o = op(ctx, node, value.env)
+                if o is not None and o.name in _MEASURES:
+                    return True
+                if ctx.qualname(node.func, value.env) in ("torch.atan2", "torch.arctan2"):
+                    return True
+                if isinstance(node.func, cst.Name):
+                    helper = _module_function(ctx, node.func.value)
+                    if helper is not None and _measures(ctx, helper):
+                        return True  # `phi = so3_rotation_angle(R)`, a helper of this file
+            elif isinstance(node, cst.Name) and node is not value.node:
+                todo.append(Value(node, value.env))
+    return False
+
+
+def _module_function(ctx, name: str) -> cst.FunctionDef | None:
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return stmt
+    return None
+
+
+def _measures(ctx, func: cst.FunctionDef) -> bool:
+    """A function of the file that takes an `acos` or `atan2` (an angle it measures)."""
+    for node in descendants(func.body):
+        if isinstance(node, cst.Call):
+            o = op(ctx, node)
+            if o is not None and o.name == "acos":
+                return True
+            if ctx.qualname(node.func) in ("torch.atan2", "torch.arctan2"):
+                return True
+    return False
