@@ -225,13 +225,16 @@ def inf_repaired_later(ctx: Context) -> bool:
     NaNs (`r = a / b; r[torch.isinf(r)] = 0`): the code expects a 0 denominator, and a 0
     numerator there gives a NaN that stays."""
     if ctx.source is not None:
+        spelled = ctx.shared.get("spells_isinf")
+        if spelled is None:
+            spelled = ctx.shared["spells_isinf"] = "isinf" in ctx.source
+        if not spelled:
+            return False  # the file never tests for infinities: asked once per file
         here = assigned_here(ctx, attributes=True)
         if here is None:
             return False
         n = re.escape(here[0])
-        if "isinf" not in ctx.source or not re.search(
-            rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source
-        ):
+        if not re.search(rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source):
             return False  # the file never tests this name for infinities
     return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
 

@@ -277,11 +277,9 @@ class WhereBranchNan(Rule):
         log1p: bool = False,
     ) -> None:
         ctx = self.ctx
-        if _guarded(ctx, operand):
-            return
         sel = selection(ctx, operand)
-        if sel is None:
-            return
+        if sel is None or _guarded(ctx, operand):
+            return  # the cheap question first: most operands are in no selection
         operands = [e for e in (operand, other) if e is not None]
         if not any(gradient_flows(ctx, e) for e in operands):
             return  # the NaN is in the gradient only: nothing to report where none flows

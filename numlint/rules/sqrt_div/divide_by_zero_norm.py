@@ -994,6 +994,8 @@ class DivideByZeroNorm(Rule):
         fixable: bool = True,
     ) -> None:
         ctx = self.ctx
+        if const(ctx, den) is not None:
+            return  # `x / 2`, `x / math.sqrt(d)`: no norm, sum or count
         if minibatch_std(ctx, den):
             message = (
                 "division by the unbiased standard deviation of a minibatch, NaN for a batch of "
