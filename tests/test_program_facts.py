@@ -3904,3 +3904,21 @@ def test_an_angle_over_its_sine(angle: str, expected: list[str]) -> None:
         "    return phi / (2.0 * phi.sin())\n"
     )
     assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "dtype", "expected"),
+    [
+        ("1.0 - 1e-6", "half", ["high"]),  # rounds to 1 in float16
+        ("1 - 1e-4", "half", ["high"]),  # below half of float16's spacing under 1 (2.44e-4)
+        ("1 - 1e-3", "half", []),  # 0.999 is a float16 number below 1
+        ("1.0 - 1e-6", "float", []),  # float32 keeps it below 1
+    ],
+)
+def test_a_ceiling_that_rounds_to_1_in_float16(ceiling: str, dtype: str, expected: list) -> None:
+    code = (
+        "def survival(logits):\n"
+        f"    p = torch.sigmoid(logits.{dtype}())\n"
+        f"    return torch.log1p(-p.clamp(max={ceiling}))\n"
+    )
+    assert _grades(code, "NUM401") == expected

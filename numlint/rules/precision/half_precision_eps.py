@@ -31,6 +31,13 @@ _EPS_MESSAGE = (
     "be 0 (inf/NaN); use a dtype-aware eps such as `torch.finfo(x.dtype).tiny` (6.1e-5) "
     "or compute in float32"
 )
+#: Below half of float16's spacing under 1 (2**-11), `1 - eps` rounds to 1.
+HALF_ONE_GAP = 2.0**-12
+_CEILING_MESSAGE = (
+    "`1 - {eps:g}` rounds to 1 in float16 (its spacing below 1 is 4.9e-4), so this clamp "
+    "keeps probabilities of 1 and `log(1 - p)` / `log1p(-p)` is still -inf; clamp to "
+    "`1 - torch.finfo(p.dtype).eps` or compute in float32"
+)
 _DEFAULT_MESSAGE = (
     "`{name}` in float16 uses eps={eps:g} by default, which rounds to 0: a zero vector gives "
     "NaN; pass `eps=torch.finfo(torch.float16).tiny` or compute it in float32"
@@ -47,6 +54,8 @@ class HalfPrecisionEps(Rule):
     `d.add(eps).log()`, `torch.sqrt(v + eps)` / `rsqrt` / `reciprocal` (function and method
     forms), `p.clamp(min=eps)`, `p.clamp_min(eps)`, `torch.clamp(p, eps, 1 - eps)`, and
     `F.normalize` / `F.cosine_similarity` whose default eps (1e-12 / 1e-8) is too small.
+    It also flags an upper clamp `1 - eps` with eps below 2.44e-4 (`p.clamp(max=1 - 1e-6)`),
+    which rounds to 1 in float16, so `log(1 - p)` meets 0 again.
     Values count as float16 when their data flow in the function says so (`x.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when it says nothing, when the enclosing
     class (for methods), function or module converts to float16 explicitly (`.half()`,
@@ -113,9 +122,19 @@ class HalfPrecisionEps(Rule):
         "tiny",
         "normalize",
         "cosine_similarity",
+        r"1(?:\.0*)? ?- ?\d(?:\.\d*)?[eE]-0*(?:[4-9]|[1-9]\d+)\b",  # `max=1 - 1e-6`
     )
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def survival(logits):
+                p = torch.sigmoid(logits.half())
+                return torch.log1p(-p.clamp(max=1 - 1e-3))
+            """,
+            "1 - 1e-3 is below 1 in float16",
+        ),
         Valid(
             """
             import torch
@@ -181,6 +200,17 @@ class HalfPrecisionEps(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            def survival(logits):
+                p = torch.sigmoid(logits.half())
+                return torch.log1p(-p.clamp(max=1.0 - 1e-6))
+            """,
+            line=4,
+            column=25,
+            note="1 - 1e-6 is 1 in float16: a saturated sigmoid still gives log1p(-1) = -inf",
+        ),
         Invalid(
             """
             import torch
@@ -277,10 +307,14 @@ class HalfPrecisionEps(Rule):
         elif qual is None and callee.method in _CLAMP_METHODS and callee.receiver is not None:
             low = positional(node, 0, "min")
             self._check_bound(node, low, callee.receiver)
+            if not callee.method.startswith("clamp_min"):  # type: ignore[union-attr]
+                self._check_ceiling(node, positional(node, 1, "max"), callee.receiver)
         elif qual in _CLAMP_FUNCTIONS:
             operand = positional(node, 0, "input")
             if operand is not None:
                 self._check_bound(node, positional(node, 1, "min"), operand)
+                if qual != "torch.clamp_min":
+                    self._check_ceiling(node, positional(node, 2, "max"), operand)
         elif qual in _EPS_DEFAULTS:
             self._check_default(node, qual)
 
@@ -317,6 +351,22 @@ class HalfPrecisionEps(Rule):
         if eps is not None and 0 < eps <= HALF_ZERO:
             found = self._half(self.ctx.value(operand), tensor=True)
             self._report(node, _EPS_MESSAGE.format(eps=eps), found)
+
+    def _check_ceiling(
+        self, node: cst.Call, high: cst.BaseExpression | None, operand: cst.BaseExpression
+    ) -> None:
+        """`p.clamp(max=1 - 1e-6)`: float16's spacing just below 1 is 4.9e-4, so `1 - eps`
+        with eps below half of it (2.44e-4) rounds to 1 and `log(1 - p)` is still -inf."""
+        if not (
+            isinstance(high, cst.BinaryOperation)
+            and isinstance(high.operator, cst.Subtract)
+            and constant(self.ctx, high.left) == 1
+        ):
+            return
+        eps = constant(self.ctx, high.right)
+        if eps is not None and 0 < eps < HALF_ONE_GAP:
+            found = self._half(self.ctx.value(operand), tensor=True)
+            self._report(node, _CEILING_MESSAGE.format(eps=eps), found)
 
     def _check_default(self, node: cst.Call, qual: str) -> None:
         index, default = _EPS_DEFAULTS[qual]
