@@ -2558,6 +2558,9 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     func = ctx.function
     if func is None:
         return False
+    warnings = _warnings(ctx, func)
+    if not warnings:
+        return False  # most functions warn about nothing: no need to read the denominator
     found = ctx.deref(den).node
     if isinstance(found, cst.BinaryOperation) and isinstance(found.operator, cst.Add):
         return False  # `s + eps`: guarded
@@ -2566,7 +2569,7 @@ def warned_near_zero(ctx: Context, den: cst.BaseExpression) -> bool:
     used = names(den)
     if isinstance(den, cst.Name):
         used |= names(found)
-    return any(tested_small(ctx, node.test) & used for node in _warnings(ctx, func))
+    return any(tested_small(ctx, node.test) & used for node in warnings)
 
 
 def _warnings(ctx: Context, func: cst.FunctionDef) -> list[cst.If]:
