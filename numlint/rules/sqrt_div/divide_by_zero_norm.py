@@ -1326,46 +1326,43 @@ def _angle_and_sine(
     return None
 
 
-_MEASURES = frozenset({"acos", "norm"})
+_ATAN2 = frozenset({"torch.atan2", "torch.arctan2"})
 
 
 def _measured_angle(ctx, angle: cst.BaseExpression) -> bool:
     """The angle is measured from data (`acos` of a cosine, `atan2`, a norm of a rotation
-    vector), through the names it is computed from in this function."""
+    vector), through the names it is computed from in this function and the functions of
+    this file it calls (`phi = so3_rotation_angle(R)`)."""
     todo, seen = [ctx.value(angle)], 0
     while todo and seen < 12:
         value = ctx.deref(todo.pop())
         seen += 1
         for node in descendants(value.node):
             if isinstance(node, cst.Call):
-                o = op(ctx, node, value.env)
-                if o is not None and o.name in _MEASURES:
+                if _measuring(ctx, node, value.env, ("acos", "norm")):
                     return True
-                if ctx.qualname(node.func, value.env) in ("torch.atan2", "torch.arctan2"):
+                helper = _module_function(ctx, node.func)
+                if helper is not None and any(
+                    _measuring(ctx, c, None, ("acos",))
+                    for c in descendants(helper.body)
+                    if isinstance(c, cst.Call)
+                ):
                     return True
-                if isinstance(node.func, cst.Name):
-                    helper = _module_function(ctx, node.func.value)
-                    if helper is not None and _measures(ctx, helper):
-                        return True  # `phi = so3_rotation_angle(R)`, a helper of this file
             elif isinstance(node, cst.Name) and node is not value.node:
                 todo.append(Value(node, value.env))
     return False
 
 
-def _module_function(ctx, name: str) -> cst.FunctionDef | None:
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-            return stmt
+def _measuring(ctx, call: cst.Call, env, names: tuple[str, ...]) -> bool:
+    """`call` is one of the ops `names` (function or method spelling) or an `atan2`."""
+    o = op(ctx, call, env)
+    return (o is not None and o.name in names) or ctx.qualname(call.func, env) in _ATAN2
+
+
+def _module_function(ctx, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The top-level function of this file that a bare name calls."""
+    if isinstance(func, cst.Name):
+        for stmt in ctx.module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.value:
+                return stmt
     return None
-
-
-def _measures(ctx, func: cst.FunctionDef) -> bool:
-    """A function of the file that takes an `acos` or `atan2` (an angle it measures)."""
-    for node in descendants(func.body):
-        if isinstance(node, cst.Call):
-            o = op(ctx, node)
-            if o is not None and o.name == "acos":
-                return True
-            if ctx.qualname(node.func) in ("torch.atan2", "torch.arctan2"):
-                return True
-    return False
