@@ -239,7 +239,7 @@ def _scaler_loop(device: str, update: bool, steps: int = 3) -> str:
         for _ in range(steps):
             opt.zero_grad()
             scaler.scale(_loss(w)).backward()
-            scaler.step(opt)
+            scaler.step(opt)  # noqa: NUM503 (without `update` this loop shows the hazard)
             if update:
                 scaler.update()
     except RuntimeError as exc:
