@@ -172,10 +172,8 @@ def _call_dtype(ctx: Context, node: cst.Call, env: Env, depth: int) -> str | Non
     if callee.method is not None and callee.receiver is not None:
         if callee.method in _INT_METHODS:
             return "int"
-        if callee.method == "type_as" and node.args:
-            return traced_dtype(ctx, Value(node.args[0].value, env), depth - 1)
         other = dtype_of_other(node)
-        if other is not None:  # `m.to(s.dtype)`: the dtype of `s`
+        if other is not None:  # `m.to(s.dtype)`, `m.type_as(s)`: the dtype of `s`
             return traced_dtype(ctx, Value(other, env), depth - 1)
         return traced_dtype(ctx, Value(callee.receiver, env), depth - 1)
     return None

@@ -22,7 +22,7 @@ from numlint.analysis.context import Context
 from numlint.analysis.semantics import dotted_name, keyword, positional
 from numlint.analysis.summaries import NOT_OPTIMIZERS, effects
 from numlint.rule import Rule
-from numlint.tree import descendants, walk
+from numlint.tree import children, descendants, walk
 
 CLIP_FUNCTIONS = frozenset(
     f"torch.nn.utils.{mod}{name}"
@@ -847,15 +847,14 @@ def updates_skipped(seq: Sequence[Event]) -> Iterator[tuple[Event, str]]:
         key = (id(ev.function), ev.receiver)
         if key in flagged or not _direct(ev, ("unscale_", "step")):
             continue
-        later = [
-            e
-            for e in seq[i + 1 :]
-            if e.kind == UPDATE
+        updated_later = any(
+            e.kind == UPDATE
             and e.receiver == ev.receiver
             and e.function is ev.function
             and _direct(e, ("update",))
-        ]
-        if later and _leaves_without(ev, f"{ev.receiver}.update(") != _DONE:
+            for e in seq[i + 1 :]
+        )
+        if updated_later and _leaves_without(ev, f"{ev.receiver}.update(") != _DONE:
             flagged.add(key)
             yield ev, "skipped"
 
@@ -907,7 +906,7 @@ def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
         node = todo.pop()
         if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             continue
-        for child in node.children:
+        for child in children(node):
             if isinstance(child, cst.BaseExpression):
                 continue
             out[id(child)] = node

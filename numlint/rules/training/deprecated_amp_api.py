@@ -467,10 +467,9 @@ class DeprecatedAmpApi(Rule):
         """The deprecated class bound as a value for a later call, also as an arm of a
         conditional expression or an operand of `and` / `or` (`amp and autocast`)."""
         if isinstance(value, cst.IfExp):
-            if not self._version_test(value.test):
-                for arm, other in ((value.body, value.orelse), (value.orelse, value.body)):
-                    if not _NEW_API.search(self.ctx.code(other)):
-                        self._references(arm)
+            for arm in (value.body, value.orelse):
+                if not self._fallback_arm(value, arm):
+                    self._references(arm)
             return
         if isinstance(value, cst.BooleanOperation):
             self._references(value.left)
@@ -532,18 +531,23 @@ class DeprecatedAmpApi(Rule):
         for node in self.ctx.ancestors():
             if isinstance(node, cst.ExceptHandler):
                 return True
-            if isinstance(node, (cst.If, cst.IfExp)):
-                if self._version_test(node.test):
-                    return True
-                other = node.orelse if inner is node.body else node.body
-                if other is not None and _NEW_API.search(self.ctx.code(other)):
-                    return True
+            if isinstance(node, (cst.If, cst.IfExp)) and self._fallback_arm(node, inner):
+                return True
             if isinstance(node, (cst.IndentedBlock, cst.Module)) and inner in node.body:
                 earlier = node.body[: node.body.index(inner)]
                 if any(self._fallback_before(stmt) for stmt in earlier):
                     return True
             inner = node
         return self._installed_as_polyfill()
+
+    def _fallback_arm(self, node: cst.If | cst.IfExp, arm: cst.CSTNode | None) -> bool:
+        """`arm` of an `if` / conditional expression that tests the torch version or API,
+        or whose other arm uses `torch.amp`: the old spelling there is a deliberate
+        fallback."""
+        if self._version_test(node.test):
+            return True
+        other = node.orelse if arm is node.body else node.body
+        return other is not None and bool(_NEW_API.search(self.ctx.code(other)))
 
     def _installed_as_polyfill(self) -> bool:
         """A function used only under a version test: `if not hasattr(torch, "autocast"):
