@@ -3922,3 +3922,63 @@ def test_a_ceiling_that_rounds_to_1_in_float16(ceiling: str, dtype: str, expecte
         f"    return torch.log1p(-p.clamp(max={ceiling}))\n"
     )
     assert _grades(code, "NUM401") == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        # the batch's mean distribution: probabilities, not log-probabilities
+        ("torch.mean(F.softmax(s, dim=1), dim=0)", ["high"]),
+        ("F.softmax(s, dim=1).mean(0)", ["high"]),
+        # log-probabilities, averaged: what kl_div expects
+        ("torch.mean(F.log_softmax(s, dim=1), dim=0)", []),
+        # an average of scores, not of probabilities
+        ("s.mean(0)", []),
+    ],
+)
+def test_kl_div_of_an_averaged_distribution(given: str, expected: list[str]) -> None:
+    code = f"def regulariser(s, prior):\n    m = {given}\n    return F.kl_div(m, prior)\n"
+    assert _grades(code, "NUM304") == expected
+
+
+TEMPLATE_BASE = """import torch
+import torch.nn.functional as F
+
+
+def assignments(q, p):
+    return F.{activation}(q @ p.T, dim=1)
+
+
+class Base(torch.nn.Module):
+    def forward(self, q, p):
+        mean_probs = torch.mean(assignments(q, p), dim=0)
+        return self.regulariser(mean_probs)
+
+    def regulariser(self, mean_probs):
+        return mean_probs.sum()
+"""
+
+
+@pytest.mark.parametrize(("activation", "reported"), [("softmax", True), ("log_softmax", False)])
+def test_override_called_by_its_base_class_in_another_file(
+    tmp_path: Path, activation: str, reported: bool
+) -> None:
+    """A base class's `forward` calls `self.regulariser(...)`, which a subclass in another file
+    overrides: the override's parameter holds what the base class passes."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")  # a library: its API
+    pkg = _package(
+        tmp_path,
+        base=TEMPLATE_BASE.format(activation=activation),
+        power=(
+            "import torch\nimport torch.nn.functional as F\n"
+            "from pkg.base import Base\n\n\n"
+            "class Power(Base):\n"
+            "    def regulariser(self, mean_probs):\n"
+            "        prior = torch.ones_like(mean_probs) / mean_probs.numel()\n"
+            "        return F.kl_div(mean_probs, prior, reduction='sum')\n"
+        ),
+    )
+    found = check_paths([pkg / "power.py"], {"select": ["NUM304"], "min-confidence": "low"})
+    assert [(d.row, "base.py" in str(d.related)) for d in found] == (
+        [(9, True)] if reported else []
+    )

@@ -22,6 +22,7 @@ entries or rows with a nonzero test kept: `x[:, x.sum(0) != 0]`, whose sums are 
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 import re
 import unicodedata
@@ -911,6 +912,9 @@ class Project:
             inner = sub(mod, summed, func, depth + 1) if summed is not None else None
             if inner is not None and inner.kind == "positive":
                 return _at(here, "positive", f"the sum of positive values in {_where(mod, func)}")
+            if inner is not None and inner.kind in ("softmax", "sigmoid") and _mean(qual, fn):
+                # an average of distributions (`p.mean(0)` over a batch) is in [0, 1] too
+                return _at(here, f"mean:{inner.kind}", f"an average of {inner.what}")
             return None
         if isinstance(fn, ast.Attribute) and qual is None:
             if fn.attr in TRANSPARENT_METHODS:
@@ -1625,16 +1629,26 @@ class Project:
             return None
         name = f.node.name
         index = f.params.index(param) - _bound_offset(f)
-        for cmod in self._neighbours(name, f, mod):
-            for caller, call in cmod.calls_of(name):
-                if not self._calls_this(cmod, call, f, mod, caller):
-                    continue
-                arg = argument(call, index, param)
-                if arg is None:
-                    continue
-                found = self._kind(cmod, arg, caller, depth + 1)
-                if found is not None and found.kind:
-                    return _crossed(found)
+        calls = (
+            (cmod, caller, call)
+            for cmod in self._neighbours(name, f, mod)
+            for caller, call in cmod.calls_of(name)
+            if self._calls_this(cmod, call, f, mod, caller)
+        )
+        # an override's callers include a base class's `self.name(...)` in another file
+        # (asked after the others: it reads the class's bases)
+        templates = (
+            found
+            for cls in ([f.cls] if f.cls is not None else [])
+            for found in self._template_calls(mod, cls, name)
+        )
+        for cmod, caller, call in itertools.chain(calls, templates):
+            arg = argument(call, index, param)
+            if arg is None:
+                continue
+            found = self._kind(cmod, arg, caller, depth + 1)
+            if found is not None and found.kind:
+                return _crossed(found)
         return None
 
     def known_calls(

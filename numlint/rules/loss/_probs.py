@@ -14,16 +14,20 @@ indexing and clamps, it is:
   is `nn.Softmax` / `nn.Sigmoid`; across files through numlint.analysis.summaries, also
   `obj.head(x)` where a method of the file sets `obj.head = Head(...)` on an object it is
   given (a callback's probe on the LightningModule, `Head` imported inside that method).
+An average of such values (`p.mean(0)`, `torch.mean(p, dim=0)`: the batch's mean
+distribution) is one too, of kind "mean:softmax" / "mean:sigmoid", where a rule asks for it
+(AVERAGED_KINDS).
 A value edited in place by anything but a clamp or an indexed assignment is not followed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from numlint.analysis.context import Context, Env, Scope, Value
+from numlint.analysis.ops import op
 from numlint.analysis.semantics import (
     Activation,
     activation,
@@ -38,6 +42,8 @@ from numlint.analysis.tables import SIGMOID_MODULES, SOFTMAX_MODULES
 from numlint.tree import descendants, walk
 
 KINDS = ("softmax", "sigmoid")
+#: Also an average of probabilities over a dimension (see averaged_probability).
+AVERAGED_KINDS = (*KINDS, "mean:softmax", "mean:sigmoid")
 _CLAMP_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "clip"})
 _CLAMP_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max"})
 #: In-place edits after which a probability is still a probability.
@@ -161,6 +167,19 @@ def log_softmax_code(ctx: Context, act: Activation) -> str | None:
 
 
 # ---- following values ----
+
+
+def averaged_probability(ctx: Context, value: Value) -> Probability | None:
+    """`p.mean(0)`, `torch.mean(p, dim=0)` of a probability `p` of this function, or one that
+    another function or file averages (kind "mean:softmax" / "mean:sigmoid"): in [0, 1] like
+    `p`, with no log-space replacement."""
+    found = ctx.deref(value)
+    o = op(ctx, found.node, found.env)
+    if o is not None and o.name == "mean" and o.input is not None:
+        prob = probability(ctx, Value(o.input, found.env))
+        if prob is not None:
+            return replace(prob, kind=f"mean:{prob.kind}", activation=None, indirect=True)
+    return probability(ctx, value, AVERAGED_KINDS)
 
 
 def _strip_all(ctx: Context, value: Value) -> tuple[Value, bool]:

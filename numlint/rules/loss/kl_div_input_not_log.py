@@ -6,7 +6,7 @@ import libcst as cst
 
 from numlint.rule import FixSpec, Invalid, Probe, Rule, Valid
 from numlint.rules.loss._losses import KL_DIV, LossCall, configuration_grade, loss_call
-from numlint.rules.loss._probs import Probability, log_space_code, probability
+from numlint.rules.loss._probs import Probability, averaged_probability, log_space_code
 
 
 class KlDivInputNotLog(Rule):
@@ -17,7 +17,9 @@ class KlDivInputNotLog(Rule):
     when the first argument `p` (the input) is a softmax or sigmoid output: `torch.softmax`,
     `F.softmax`, `x.softmax(d)`, `torch.sigmoid`, `nn.Softmax` / `nn.Sigmoid` modules stored on
     `self`, a hand-written softmax or sigmoid, a variable assigned from those in the same
-    function, or the output of a model whose `forward()` returns a softmax on every path.
+    function, or the output of a model whose `forward()` returns a softmax on every path; also
+    an average of such outputs (`p.mean(0)`, the batch's mean distribution), and a parameter
+    that the callers pass one as, a base class's `self.m(...)` calling an override included.
 
     Why is this bad?
     `kl_div(input, target)` computes `target * (log(target) - input)`: the input must be in
@@ -171,7 +173,7 @@ class KlDivInputNotLog(Rule):
         loss = loss_call(self.ctx, node, KL_DIV)
         if loss is None:
             return
-        prob = probability(self.ctx, self.ctx.value(loss.input))
+        prob = averaged_probability(self.ctx, self.ctx.value(loss.input))
         if prob is None:
             return
         self.report(
