@@ -65,7 +65,7 @@ _LOG_SOFTMAX = {
 class Probability:
     """Where a probability came from."""
 
-    kind: str  # "softmax" | "sigmoid"
+    kind: str  # "softmax" | "sigmoid" | "mean:softmax" | "mean:sigmoid"
     origin: str  # "activation" | "hand-written" | "model"
     #: The softmax / sigmoid call, for origin "activation".
     activation: Activation | None = None
