@@ -3906,6 +3906,19 @@ def test_an_angle_over_its_sine(angle: str, expected: list[str]) -> None:
     assert _grades(code, "NUM202") == expected
 
 
+def test_an_angle_from_a_parameter_named_like_a_helper() -> None:
+    """A parameter that shadows the file's measuring helper is not that helper: the angle is
+    of unknown origin."""
+    code = (
+        "def rotation_angle(R):\n"
+        "    return torch.acos(((R.diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2).clamp(-1, 1))\n"
+        "def so3_log(R, rotation_angle):\n"
+        "    phi = rotation_angle(R)\n"
+        "    return phi / (2.0 * phi.sin())\n"
+    )
+    assert _grades(code, "NUM202") == ["low"]
+
+
 @pytest.mark.parametrize(
     ("ceiling", "dtype", "expected"),
     [

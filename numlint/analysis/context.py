@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from numlint.analysis.summaries import Project
 
 T = TypeVar("T")
+D = TypeVar("D", cst.FunctionDef, cst.ClassDef)
 
 #: Names visible in a scope, each with its current binding. Never mutated once shared.
 Env = Mapping[str, "Binding"]
@@ -336,6 +337,19 @@ class Context:
         if binding is None and env is not self.scopes[0].env:
             binding = self.scopes[0].env.get(name)
         return binding
+
+    def top_level(self, name: str, kind: type[D]) -> D | None:
+        """The top-level `def` or `class` (`kind`) of this file named `name`, where the name
+        here is that definition (not a parameter or a value bound over it)."""
+        binding = self.lookup(name)
+        if binding is None or binding.value is not None:
+            return None
+        if binding is not self.scopes[0].env.get(name):
+            return None  # a parameter or local of the function being visited
+        for stmt in self.module.body:
+            if isinstance(stmt, kind) and stmt.name.value == name:
+                return stmt
+        return None
 
     def qualname(self, expr: cst.BaseExpression, env: Env | None = None) -> str | None:
         """The imported thing an expression names: `F.softmax` -> "torch.nn.functional.softmax"."""

@@ -325,20 +325,9 @@ def _module_kind(ctx: Context, target: Value, depth: int) -> str | None:
             return _module_kind(ctx, ctx.deref(Value(last[-1].value, target.env)), depth)
         return None
     if qual is None and isinstance(node.func, cst.Name):
-        classdef = _local_class(ctx, node.func.value)
+        classdef = ctx.top_level(node.func.value, cst.ClassDef)
         if classdef is not None:
             return _forward_kind(ctx, classdef, depth)
-    return None
-
-
-def _local_class(ctx: Context, name: str) -> cst.ClassDef | None:
-    """A class of that name defined at the top level of this file."""
-    binding = ctx.lookup(name)
-    if binding is None or binding.value is not None:
-        return None
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.ClassDef) and stmt.name.value == name:
-            return stmt
     return None
 
 

@@ -46,7 +46,7 @@ from numlint.analysis.guards import (
     selection,
     tested_in_total,
 )
-from numlint.analysis.ops import const, is_zero, op, same_code
+from numlint.analysis.ops import const, is_zero, op, same_code, unscaled
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
@@ -1287,21 +1287,16 @@ def _may_select(ctx: Context, expr: cst.BaseExpression) -> bool:
 
 
 def _bare(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`expr` without constant factors and signs: `2.0 * x.sin()` is `x.sin()`."""
+    """`expr` without constant factors (ops.unscaled) and signs: `-2.0 * x.sin()` is
+    `x.sin()`."""
     for _ in range(8):
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
             expr = expr.expression
-        elif isinstance(expr, cst.BinaryOperation) and isinstance(
-            expr.operator, (cst.Multiply, cst.Divide)
-        ):
-            if const(ctx, expr.right) is not None:
-                expr = expr.left
-            elif isinstance(expr.operator, cst.Multiply) and const(ctx, expr.left) is not None:
-                expr = expr.right
-            else:
-                return expr
-        else:
+            continue
+        inner = unscaled(ctx, expr, ctx.env)
+        if inner is expr:
             return expr
+        expr = inner  # type: ignore[assignment]
     return expr
 
 
@@ -1341,7 +1336,11 @@ def _measured_angle(ctx, angle: cst.BaseExpression) -> bool:
             if isinstance(node, cst.Call):
                 if _measuring(ctx, node, value.env, ("acos", "norm")):
                     return True
-                helper = _module_function(ctx, node.func)
+                helper = (
+                    ctx.top_level(node.func.value, cst.FunctionDef)
+                    if isinstance(node.func, cst.Name)
+                    else None
+                )
                 if helper is not None and any(
                     _measuring(ctx, c, None, ("acos",))
                     for c in descendants(helper.body)
@@ -1357,12 +1356,3 @@ def _measuring(ctx, call: cst.Call, env, names: tuple[str, ...]) -> bool:
     """`call` is one of the ops `names` (function or method spelling) or an `atan2`."""
     o = op(ctx, call, env)
     return (o is not None and o.name in names) or ctx.qualname(call.func, env) in _ATAN2
-
-
-def _module_function(ctx, func: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The top-level function of this file that a bare name calls."""
-    if isinstance(func, cst.Name):
-        for stmt in ctx.module.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.value:
-                return stmt
-    return None

@@ -879,8 +879,8 @@ def _leaves_without(ev: Event, update: str) -> str:
         if block is None:
             return state
         if isinstance(block, (cst.IndentedBlock, cst.Module)):
-            rest = list(block.body)[list(block.body).index(node) + 1 :]
-            state = _run(rest, update, in_loop, code)
+            body = list(block.body)
+            state = _run(body[body.index(node) + 1 :], update, in_loop, code)
             owner = parents.get(id(block)) if isinstance(block, cst.IndentedBlock) else None
             if owner is None or isinstance(owner, cst.FunctionDef):
                 return state
