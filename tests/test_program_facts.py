@@ -3784,8 +3784,9 @@ def main(loader):
 @pytest.mark.parametrize(
     ("step", "expected"),
     [
-        # a script of the repository trains with the method on the model it is given
-        ("model.loss(model(x), y).backward()", ["low"]),
+        # a script of the repository trains with the method on the model it is given: the
+        # magnitude of the prediction's complex entries, 0 at each silent one
+        ("model.loss(model(x), y).backward()", ["medium"]),
         # ... or only evaluates it: every call runs without gradients
         ("with torch.no_grad():\n            print(model.loss(model(x), y))", []),
     ],
@@ -3995,3 +3996,35 @@ def test_override_called_by_its_base_class_in_another_file(
     assert [(d.row, "base.py" in str(d.related)) for d in found] == (
         [(9, True)] if reported else []
     )
+
+
+MAGNITUDE_LOSS = """
+class SpectralLoss(nn.Module):
+    def forward(self, est, target):
+        f = est.shape[1] // 2
+        parts = est
+        mag = torch.sqrt({root})
+        return ((mag - target.abs()) ** 2).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        # the magnitude of each complex entry of the prediction (real and imaginary halves,
+        # or parts): 0 at every silent bin, and the prediction's gradient flows
+        ("parts[:, :f] ** 2 + parts[:, f:] ** 2", ["medium"]),
+        ("est.real ** 2 + torch.abs(est.imag) ** 2", ["medium"]),
+        ("torch.real(est) ** 2 + torch.imag(est) ** 2", ["medium"]),
+        ("torch.real(est) ** 2 + torch.real(est) ** 2", ["low"]),
+        # the same magnitude of the target: no prediction's gradient through it
+        ("target[:, :f] ** 2 + target[:, f:] ** 2", ["low"]),
+        # halves of two different tensors: not one complex value
+        ("est[:, :f] ** 2 + target[:, f:] ** 2", ["low"]),
+        # one half twice: a square, not a magnitude
+        ("est[:, :f] ** 2 + est[:, :f] ** 2", ["low"]),
+    ],
+)
+def test_complex_magnitude_of_a_loss_prediction(root: str, expected: list[str]) -> None:
+    """sqrt(re**2 + im**2) of a loss's prediction is graded as its spectrum's energy."""
+    assert _grades(MAGNITUDE_LOSS.format(root=root), "NUM201") == expected

@@ -108,6 +108,36 @@ def test_callers_anywhere_in_the_project(tmp_path: Path) -> None:
     assert Path(found[0].related[0][0]).name == "train.py"
 
 
+def test_a_caller_read_in_a_search_is_not_parsed_again(tmp_path: Path, monkeypatch) -> None:
+    """A file read while searching another file's callers is linted from that read: its
+    ast is not parsed a second time, and the finding is the same. Once its text changes,
+    it is parsed again."""
+    from numlint import engine
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "losses.py").write_text(
+        "import torch\n\n\ndef nll(p, t):\n    return -torch.log(p.gather(1, t)).mean()\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import torch\nfrom losses import nll\n\n\n"
+        "def step(x, t):\n    return nll(torch.softmax(x, -1), t)\n"
+    )
+    parsed: list[str] = []
+    parse = engine.syntax_tree
+
+    def counted(source: str, path: str):
+        parsed.append(Path(path).name)
+        return parse(source, path)
+
+    monkeypatch.setattr(engine, "syntax_tree", counted)
+    found = _found([tmp_path / "losses.py", train], jobs=1)
+    assert [(Path(d.filename).name, d.code) for d in found] == [("losses.py", "NUM101")]
+    assert parsed == ["losses.py"]  # train.py's ast is the one the search of callers read
+    train.write_text(train.read_text() + "\n\ndef other():\n    return 1\n")
+    assert _found([train], jobs=1) == [] and parsed == ["losses.py", "train.py"]
+
+
 def test_a_function_of_the_same_name_elsewhere_is_not_a_caller(tmp_path: Path) -> None:
     """Callers are matched through imports: another file's `nll(...)` of its own `nll`
     (or of an unrelated one) says nothing about this one."""

@@ -57,7 +57,7 @@ from numlint.analysis.zeros import (
     zero_sum_terms,
 )
 from numlint.diagnostic import Confidence, confidence_rank
-from numlint.tree import call_name, descendants, exits
+from numlint.tree import call_name, descendants, exits, unparenthesized
 
 #: The grade of each reason numlint.analysis.zeros gives for "can be exactly 0".
 REASONS: dict[str, Confidence] = {
@@ -2523,8 +2523,9 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
     training minimises and takes `(prediction, target, ...)` (torch's loss convention,
     `self` aside); of its parameters the value reads only the first, through up to three
     variables, and it reads a spectral transform (`y_spec = stft(est)`, then
-    `norm(y_spec) ** 2`). The estimate carries the gradient, and its band energy is 0 in a
-    silent frame. (A loss's embedding input is not: an exact zero vector is rare.)"""
+    `norm(y_spec) ** 2`) or is the magnitude of each complex entry (complex_magnitude). The
+    estimate carries the gradient, and its band energy is 0 in a silent frame. (A loss's
+    embedding input is not: an exact zero vector is rare.)"""
     func = ctx.function
     if func is None or not objective(ctx):
         return False
@@ -2541,8 +2542,39 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
             spectral.append(True)
         return False
 
-    _computed_from(ctx, ctx.deref(value).node, value.env, hit)
+    node = ctx.deref(value).node
+    _computed_from(ctx, node, value.env, hit)
+    if not spectral and complex_magnitude(ctx, node, value.env):
+        spectral.append(True)  # `re**2 + im**2` of the prediction's halves: a spectrum's bins
     return bool(spectral) and read == {params[0]}
+
+
+def complex_magnitude(ctx: Context, node: cst.CSTNode, env) -> bool:
+    """`x[:, :f]**2 + x[:, f:]**2`, `x.real**2 + x.imag**2` or `torch.real(x)**2 +
+    torch.imag(x)**2` (an `abs()` of either side too): the squared magnitude of each entry of a complex value held as two parts of one
+    tensor, 0 wherever that entry is 0 (a silent bin of a spectrum), summed over nothing."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        return False
+    parts = []
+    for side in (node.left, node.right):
+        base = square_of(ctx, unparenthesized(side), env)  # type: ignore[arg-type]
+        o = op(ctx, base, env) if base is not None else None
+        if o is not None and o.name == "abs" and o.input is not None:
+            base = o.input
+        if isinstance(base, cst.Subscript):
+            parts.append((ctx.code(base.value), ctx.code(base)))
+        elif isinstance(base, cst.Attribute) and base.attr.value in ("real", "imag"):
+            parts.append((ctx.code(base.value), base.attr.value))
+        elif (
+            isinstance(base, cst.Call)
+            and ctx.callee(base).qualname in ("torch.real", "torch.imag")
+            and (inner := positional(base, 0, "input")) is not None
+        ):
+            parts.append((ctx.code(inner), ctx.callee(base).qualname[6:]))  # type: ignore[index]
+        else:
+            return False
+    (whole, one), (other, two) = parts
+    return whole == other and one != two
 
 
 def root_of_features(ctx: Context, value: Value) -> bool:

@@ -190,7 +190,7 @@ class Function:
         """The imports inside the body (`from pkg.heads import Head` in a method)."""
         if self._imports is None:
             self._imports = {}
-            for node in _walk_body(self.node):
+            for node in _walk_statements(self.node):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     self._imports.update(import_one(node, module, package))
         return self._imports
@@ -199,7 +199,7 @@ class Function:
         if self._read:
             return
         self._read = True
-        for node in _walk_body(self.node):
+        for node in _walk_statements(self.node):
             if isinstance(node, ast.Assign):
                 self._statement[id(node.value)] = node
                 for t in node.targets:
@@ -379,6 +379,28 @@ _MODULE_SELF = frozenset(
     {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
      "requires_grad_", "to_empty"}
 )  # fmt: skip
+
+
+def _walk_statements(func: ast.AST) -> Iterator[ast.AST]:
+    """The statements of a function body in _walk_body's order, nested functions' included,
+    nested classes' not (expressions hold no statements: they are not entered)."""
+    todo = list(getattr(func, "body", []))
+    holders = (ast.stmt, ast.excepthandler, ast.match_case)
+    class_def = ast.ClassDef
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        for name in _STATEMENT_FIELDS:
+            value = getattr(node, name, None)
+            if value:
+                todo.extend(
+                    v for v in value if isinstance(v, holders) and not isinstance(v, class_def)
+                )
+
+
+#: The fields of a statement (or an except clause, a case) that hold statements.
+_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
 def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
@@ -623,6 +645,15 @@ def module_name(path: str) -> tuple[str, str]:
 
 
 _FILES: dict[tuple[str, int, int], Module | None] = {}
+#: The same summaries by path: a file linted after it was searched for callers is not
+#: parsed or summarised again, its functions' bodies are read once.
+_LATEST: dict[str, Module] = {}
+
+
+def known_tree(path: str, text: str) -> ast.Module | None:
+    """The ast of `text`, the content of file `path`, where a search of callers parsed it."""
+    mod = _LATEST.get(os.path.abspath(path)) if not path.startswith("<") else None
+    return mod.tree if mod is not None and mod.text == text else None
 
 
 def _load(path: str, source: str | None = None, tree: ast.Module | None = None) -> Module | None:
@@ -640,8 +671,14 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
         mod = None if text is None else _parse(path, module_name(path)[0], text)
         if len(_FILES) > 256:  # bounded memory: an ast is about 1 KB a line
             _FILES.clear()
+            _LATEST.clear()
         _FILES[key] = mod
+        if mod is not None:
+            _LATEST[path] = mod
         return mod
+    found = _LATEST.get(path)
+    if found is not None and found.text == source:
+        return found
     return _parse(path, module_name(path)[0], source, tree)
 
 

@@ -124,7 +124,9 @@ class SqrtAtZero(Rule):
     given, 0 only at a stationary point, stays low;
     medium for the root of a spectral energy a loss computes from its prediction alone (a
     loss taking `(prediction, target, ...)`, torch's convention; the band energies of an
-    estimate, `matmul(bands, norm(stft(est)) ** 2).pow(0.5)`): 0 in a silent frame, and the
+    estimate, `matmul(bands, norm(stft(est)) ** 2).pow(0.5)`), or the magnitude of each
+    complex entry of the prediction held as two parts of it (`est[:, :f] ** 2 + est[:, f:]
+    ** 2`, `est.real ** 2 + est.imag ** 2`): 0 in a silent frame or bin, and the
     prediction's gradient flows; the same root of the target, or of an embedding a loss is
     given (an exact zero vector is rare), stays low;
     low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
