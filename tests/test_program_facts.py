@@ -3354,6 +3354,9 @@ def test_a_part_over_a_sum_that_holds_it(division: str, expected: list[str]) -> 
     [
         # the code replaces the inf of x / 0: it expects the 0, and 0 / 0 stays NaN
         ("r[torch.isinf(r)] = 0", ["medium"]),
+        ("r[r.isinf()] = 0", ["medium"]),
+        # another name's infinities say nothing of this one: no reason to expect a 0
+        ("rr = r.clone()\n    rr[rr.isinf()] = 0", []),
         # a repair of every non-finite entry
         ("r[~torch.isfinite(r)] = 0", []),
         ("r = torch.nan_to_num(r)", []),

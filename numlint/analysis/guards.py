@@ -234,7 +234,10 @@ def inf_repaired_later(ctx: Context) -> bool:
         if here is None:
             return False
         n = re.escape(here[0])
-        if not re.search(rf"isinf\(\s*{n}\b|\b{n}\.isinf\(", ctx.source):
+        # each pattern starts with its literal text: the search scans for it as plain text
+        if not re.search(rf"isinf\(\s*{n}\b", ctx.source) and not re.search(
+            rf"{n}(?<!\w{n})\.isinf\(", ctx.source
+        ):
             return False  # the file never tests this name for infinities
     return sanitised_later(ctx) and not sanitised_later(ctx, nan=True)
 
