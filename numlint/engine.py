@@ -303,14 +303,13 @@ def _lint(
     rest is called with them."""
     # CPython's parser first (8% of a libcst parse): it rejects what libcst would take minutes
     # over, or crash on (a 10,000-long `not` chain overflows libcst's native stack).
-    if tree is None and reuse is None:
+    if tree is None and reuse is not None:
+        tree = reuse.syntax_tree(source, path, syntax_tree)
+    elif tree is None:
         from numlint.analysis.summaries import known_tree
 
-        tree = known_tree(path, source)  # parsed already, in a search of another file's callers
-        if tree is None:
-            tree = syntax_tree(source, path)
-    elif tree is None:
-        tree = reuse.syntax_tree(source, path, syntax_tree)
+        # parsed already, in a search of another file's callers
+        tree = known_tree(path, source) or syntax_tree(source, path)
     if isinstance(tree, list):
         if reuse is not None:
             reuse.reset()

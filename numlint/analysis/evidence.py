@@ -2544,15 +2544,16 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
 
     node = ctx.deref(value).node
     _computed_from(ctx, node, value.env, hit)
-    if not spectral and complex_magnitude(ctx, node, value.env):
-        spectral.append(True)  # `re**2 + im**2` of the prediction's halves: a spectrum's bins
-    return bool(spectral) and read == {params[0]}
+    if read != {params[0]}:
+        return False
+    return bool(spectral) or complex_magnitude(ctx, node, value.env)
 
 
 def complex_magnitude(ctx: Context, node: cst.CSTNode, env) -> bool:
     """`x[:, :f]**2 + x[:, f:]**2`, `x.real**2 + x.imag**2` or `torch.real(x)**2 +
-    torch.imag(x)**2` (an `abs()` of either side too): the squared magnitude of each entry of a complex value held as two parts of one
-    tensor, 0 wherever that entry is 0 (a silent bin of a spectrum), summed over nothing."""
+    torch.imag(x)**2` (an `abs()` of either side too): the squared magnitude of each entry
+    of a complex value held as two parts of one tensor, 0 wherever that entry is 0 (a
+    silent bin of a spectrum), summed over nothing."""
     if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
         return False
     parts = []
@@ -2567,10 +2568,10 @@ def complex_magnitude(ctx: Context, node: cst.CSTNode, env) -> bool:
             parts.append((ctx.code(base.value), base.attr.value))
         elif (
             isinstance(base, cst.Call)
-            and ctx.callee(base).qualname in ("torch.real", "torch.imag")
+            and (qual := ctx.callee(base).qualname) in ("torch.real", "torch.imag")
             and (inner := positional(base, 0, "input")) is not None
         ):
-            parts.append((ctx.code(inner), ctx.callee(base).qualname[6:]))  # type: ignore[index]
+            parts.append((ctx.code(inner), qual.rsplit(".", 1)[-1]))
         else:
             return False
     (whole, one), (other, two) = parts

@@ -381,6 +381,10 @@ _MODULE_SELF = frozenset(
 )  # fmt: skip
 
 
+#: The fields of a statement (or an except clause, a case) that hold statements.
+_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
 def _walk_statements(func: ast.AST) -> Iterator[ast.AST]:
     """The statements of a function body in _walk_body's order, nested functions' included,
     nested classes' not (expressions hold no statements: they are not entered)."""
@@ -397,10 +401,6 @@ def _walk_statements(func: ast.AST) -> Iterator[ast.AST]:
                 todo.extend(
                     v for v in value if isinstance(v, holders) and not isinstance(v, class_def)
                 )
-
-
-#: The fields of a statement (or an except clause, a case) that hold statements.
-_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
 def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
@@ -652,8 +652,14 @@ _LATEST: dict[str, Module] = {}
 
 def known_tree(path: str, text: str) -> ast.Module | None:
     """The ast of `text`, the content of file `path`, where a search of callers parsed it."""
-    mod = _LATEST.get(os.path.abspath(path)) if not path.startswith("<") else None
-    return mod.tree if mod is not None and mod.text == text else None
+    mod = None if path.startswith("<") else _latest(os.path.abspath(path), text)
+    return mod.tree if mod is not None else None
+
+
+def _latest(path: str, text: str) -> Module | None:
+    """The summary kept of file `path` (absolute) when it was made of `text`."""
+    mod = _LATEST.get(path)
+    return mod if mod is not None and mod.text == text else None
 
 
 def _load(path: str, source: str | None = None, tree: ast.Module | None = None) -> Module | None:
@@ -676,10 +682,8 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
         if mod is not None:
             _LATEST[path] = mod
         return mod
-    found = _LATEST.get(path)
-    if found is not None and found.text == source:
-        return found
-    return _parse(path, module_name(path)[0], source, tree)
+    found = _latest(path, source)
+    return found if found is not None else _parse(path, module_name(path)[0], source, tree)
 
 
 def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
