@@ -57,6 +57,7 @@ class _Unit:
     kept: bool = False
     skeleton: str = ""  # the text without the methods
     selfs: frozenset[str] | None = None  # methods its text calls through self (see _SELF_CALLED)
+    carriers: Extra | None = None  # of a class, for the reduce's rules (see _class_carriers)
 
     def self_calls(self, text: str) -> frozenset[str]:
         if self.selfs is None:
@@ -154,7 +155,7 @@ def _keep_callers(
     of such a wrapper is where the rule sees what it is given."""
     wrappers: set[str] = set()
     for u in units:
-        own = _class_carriers(u, _skeleton(u), callers, extra) if u.methods else extra
+        own = _class_carriers(u, rules, extra) if u.methods else extra
         for m in (u, *u.methods):
             if not m.name.startswith("__") and any(_hits(r, m.text, own) for r in callers):
                 wrappers.add(m.name)
@@ -190,7 +191,7 @@ def _keep(
     names.update(_CALLED.findall(u.skeleton))
     if not u.methods:
         return
-    merged = _class_carriers(u, u.skeleton, rules, extra)
+    merged = _class_carriers(u, rules, extra)
     for m in u.methods:
         if (
             m.name in _ALWAYS
@@ -210,13 +211,17 @@ def _skeleton(u: _Unit) -> str:
     return text
 
 
-def _class_carriers(u: _Unit, skeleton: str, rules: Sequence[type[Rule]], extra: Extra) -> Extra:
+def _class_carriers(u: _Unit, rules: Sequence[type[Rule]], extra: Extra) -> Extra:
     """`extra` and what the class `u` sets in its `__init__`-like methods and body statements
-    that hold a trigger: the carriers its methods are read against."""
-    setup = [m for m in u.methods if m.name in _ALWAYS]
-    body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
-    own = _carriers([([m.node], m.text) for m in setup] + [(body, skeleton)], rules)
-    return {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
+    that hold a trigger: the carriers its methods are read against (read once per class:
+    `rules` and `extra` are the same throughout a reduce)."""
+    if u.carriers is None:
+        setup = [m for m in u.methods if m.name in _ALWAYS]
+        body = [s for s in u.node.body if not isinstance(s, DEFS)]  # type: ignore[attr-defined]
+        skeleton = u.skeleton or _skeleton(u)
+        own = _carriers([([m.node], m.text) for m in setup] + [(body, skeleton)], rules)
+        u.carriers = {r: extra.get(r, frozenset()) | own.get(r, frozenset()) for r in rules}
+    return u.carriers
 
 
 def _code(source: str, tree: ast.Module, offsets: Sequence[int]) -> str:

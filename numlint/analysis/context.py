@@ -128,6 +128,7 @@ class Context:
         #: each entry keeps its node and environment alive, so that their ids are not reused
         #: while it is there.
         self.answers: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
+        self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
 
     # ---- traversal bookkeeping (called by the engine) ----
 
@@ -543,8 +544,13 @@ class Context:
     # ---- source ----
 
     def code(self, node: cst.CSTNode) -> str:
-        """The source text of a node."""
-        return self.module.code_for_node(node)
+        """The source text of a node (generated once per node: rules ask again)."""
+        known = self._codes.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        text = self.module.code_for_node(node)
+        self._codes[id(node)] = (node, text)  # the node kept alive: its id is not reused
+        return text
 
     def parameter(self, name: str) -> cst.Param | None:
         """The parameter `name` of the function being visited (None: not one of its own)."""

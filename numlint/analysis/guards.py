@@ -29,7 +29,7 @@ from numlint.analysis.ops import (
 )
 from numlint.analysis.semantics import positional, strip
 from numlint.analysis.tables import TRANSPARENT_METHODS
-from numlint.tree import call_name, descendants, exits, unparenthesized
+from numlint.tree import call_name, compound_statements, descendants, exits, unparenthesized
 
 
 def statement(ctx: Context) -> tuple[cst.CSTNode | None, list[cst.CSTNode] | None]:
@@ -703,6 +703,18 @@ def _total_tested(ctx: Context, test: cst.BaseExpression, operand: cst.BaseExpre
     return False
 
 
+def branches(ctx: Context, func: cst.FunctionDef) -> list[cst.If | cst.While]:
+    """The function's `if` / `elif` and `while` statements, nested ones included (read once
+    per function: each of its divisions asks)."""
+    cache: dict[int, list[cst.If | cst.While]] = ctx.shared.setdefault("branches", {})
+    found = cache.get(id(func))
+    if found is None:
+        found = cache[id(func)] = [
+            n for n in compound_statements(func.body) if isinstance(n, (cst.If, cst.While))
+        ]
+    return found
+
+
 def tested_in_total(ctx: Context, operand: cst.BaseExpression) -> bool:
     """The function tests a total of the tensor `operand` names for 0 or a small bound
     (`if rms.sum() < eps: rms = ones * eps`) and divides by the tensor itself: the code
@@ -711,13 +723,8 @@ def tested_in_total(ctx: Context, operand: cst.BaseExpression) -> bool:
     func = ctx.function
     if func is None or not isinstance(operand, cst.Name):
         return False
-    cache: dict[int, list[cst.BaseExpression]] = ctx.shared.setdefault("loop_and_if_tests", {})
-    tests = cache.get(id(func))
-    if tests is None:  # read once per function: each of its divisions asks
-        tests = cache[id(func)] = [
-            n.test for n in descendants(func.body) if isinstance(n, (cst.If, cst.While))
-        ]
-    for test in tests:
+    for branch in branches(ctx, func):
+        test = branch.test
         if (
             isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import itertools
-import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -15,6 +13,7 @@ from numlint.analysis.names import bound_names
 from numlint.analysis.semantics import positional
 from numlint.analysis.summaries import Origin, constructs, loss_wrapper, related
 from numlint.diagnostic import Confidence
+from numlint.positions import line_offsets
 
 CROSS_ENTROPY = (
     frozenset({"torch.nn.functional.cross_entropy"}),
@@ -126,10 +125,11 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
         return found
     words = {q.rsplit(".", 1)[-1] for group in names for q in group}
     source, tree = ctx.source or "", ctx.syntax
+    offsets = line_offsets(source)
     carriers = set(words)
-    for node in _assignments(tree, _rows_spelling(source, words)):
+    for node in _assignments(tree, _rows_spelling(source, words, offsets)):
         carriers.update(_targets(node))  # `self.loss_func = F.binary_..._with_logits`
-    rows = sorted(_rows_spelling(source, carriers))
+    rows = sorted(_rows_spelling(source, carriers, offsets))
     out: set[str] = set()
     classes: set[str] = set()
     for node, is_class in _definitions(tree):
@@ -137,32 +137,23 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
             out.add(node.name)
             if is_class:
                 classes.add(node.name)
-    for node in _assignments(tree, _rows_spelling(source, classes)):
+    for node in _assignments(tree, _rows_spelling(source, classes, offsets)):
         if node.value is not None and any(constructs(node.value, c) for c in classes):
             out.update(_targets(node))  # `criterion = FocalLoss().cuda()`
     found = cache[names] = frozenset(out)
     return found
 
 
-def _rows_spelling(source: str, words: set[str]) -> set[int]:
-    """The 1-based numbers of the lines of `source` that spell one of `words`."""
-    if not words:
-        return set()
-    pattern = re.compile("|".join(re.escape(w) for w in sorted(words)))
-    found = [m.start() for m in pattern.finditer(source)]
-    if not found:
-        return set()
-    ends = list(itertools.accumulate(len(x) for x in source.splitlines(keepends=True)))
-    return {bisect.bisect_right(ends, at) + 1 for at in found}
-
-
-def _lines_spelling(source: str, words: set[str]) -> list[str]:
-    """The lines of `source` that spell one of `words`."""
-    rows = _rows_spelling(source, words)
-    if not rows:
-        return []
-    lines = source.splitlines()
-    return [lines[r - 1] for r in sorted(rows) if r <= len(lines)]
+def _rows_spelling(source: str, words: set[str], offsets: list[int]) -> set[int]:
+    """The 1-based numbers of the lines of `source` (whose line_offsets are `offsets`)
+    that spell one of `words`."""
+    rows: set[int] = set()
+    for word in words:
+        at = source.find(word) if word else -1
+        while at != -1:
+            rows.add(bisect.bisect_right(offsets, at))
+            at = source.find(word, at + 1)
+    return rows
 
 
 def _assignments(tree: ast.Module | None, rows: set[int]) -> list[ast.Assign | ast.AnnAssign]:
