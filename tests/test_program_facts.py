@@ -4031,3 +4031,135 @@ class SpectralLoss(nn.Module):
 def test_complex_magnitude_of_a_loss_prediction(root: str, expected: list[str]) -> None:
     """sqrt(re**2 + im**2) of a loss's prediction is graded as its spectrum's energy."""
     assert _grades(MAGNITUDE_LOSS.format(root=root), "NUM201") == expected
+
+
+RELATIVE_LOSS = """
+class RelativeLoss(nn.Module):
+    def forward(self, pred, target):
+        err = {num}
+        scale = {den}
+        return (err / scale).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("num", "den", "expected"),
+    [
+        # an error relative to each sample's target: one all-zero target gives x / 0
+        ("torch.norm(pred - target, dim=-1)", "torch.norm(target, dim=-1)", ["medium"]),
+        ("((pred - target) ** 2).sum(-1)", "(target ** 2).sum(dim=1)", ["medium"]),
+        ("(pred - target).abs().sum(axis=-1)", "target.abs().sum(axis=-1)", ["medium"]),
+        # the norm of the whole batch: every sample would have to be 0
+        ("torch.norm(pred - target)", "torch.norm(target)", ["low"]),
+        # the denominator reads the prediction too, or only the prediction
+        ("(pred * target).sum(-1)", "pred.norm(dim=-1) * target.norm(dim=-1)", ["low"]),
+        ("torch.norm(pred - target, dim=-1)", "torch.norm(pred, dim=-1)", ["low"]),
+        # a numerator without the prediction: the target's own normalisation
+        ("target", "target.norm(dim=-1, keepdim=True)", ["low"]),
+    ],
+)
+def test_a_loss_error_relative_to_its_target(num: str, den: str, expected: list[str]) -> None:
+    """A loss's error over its target's per-sample norm or sum is medium."""
+    assert _grades(RELATIVE_LOSS.format(num=num, den=den), "NUM202") == expected
+
+
+def test_a_relative_error_outside_a_loss_stays_low() -> None:
+    """The same ratio in a function training does not minimise is not the loss's target."""
+    code = (
+        "def relative_error(pred, target):\n"
+        "    return torch.norm(pred - target, dim=-1) / torch.norm(target, dim=-1)\n"
+    )
+    assert _grades(code, "NUM202") == ["low"]
+
+
+def test_a_relative_loss_given_a_positive_target_stays_low(tmp_path: Path) -> None:
+    """Every caller passes a magnitude clamped above 0: the target's norm is positive."""
+    loss = (
+        HEAD + "\n\nclass Relative(nn.Module):\n"
+        "    def forward(self, x_mag, y_mag):\n"
+        "        return torch.norm(y_mag - x_mag, dim=-1) / torch.norm(y_mag, dim=-1)\n"
+    )
+    for positive, expected in ((True, []), (False, [8])):
+        root = tmp_path / str(positive)
+        root.mkdir()
+        y_mag = "torch.sqrt(torch.clamp(y ** 2, min=1e-7))" if positive else "y.abs()"
+        pkg = _package(
+            root,
+            loss=loss,
+            train=(
+                HEAD + "from pkg.loss import Relative\n\n\n"
+                "def step(model, x, y, opt):\n"
+                "    crit = Relative()\n"
+                f"    loss = crit(model(x), {y_mag})\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+            ),
+        )
+        found = check_paths([pkg / "loss.py"], {"select": ["NUM202"]})
+        assert [d.row for d in found] == expected
+
+
+LEARNED_POOL = """
+class Pool(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = {init}
+
+    def forward(self, ids, emb):
+        w = {weights}
+        return (emb * w[:, :, None]).sum(1) / w.sum(1)[:, None]
+"""
+
+
+@pytest.mark.parametrize(
+    ("init", "weights", "expected"),
+    [
+        # trained weights taken as they are: nothing keeps their sum away from 0
+        ("nn.Parameter(torch.ones(n))", "self.w[ids]", ["medium"]),
+        ("torch.nn.Parameter(torch.ones(n, 1))", "self.w[ids].view(ids.shape)", ["medium"]),
+        # made positive first: a sum of positive weights
+        ("nn.Parameter(torch.zeros(n))", "self.w.exp()[ids]", []),
+        ("nn.Parameter(torch.zeros(n))", "F.softplus(self.w[ids])", []),
+        # a buffer, not trained
+        ("torch.randn(n)", "self.w[ids]", ["low"]),
+        # detached: the weights of the sum are the parameter's values, not a path of training
+        ("nn.Parameter(torch.ones(n))", "self.w[ids].detach()", ["low"]),
+    ],
+)
+def test_a_sum_of_trained_weights(init: str, weights: str, expected: list[str]) -> None:
+    """A weighted mean over trained weights taken as they are is medium."""
+    code = LEARNED_POOL.format(init=init, weights=weights)
+    assert _grades(code, "NUM202") == expected
+
+
+PLANAR = """
+def spherical(xyz):
+    if {test}:
+        xyz = xyz.float()
+    z = xyz[..., {third}]
+    y = ({root}).sqrt()
+    return y + z
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "third", "root", "expected"),
+    [
+        # a projection on a plane, where the caller's tensor may need grad: 0 along z
+        ("xyz.requires_grad", "2", "xyz[..., 0].pow(2) + xyz[..., 1].pow(2)", ["medium"]),
+        ("xyz.requires_grad", "2", "xyz[:, 1] ** 2 + xyz[:, 0] ** 2", ["medium"]),
+        ("xyz.requires_grad", "0", "torch.square(xyz[..., 1]) + xyz[..., 2] ** 2", ["medium"]),
+        # every component the function reads: a whole vector, 0 only at the origin
+        ("xyz.requires_grad", "1", "xyz[..., 0].pow(2) + xyz[..., 1].pow(2)", ["low"]),
+        # one component twice: a square
+        ("xyz.requires_grad", "2", "xyz[..., 0].pow(2) + xyz[..., 0].pow(2)", ["low"]),
+        # no sign that anything differentiates it: only the gradient is harmed
+        ("xyz.is_cuda", "2", "xyz[..., 0].pow(2) + xyz[..., 1].pow(2)", ["low"]),
+    ],
+)
+def test_the_length_of_a_projection_on_a_plane(
+    test: str, third: str, root: str, expected: list[str]
+) -> None:
+    """sqrt(x**2 + y**2) of a vector whose z the function also reads is 0 along z."""
+    code = PLANAR.format(test=test, third=third, root=root)
+    assert _grades(code, "NUM201") == expected

@@ -19,7 +19,7 @@ import libcst as cst
 
 from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.gradients import gradient_evident, module_forward, no_gradient, objective
-from numlint.analysis.guards import assigned_here, tested_small
+from numlint.analysis.guards import assigned_here, branches, tested_small
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import (
     Op,
@@ -41,6 +41,7 @@ from numlint.analysis.summaries import (
     origin_of,
     passed_gradient,
     passed_names,
+    positive_from_callers,
     project_files,
     project_root,
     tested_by_callers,
@@ -2518,6 +2519,16 @@ def own_norm_of_features(ctx: Context, num: cst.BaseExpression, den: cst.BaseExp
 _SPECTRA = frozenset({"stft", "fft", "rfft", "fft2", "rfft2", "fftn", "rfftn", "spectrogram"})
 
 
+def _loss_parameters(ctx: Context) -> list[str] | None:
+    """The parameters (`self` aside) of the function being visited when it is what training
+    minimises and takes at least a prediction and a target; else None."""
+    func = ctx.function
+    if func is None or not objective(ctx):
+        return None
+    params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
+    return params if len(params) >= 2 else None
+
+
 def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
     """A value computed from the spectrum of a loss's prediction alone: the function is what
     training minimises and takes `(prediction, target, ...)` (torch's loss convention,
@@ -2526,11 +2537,8 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
     `norm(y_spec) ** 2`) or is the magnitude of each complex entry (complex_magnitude). The
     estimate carries the gradient, and its band energy is 0 in a silent frame. (A loss's
     embedding input is not: an exact zero vector is rare.)"""
-    func = ctx.function
-    if func is None or not objective(ctx):
-        return False
-    params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
-    if len(params) < 2:
+    params = _loss_parameters(ctx)
+    if params is None:
         return False
     read: set[str] = set()
     spectral: list[bool] = []
@@ -2547,6 +2555,134 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
     if read != {params[0]}:
         return False
     return bool(spectral) or complex_magnitude(ctx, node, value.env)
+
+
+def relative_to_target(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """An error relative to the target, per sample (`norm(x - y, dim=-1) / norm(y,
+    dim=-1)`): the function is what training minimises and takes `(prediction, target,
+    ...)` (torch's loss convention, `self` aside); the numerator reads the prediction, and
+    of the parameters the denominator, a norm or sum along a dim, reads only the target,
+    through up to three variables. A target is data, and data holds all-zero samples (a
+    blank mask, a silent reference, a zero field): one in the batch makes the loss x / 0 or
+    0 / 0. Not where every known caller passes a positive target, nor for a norm of the
+    whole batch (every sample would have to be 0)."""
+    if not _reduced_per_row(ctx, denominator):
+        return False
+    params = _loss_parameters(ctx)
+    if params is None:
+        return False
+
+    def reads(value: Value) -> set[str]:
+        found: set[str] = set()
+
+        def hit(n: cst.CSTNode) -> bool:
+            if isinstance(n, cst.Name) and n.value in params and ctx.parameter(n.value):
+                found.add(n.value)
+            return False
+
+        _computed_from(ctx, ctx.deref(value).node, value.env, hit)
+        return found
+
+    return (
+        reads(denominator) == {params[1]}
+        and params[0] in reads(numerator)
+        and not positive_from_callers(ctx, params[1])  # `y_mag = sqrt(clamp(p, min=eps))`
+    )
+
+
+def learned_weights_sum(ctx: Context, denominator: Value) -> bool:
+    """A sum of a trainable parameter's entries, taken as they are (`w = self.w[ids]`, then
+    `w.sum(1)`, with `self.w = nn.Parameter(...)`; indexing, reshaping and casts only):
+    nothing keeps the weights positive, and training moves them anywhere, through a sum of
+    0. A weight made positive first (`exp`, `softplus`, `softmax`, `abs`, a clamp) is not
+    one."""
+    total = _reshaped_from(ctx, denominator)
+    o = op(ctx, total.node, total.env)
+    if o is None or o.name != "sum" or o.input is None:
+        return False
+    made = _reshaped_from(ctx, Value(o.input, total.env)).node
+    return isinstance(made, cst.Call) and ctx.callee(made, total.env).qualname in (
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+    )
+
+
+def _reshaped_from(ctx: Context, value: Value) -> Value:
+    """What `value` indexes, reshapes or casts (`w[:, None]`, `self.w[ids]`, `w.view(-1)`),
+    followed through names, up to six steps; `detach` ends it."""
+    value = ctx.deref(value)
+    for _ in range(6):
+        node = unparenthesized(value.node)
+        if isinstance(node, cst.Subscript):
+            inner = node.value
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in TRANSPARENT_METHODS
+            and node.func.attr.value != "detach"
+        ):
+            inner = node.func.value
+        else:
+            return Value(node, value.env)
+        value = ctx.deref(Value(inner, value.env))
+    return value
+
+
+def _reduced_per_row(ctx: Context, value: Value) -> bool:
+    """A norm or sum along a dim (`y.norm(dim=-1)`, `(t ** 2).sum(-1)`), not of every entry."""
+    o = op(ctx, ctx.deref(value).node, value.env)
+    if o is None or o.name not in ("norm", "sum"):
+        return False
+    dim = o.arg(1 if o.name == "norm" else 0, "dim")
+    return dim is not None or keyword(o.call, "axis") is not None
+
+
+def planar_radius(ctx: Context, value: Value) -> bool:
+    """`v[..., 0] ** 2 + v[..., 1] ** 2` where the function also reads a third component of
+    `v` along the same axis (`v[..., 2]`): the length of the vector's projection on a plane,
+    0 for every vector along the remaining axis (a point on the z axis, a bond along it),
+    which is far likelier than a zero vector."""
+    node = unparenthesized(ctx.deref(value).node)
+    func = ctx.function
+    if func is None or not (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)
+    ):
+        return False
+    parts = []
+    for side in (node.left, node.right):
+        base = square_of(ctx, unparenthesized(side), value.env)  # type: ignore[arg-type]
+        part = _component(ctx, base) if base is not None else None
+        if part is None:
+            return False
+        parts.append(part)
+    (whole, axis, one), (other, axis2, two) = parts
+    if whole != other or axis != axis2 or one == two:
+        return False
+    return any(
+        (part := _component(ctx, n)) is not None
+        and part[:2] == (whole, axis)
+        and part[2] not in (one, two)
+        for n in descendants(func.body)
+        if isinstance(n, cst.Subscript)
+    )
+
+
+def _component(ctx: Context, node: cst.CSTNode) -> tuple[str, int, int] | None:
+    """`v[..., 2]`, `v[:, 0]`: (the code of `v`, the axis indexed, the index) for a
+    subscript by one integer, the other axes whole (`...` or `:`)."""
+    if not isinstance(node, cst.Subscript):
+        return None
+    found = None
+    for axis, element in enumerate(node.slice):
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            if index.lower or index.upper or index.step:
+                return None
+        elif isinstance(index.value, cst.Integer) and found is None:
+            found = (axis, int(index.value.value))
+        elif not isinstance(index.value, cst.Ellipsis):
+            return None
+    return None if found is None else (ctx.code(node.value), *found)
 
 
 def complex_magnitude(ctx: Context, node: cst.CSTNode, env) -> bool:
@@ -2613,7 +2749,7 @@ def _warnings(ctx: Context, func: cst.FunctionDef) -> list[cst.If]:
     if found is None:
         found = cache[id(func)] = [
             node
-            for node in descendants(func.body)
+            for node in branches(ctx, func)
             if isinstance(node, cst.If) and node.orelse is None and _only_calls(node.body)
         ]
     return found

@@ -1790,7 +1790,8 @@ class Project:
         """Whether something differentiates function `func` of the file being linted: it, or
         a caller through up to three calls across the project, is a method of an nn.Module
         (a class with a `forward`, or one based on `torch.nn` or a `*Module`), a loss (its
-        function, class or file named so), or calls backward / autograd.grad itself."""
+        function, class or file named so), calls backward / autograd.grad itself, or tests
+        whether a tensor it is given requires grad (`if xyz.requires_grad:`)."""
         mod = self.main
         return mod is not None and self._differentiated(mod, func, 0)
 
@@ -1821,7 +1822,7 @@ class Project:
             return True  # Lightning's `training_step`, a trainer's `train_step`
         if f.cls is not None and self._module_class(mod, f.cls):
             return True
-        return _calls_backward(f.node)
+        return _calls_backward(f.node) or _tests_requires_grad(f.node)
 
     def objective(self, func: str) -> bool:
         """Whether function `func` of the file being linted computes what training minimises:
@@ -2300,6 +2301,23 @@ def _calls_backward(func: ast.AST) -> bool:
                 return True
             if any(k.arg == "create_graph" for k in node.keywords):
                 return True
+    return False
+
+
+def _tests_requires_grad(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`if xyz.requires_grad:` of one of the function's own parameters, read in a test: the
+    author expects to be handed tensors that need gradients."""
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    for node in _walk_statements(func):
+        if isinstance(node, (ast.If, ast.While, ast.Assert)):
+            for n in ast.walk(node.test):
+                if (
+                    isinstance(n, ast.Attribute)
+                    and n.attr == "requires_grad"
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id in params
+                ):
+                    return True
     return False
 
 

@@ -13,11 +13,13 @@ from numlint.analysis.evidence import (
     count_tested_by_callers,
     grade,
     joins_unit_vectors,
+    learned_weights_sum,
     mask_computed,
     minibatch_std,
     neighbour_mean,
     own_norm_of_features,
     padding_mask,
+    relative_to_target,
     renormalised_masked_softmax,
     selection_can_be_empty,
     selection_mask,
@@ -249,7 +251,14 @@ class DivideByZeroNorm(Rule):
     for a sum of values unpacked from one call beside a mask that the function tests for
     emptiness (`_, target_scores, fg_mask = self.assigner(...)`, `if fg_mask.sum():` around
     another term only, then `loss / target_scores.sum()`): the author expects a batch without
-    a foreground, whose targets sum to 0; low
+    a foreground, whose targets sum to 0; medium for a loss's error relative to its target,
+    per sample (`norm(pred - y, dim=-1) / norm(y, dim=-1)`, `((p - y) ** 2).sum(-1) / (y **
+    2).sum(-1)`: the denominator reads only the target, the loss's second parameter): data
+    holds all-zero samples (a blank mask, a silent reference, a zero field), unless every
+    known caller passes a positive target; a norm of the whole batch stays low; medium for a
+    sum of a trainable parameter's entries taken as they are (`w = self.w[ids]` with `self.w =
+    nn.Parameter(...)`, then `(x * w).sum(1) / w.sum(1)`: nothing keeps trained weights
+    positive; weights made positive first, `exp`, `softplus`, are not); low
     for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
@@ -1110,6 +1119,14 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # a pairwise cosine of the caller's rows: any row can be 0
         elif confidence == "low" and own_norm_of_features(ctx, num, den):
             confidence = "medium"  # a layer's features: a zero vector at a position is 0/0
+        elif (
+            confidence == "low"
+            and reason in ("a norm", "a sum of squares", "a sum")
+            and relative_to_target(ctx, ctx.value(num), ctx.value(den))
+        ):
+            confidence = "medium"  # a loss's error relative to its target: an all-zero target
+        elif confidence == "low" and reason == "a sum" and learned_weights_sum(ctx, ctx.value(den)):
+            confidence = "medium"  # unconstrained trained weights: training moves them through 0
         self.report(node, message, fix, confidence=confidence)
 
     def _angle_over_sine(

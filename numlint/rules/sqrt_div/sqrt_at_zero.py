@@ -12,6 +12,7 @@ from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
     grade,
     loss_prediction_spectrum,
+    planar_radius,
     root_of_features,
     unit_bounded,
     unit_unknown,
@@ -129,6 +130,10 @@ class SqrtAtZero(Rule):
     ** 2`, `est.real ** 2 + est.imag ** 2`): 0 in a silent frame or bin, and the
     prediction's gradient flows; the same root of the target, or of an embedding a loss is
     given (an exact zero vector is rare), stays low;
+    medium for the length of a vector's projection on a plane (`xyz[..., 0] ** 2 + xyz[...,
+    1] ** 2` where the function also reads `xyz[..., 2]`): 0 for every vector along the
+    remaining axis (a point on the z axis), far likelier than a zero vector; the same sum
+    of every component the function reads stays low;
     low for `1 - x**2` of a value whose range stops short of 1 (`exp(-k)`), for another
     value clamped at 0 (clamp's backward selects, like
     ReLU's: only a value exactly 0 before the clamp hurts, and a variance, eigenvalue or
@@ -143,7 +148,8 @@ class SqrtAtZero(Rule):
     or for a
     ReLU output (its backward selects 0). The harm is a gradient, so a root is low unless
     something visibly differentiates the code (a method of an `nn.Module`, a loss, a function
-    calling `backward()` or `autograd.grad`, or a function one of those calls, across the
+    calling `backward()` or `autograd.grad`, one testing whether a tensor it is given
+    requires grad, `if xyz.requires_grad:`, or a function one of those calls, across the
     project) or the code expects the value to be 0: it tests it against 0, or clamps a
     number less a value at 0, also scaled (`(0.5 * (1 - c)).clamp(0, 1)`: the value reaches
     the number at its bound, the cosine of the identity rotation; medium in a library
@@ -897,6 +903,8 @@ class SqrtAtZero(Rule):
             confidence = "medium"  # a loss's prediction: a silent output is 0
         elif confidence == "low" and reason == MEAN_SQUARED_ERROR and objective(ctx):
             confidence = "medium"  # an RMSE loss: 0 wherever the prediction fits exactly
+        elif confidence == "low" and name == "sqrt" and planar_radius(ctx, ctx.value(arg)):
+            confidence = "medium"  # `x**2 + y**2` of `xyz`: 0 for a vector along z
         if unseen or (name == "sqrt" and _safe_value_substituted(ctx, arg)):
             confidence = "low"  # `r = torch.where(sphere, 0.5, r)` first: the double-where fix
         elif at_bound and not evident and confidence == "high":
