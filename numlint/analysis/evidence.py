@@ -2600,8 +2600,8 @@ def learned_weights_sum(ctx: Context, denominator: Value) -> bool:
     o = op(ctx, total.node, total.env)
     if o is None or o.name != "sum" or o.input is None:
         return False
-    made = _reshaped_from(ctx, Value(o.input, total.env)).node
-    return isinstance(made, cst.Call) and ctx.callee(made, total.env).qualname in (
+    made = _reshaped_from(ctx, Value(o.input, total.env))
+    return isinstance(made.node, cst.Call) and ctx.callee(made.node, made.env).qualname in (
         "torch.nn.Parameter",
         "torch.nn.parameter.Parameter",
     )
