@@ -4149,6 +4149,8 @@ def spherical(xyz):
         ("xyz.requires_grad", "2", "xyz[..., 0].pow(2) + xyz[..., 1].pow(2)", ["medium"]),
         ("xyz.requires_grad", "2", "xyz[:, 1] ** 2 + xyz[:, 0] ** 2", ["medium"]),
         ("xyz.requires_grad", "0", "torch.square(xyz[..., 1]) + xyz[..., 2] ** 2", ["medium"]),
+        # indices spelled in hex or with an underscore are read as numbers
+        ("xyz.requires_grad", "0o2", "xyz[..., 0b0] ** 2 + xyz[..., 0x1] ** 2", ["medium"]),
         # every component the function reads: a whole vector, 0 only at the origin
         ("xyz.requires_grad", "1", "xyz[..., 0].pow(2) + xyz[..., 1].pow(2)", ["low"]),
         # one component twice: a square

@@ -2679,7 +2679,7 @@ def _component(ctx: Context, node: cst.CSTNode) -> tuple[str, int, int] | None:
             if index.lower or index.upper or index.step:
                 return None
         elif isinstance(index.value, cst.Integer) and found is None:
-            found = (axis, int(index.value.value))
+            found = (axis, int(index.value.evaluated_value))
         elif not isinstance(index.value, cst.Ellipsis):
             return None
     return None if found is None else (ctx.code(node.value), *found)
