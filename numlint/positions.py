@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, count
 from operator import add
@@ -41,6 +42,23 @@ def line_offsets(source: str) -> list[int]:
     # their k breaks (summed without a match object per line).
     lengths = map(len, source.split("\n")[:-1])
     return [0, *map(add, accumulate(lengths), count(1))]
+
+
+def rows_spelling(
+    source: str, words: Iterable[str], offsets: Sequence[int] | None = None
+) -> set[int]:
+    """The 1-based numbers of the lines of `source` that spell one of `words`, as CPython's
+    ast numbers them (`offsets`: its line_offsets, when the caller has them)."""
+    rows: set[int] = set()
+    for word in words:
+        at = source.find(word) if word else -1
+        while at != -1:
+            if offsets is None:
+                offsets = line_offsets(source)
+            row = bisect_right(offsets, at)
+            rows.add(row)
+            at = source.find(word, offsets[row]) if row < len(offsets) else -1
+    return rows
 
 
 class Positions:

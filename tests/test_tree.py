@@ -8,8 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from numlint.positions import line_offsets
-from numlint.rules.loss._losses import _rows_spelling
+from numlint.positions import line_offsets, rows_spelling
 from numlint.tree import compound_statements, descendants
 
 NESTED = """
@@ -95,4 +94,5 @@ def test_rows_spelling_gives_the_ast_line_numbers(source: str) -> None:
         if isinstance(node, (ast.Name, ast.Attribute, ast.Constant))
         and any(w in ast.unparse(node) for w in words)
     }
-    assert _rows_spelling(source, words, line_offsets(source)) == lines
+    assert rows_spelling(source, words, line_offsets(source)) == lines
+    assert rows_spelling(source, words) == lines

@@ -2538,23 +2538,27 @@ def loss_prediction_spectrum(ctx: Context, value: Value) -> bool:
     estimate carries the gradient, and its band energy is 0 in a silent frame. (A loss's
     embedding input is not: an exact zero vector is rare.)"""
     params = _loss_parameters(ctx)
-    if params is None:
+    if params is None or _parameters_read(ctx, value, params) != {params[0]}:
         return False
-    read: set[str] = set()
-    spectral: list[bool] = []
+    node = ctx.deref(value).node
+    spectral = _computed_from(
+        ctx, node, value.env, lambda n: isinstance(n, cst.Call) and call_name(n) in _SPECTRA
+    )
+    return spectral or complex_magnitude(ctx, node, value.env)
+
+
+def _parameters_read(ctx: Context, value: Value, params: list[str]) -> set[str]:
+    """Which of the function's parameters `params` the value is computed from, through up to
+    three variables."""
+    found: set[str] = set()
 
     def hit(n: cst.CSTNode) -> bool:
         if isinstance(n, cst.Name) and n.value in params and ctx.parameter(n.value) is not None:
-            read.add(n.value)
-        elif isinstance(n, cst.Call) and call_name(n) in _SPECTRA:
-            spectral.append(True)
+            found.add(n.value)
         return False
 
-    node = ctx.deref(value).node
-    _computed_from(ctx, node, value.env, hit)
-    if read != {params[0]}:
-        return False
-    return bool(spectral) or complex_magnitude(ctx, node, value.env)
+    _computed_from(ctx, ctx.deref(value).node, value.env, hit)
+    return found
 
 
 def relative_to_target(ctx: Context, numerator: Value, denominator: Value) -> bool:
@@ -2571,21 +2575,9 @@ def relative_to_target(ctx: Context, numerator: Value, denominator: Value) -> bo
     params = _loss_parameters(ctx)
     if params is None:
         return False
-
-    def reads(value: Value) -> set[str]:
-        found: set[str] = set()
-
-        def hit(n: cst.CSTNode) -> bool:
-            if isinstance(n, cst.Name) and n.value in params and ctx.parameter(n.value):
-                found.add(n.value)
-            return False
-
-        _computed_from(ctx, ctx.deref(value).node, value.env, hit)
-        return found
-
     return (
-        reads(denominator) == {params[1]}
-        and params[0] in reads(numerator)
+        _parameters_read(ctx, denominator, params) == {params[1]}
+        and params[0] in _parameters_read(ctx, numerator, params)
         and not positive_from_callers(ctx, params[1])  # `y_mag = sqrt(clamp(p, min=eps))`
     )
 
@@ -2595,37 +2587,20 @@ def learned_weights_sum(ctx: Context, denominator: Value) -> bool:
     `w.sum(1)`, with `self.w = nn.Parameter(...)`; indexing, reshaping and casts only):
     nothing keeps the weights positive, and training moves them anywhere, through a sum of
     0. A weight made positive first (`exp`, `softplus`, `softmax`, `abs`, a clamp) is not
-    one."""
-    total = _reshaped_from(ctx, denominator)
+    one, nor a detached one."""
+    total, _ = strip(ctx, denominator, _KEEPS_WEIGHTS)
     o = op(ctx, total.node, total.env)
     if o is None or o.name != "sum" or o.input is None:
         return False
-    made = _reshaped_from(ctx, Value(o.input, total.env))
+    made, _ = strip(ctx, Value(o.input, total.env), _KEEPS_WEIGHTS)
     return isinstance(made.node, cst.Call) and ctx.callee(made.node, made.env).qualname in (
         "torch.nn.Parameter",
         "torch.nn.parameter.Parameter",
     )
 
 
-def _reshaped_from(ctx: Context, value: Value) -> Value:
-    """What `value` indexes, reshapes or casts (`w[:, None]`, `self.w[ids]`, `w.view(-1)`),
-    followed through names, up to six steps; `detach` ends it."""
-    value = ctx.deref(value)
-    for _ in range(6):
-        node = unparenthesized(value.node)
-        if isinstance(node, cst.Subscript):
-            inner = node.value
-        elif (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in TRANSPARENT_METHODS
-            and node.func.attr.value != "detach"
-        ):
-            inner = node.func.value
-        else:
-            return Value(node, value.env)
-        value = ctx.deref(Value(inner, value.env))
-    return value
+#: Methods that keep a trained weight's values and its gradient (not `detach`).
+_KEEPS_WEIGHTS = TRANSPARENT_METHODS - {"detach"}
 
 
 def _reduced_per_row(ctx: Context, value: Value) -> bool:
@@ -2642,19 +2617,13 @@ def planar_radius(ctx: Context, value: Value) -> bool:
     `v` along the same axis (`v[..., 2]`): the length of the vector's projection on a plane,
     0 for every vector along the remaining axis (a point on the z axis, a bond along it),
     which is far likelier than a zero vector."""
-    node = unparenthesized(ctx.deref(value).node)
     func = ctx.function
-    if func is None or not (
-        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)
-    ):
+    bases = _two_squares(ctx, unparenthesized(ctx.deref(value).node), value.env)
+    if func is None or bases is None:
         return False
-    parts = []
-    for side in (node.left, node.right):
-        base = square_of(ctx, unparenthesized(side), value.env)  # type: ignore[arg-type]
-        part = _component(ctx, base) if base is not None else None
-        if part is None:
-            return False
-        parts.append(part)
+    parts = [_component(ctx, base) for base in bases]
+    if parts[0] is None or parts[1] is None:
+        return False
     (whole, axis, one), (other, axis2, two) = parts
     if whole != other or axis != axis2 or one == two:
         return False
@@ -2685,17 +2654,28 @@ def _component(ctx: Context, node: cst.CSTNode) -> tuple[str, int, int] | None:
     return None if found is None else (ctx.code(node.value), *found)
 
 
+def _two_squares(
+    ctx: Context, node: cst.CSTNode, env: Env
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """`a ** 2 + b ** 2` (`.pow(2)`, `torch.square`, `a * a`): (a, b); else None."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+        return None
+    left = square_of(ctx, unparenthesized(node.left), env)  # type: ignore[arg-type]
+    right = square_of(ctx, unparenthesized(node.right), env)  # type: ignore[arg-type]
+    return None if left is None or right is None else (left, right)
+
+
 def complex_magnitude(ctx: Context, node: cst.CSTNode, env) -> bool:
     """`x[:, :f]**2 + x[:, f:]**2`, `x.real**2 + x.imag**2` or `torch.real(x)**2 +
     torch.imag(x)**2` (an `abs()` of either side too): the squared magnitude of each entry
     of a complex value held as two parts of one tensor, 0 wherever that entry is 0 (a
     silent bin of a spectrum), summed over nothing."""
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
+    bases = _two_squares(ctx, node, env)
+    if bases is None:
         return False
     parts = []
-    for side in (node.left, node.right):
-        base = square_of(ctx, unparenthesized(side), env)  # type: ignore[arg-type]
-        o = op(ctx, base, env) if base is not None else None
+    for base in bases:
+        o = op(ctx, base, env)
         if o is not None and o.name == "abs" and o.input is not None:
             base = o.input
         if isinstance(base, cst.Subscript):

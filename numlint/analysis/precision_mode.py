@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +39,7 @@ from numlint.analysis.context import Context, Value
 from numlint.analysis.dtypes import dtype_branch
 from numlint.analysis.semantics import keyword
 from numlint.diagnostic import Confidence
-from numlint.positions import line_offsets, unit_start
+from numlint.positions import rows_spelling, unit_start
 
 #: Evidence kinds: mixed precision (float32 weights) and float16 weights.
 AUTOCAST = "autocast"
@@ -112,7 +112,7 @@ def scan_text(path: str, text: str) -> tuple[ProjectHalf, ...]:
     #: before the call it holds).
     statements: set[int] = set()
     found: dict[str, ProjectHalf] = {}
-    for node in _breadth_first(tree, _lines_spelling(text, _SPELLED)):
+    for node in _breadth_first(tree, sorted(rows_spelling(text, _SPELLED))):
         what: tuple[str, str] | None = None
         if isinstance(node, ast.Expr):
             statements.add(id(node.value))
@@ -128,21 +128,6 @@ def scan_text(path: str, text: str) -> tuple[ProjectHalf, ...]:
 #: What the lines of every piece of evidence _call_evidence and _dict_evidence find spell.
 _SPELLED = ("GradScaler", "autocast", "set_default_dtype", "initialize", "--fp16", "--amp",
             "--use", "precision", "fp16", "half", "float16")  # fmt: skip
-
-
-def _lines_spelling(text: str, words: tuple[str, ...]) -> list[int]:
-    """The numbers of the lines of `text` that hold one of `words`, sorted."""
-    offsets: list[int] | None = None
-    hits: set[int] = set()
-    for word in words:
-        at = text.find(word)
-        while at >= 0:
-            if offsets is None:
-                offsets = line_offsets(text)
-            line = bisect_right(offsets, at)  # 1-based
-            hits.add(line)
-            at = text.find(word, offsets[line]) if line < len(offsets) else -1
-    return sorted(hits)
 
 
 def _breadth_first(tree: ast.AST, lines: list[int]) -> Iterator[ast.AST]:

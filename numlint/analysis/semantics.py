@@ -100,8 +100,11 @@ def string_value(expr: cst.BaseExpression) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def strip(ctx: Context, value: Value) -> tuple[Value, bool]:
-    """Follow names and zero-preserving operations (`.float()`, indexing, gather).
+def strip(
+    ctx: Context, value: Value, methods: frozenset[str] = TRANSPARENT_METHODS
+) -> tuple[Value, bool]:
+    """Follow names and zero-preserving operations (`.float()`, indexing, gather; of the
+    methods, those in `methods`).
 
     Returns the innermost value and whether anything besides plain names was crossed.
     """
@@ -116,7 +119,7 @@ def strip(ctx: Context, value: Value) -> tuple[Value, bool]:
             continue
         if isinstance(node, cst.Call):
             callee = ctx.callee(node, value.env)  # type: ignore[arg-type]
-            if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            if callee.method in methods and callee.receiver is not None:
                 value, crossed = Value(callee.receiver, value.env, value.mutations), True
                 continue
             if callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):

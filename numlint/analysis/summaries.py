@@ -2307,7 +2307,7 @@ def _calls_backward(func: ast.AST) -> bool:
 def _tests_requires_grad(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """`if xyz.requires_grad:` of one of the function's own parameters, read in a test: the
     author expects to be handed tensors that need gradients."""
-    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    params = {a.arg for a, _ in parameters(func.args)}
     for node in _walk_statements(func):
         if isinstance(node, (ast.If, ast.While, ast.Assert)):
             for n in ast.walk(node.test):

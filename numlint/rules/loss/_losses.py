@@ -13,7 +13,7 @@ from numlint.analysis.names import bound_names
 from numlint.analysis.semantics import positional
 from numlint.analysis.summaries import Origin, constructs, loss_wrapper, related
 from numlint.diagnostic import Confidence
-from numlint.positions import line_offsets
+from numlint.positions import line_offsets, rows_spelling
 
 CROSS_ENTROPY = (
     frozenset({"torch.nn.functional.cross_entropy"}),
@@ -127,9 +127,9 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
     source, tree = ctx.source or "", ctx.syntax
     offsets = line_offsets(source)
     carriers = set(words)
-    for node in _assignments(tree, _rows_spelling(source, words, offsets)):
+    for node in _assignments(tree, rows_spelling(source, words, offsets)):
         carriers.update(_targets(node))  # `self.loss_func = F.binary_..._with_logits`
-    rows = sorted(_rows_spelling(source, carriers, offsets))
+    rows = sorted(rows_spelling(source, carriers, offsets))
     out: set[str] = set()
     classes: set[str] = set()
     for node, is_class in _definitions(tree):
@@ -137,23 +137,11 @@ def _wrapper_names(ctx: Context, names: tuple[frozenset[str], frozenset[str]]) -
             out.add(node.name)
             if is_class:
                 classes.add(node.name)
-    for node in _assignments(tree, _rows_spelling(source, classes, offsets)):
+    for node in _assignments(tree, rows_spelling(source, classes, offsets)):
         if node.value is not None and any(constructs(node.value, c) for c in classes):
             out.update(_targets(node))  # `criterion = FocalLoss().cuda()`
     found = cache[names] = frozenset(out)
     return found
-
-
-def _rows_spelling(source: str, words: set[str], offsets: list[int]) -> set[int]:
-    """The 1-based numbers of the lines of `source` (whose line_offsets are `offsets`)
-    that spell one of `words`."""
-    rows: set[int] = set()
-    for word in words:
-        at = source.find(word) if word else -1
-        while at != -1:
-            rows.add(bisect.bisect_right(offsets, at))
-            at = source.find(word, at + 1)
-    return rows
 
 
 def _assignments(tree: ast.Module | None, rows: set[int]) -> list[ast.Assign | ast.AnnAssign]:
