@@ -48,6 +48,7 @@ from numlint.analysis.summaries import (
 )
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
+    SOFTPLUS,
     factors,
     gather_parts,
     is_max_of,
@@ -128,6 +129,10 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
+    if log and reason == SOFTPLUS:
+        # as rare as a sigmoid's underflow, unless training pushes the input down (a scale
+        # a policy or a variational posterior learns to shrink)
+        return "medium" if _differentiated(ctx, value) else "low"
     terms = zero_sum_terms(ctx, value) if value is not None and not log else None
     if terms:  # `tp + fp`: 0 only where every term is, so as likely as the least likely
         return min((grade(ctx, r, t) for t, r in terms), key=confidence_rank)

@@ -56,6 +56,8 @@ _ABS = "an absolute value"
 
 
 _SUM_SQUARES = "a sum of squares"
+#: softplus(x) is about exp(x) for x << 0: it rounds to 0 where a sigmoid does.
+SOFTPLUS = "a softplus output (0 for inputs below -104 in float32, -17.3 in float16)"
 
 
 def square_of(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
@@ -604,6 +606,8 @@ def _call_reason(
     inp = o.input
     if o.name == "relu":
         return "a ReLU output"
+    if o.name == "softplus" and mode == "log":
+        return SOFTPLUS  # `std = F.softplus(h)`, then `std.log()`: -inf once h is far below 0
     if o.name == "rand":
         return "a `torch.rand` draw"
     if o.name in ("clamp", "clamp_min") and inp is not None:

@@ -48,8 +48,8 @@ class LogOfZero(Rule):
     What it does:
     Flags `torch.log`, `torch.log2`, `torch.log10` and the `.log()` / `.log2()` / `.log10()`
     methods applied to a value that can be exactly 0: `1 - p` of a softmax output or a 0/1
-    mask, a ReLU output, a `torch.rand` draw, a value clamped at 0, a normalised ratio
-    (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
+    mask, a ReLU output, a softplus output (0 below an input of -104), a `torch.rand` draw,
+    a value clamped at 0, a normalised ratio (`x / x.sum(-1, keepdim=True)`), a product with any of these, or a `torch.where` with a 0
     branch; also when the value reaches the log through a variable of the same function,
     and a ReLU output or a value clamped at 0 that another function makes: what every caller
     passes for a parameter (`nll(mu, F.relu(v), y)`, then `torch.log(var)`), or what a
@@ -85,7 +85,10 @@ class LogOfZero(Rule):
     Confidence:
     high for a ReLU output, a value clamped or filled with 0, a `torch.rand` draw, `1 - p` of
     a sigmoid or softmax, probabilities that underflow, and a range from 0
-    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for `1 - tanh(x) ** 2` (a flow's
+    (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for a softplus output in code
+    autograd differentiates (a learned scale: `std = F.softplus(h)`, then `std.log()`; softplus
+    is exactly 0 below an input of -104 in float32, -17.3 in float16, where a sigmoid is, and
+    training that shrinks the scale drives it there), low elsewhere; medium for `1 - tanh(x) ** 2` (a flow's
     log-determinant: tanh is exactly +-1 from |x| = 9.01 in float32; also a squared cosine or
     sine); medium for the target of a loss module (the second parameter of its `forward`,
     torch's `forward(input, target)`, without a default: a one-hot label, a sparse prior or a
@@ -165,6 +168,21 @@ class LogOfZero(Rule):
     TRIGGERS = ("log(", "log2(", "log10(", "log1p(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class GaussianActor(nn.Module):
+                def __init__(self, d, a):
+                    super().__init__()
+                    self.scale = nn.Linear(d, a)
+                def forward(self, h):
+                    std = F.softplus(self.scale(h)) + 1e-5
+                    return std, std.log(), torch.log1p(F.softplus(h))
+            """,
+            "the eps is added after the softplus; log1p of a softplus is >= 0",
+        ),
         Valid(
             """
             import torch
@@ -419,6 +437,24 @@ class LogOfZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class GaussianActor(nn.Module):
+                def __init__(self, d, a):
+                    super().__init__()
+                    self.mean = nn.Linear(d, a)
+                    self.scale = nn.Linear(d, a)
+                def forward(self, h):
+                    std = F.softplus(self.scale(h) + 1e-5)
+                    return self.mean(h), std, std.log()
+            """,
+            line=10,
+            column=35,
+            confidence="medium",
+            note="a learned scale through softplus: 0 once training drives its input below -104",
+        ),
         Invalid(
             """
             import torch
