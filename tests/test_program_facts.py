@@ -4165,3 +4165,36 @@ def test_the_length_of_a_projection_on_a_plane(
     """sqrt(x**2 + y**2) of a vector whose z the function also reads is 0 along z."""
     code = PLANAR.format(test=test, third=third, root=root)
     assert _grades(code, "NUM201") == expected
+
+
+CONVERTED = """
+def to_dtype(x, tensor=None, dtype=None):
+    {body}
+    return x
+
+
+def weights_of(dist, cutoff):
+    weights = torch.exp(-dist)
+    weights = weights * to_dtype(dist < cutoff, dtype=dist.dtype)
+    return weights / torch.sum(weights, dim=1, keepdim=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a helper that returns its argument, converted or not: the mask passes through it
+        ("if x.dtype != dtype:\n        x = x.type(dtype)", ["high"]),
+        ("x = x.to(dtype=dtype)", ["high"]),
+        ("pass", ["high"]),
+        # it changes the argument in place: what it returns is not the mask as given
+        ("x[x == 0] = 1", ["low"]),
+        ("x.clamp_(min=0.5)", ["low"]),
+        # it returns something else besides
+        ("if dtype is None:\n        return torch.ones_like(x)", ["low"]),
+    ],
+)
+def test_a_mask_through_a_helper_that_returns_it(body: str, expected: list[str]) -> None:
+    """`to_dtype(dist < cutoff, dtype=d)` with a helper that returns its argument cast: the
+    product with it keeps the comparison's zeros, and a row cut off entirely sums to 0."""
+    assert _grades(CONVERTED.format(body=body), "NUM202") == expected

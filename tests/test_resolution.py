@@ -271,3 +271,66 @@ def _num101_through(
     (tmp_path / "pkg" / "use.py").write_text(user)
     found = check_paths([str(tmp_path / "pkg" / "use.py")], config={"select": ["NUM101"]})
     return [d.code for d in found]
+
+
+@pytest.mark.parametrize(
+    ("common", "star", "expected"),
+    [
+        # the module read by `import *` binds F to torch's functional module
+        ("import torch.nn.functional as F\n", "from pkg.common import *", ["NUM101"]),
+        # ... through a second `import *`, relative this time
+        ("from .base import *\n", "from pkg.common import *", ["NUM101"]),
+        # F is the project's own there: not torch's
+        ("def softmax(x, dim):\n    return x\n\nclass F:\n    softmax = softmax\n",
+         "from pkg.common import *", []),
+        # a module that binds no F: unknown, not guessed
+        ("import numpy as np\n", "from pkg.common import *", []),
+        # a module numlint cannot read: F, nn, np mean what they conventionally do
+        ("", "from network import *", ["NUM101"]),
+    ],
+)  # fmt: skip
+def test_names_from_a_star_import(tmp_path, common: str, star: str, expected: list[str]) -> None:
+    """`from network import *` gives a research script its `F`, `nn` and `torch`: names are
+    read from the module where it is a file of the project, else by convention."""
+    from numlint.api import check_paths
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("import torch.nn.functional as F\n")
+    (pkg / "common.py").write_text(common)
+    user = pkg / "use.py"
+    user.write_text(
+        f"{star}\nimport torch\n\n\ndef f(x):\n    return torch.log(F.softmax(x, dim=-1))\n"
+    )
+    found = check_paths([str(user)], {"select": ["NUM101"], "no-cache": True})
+    assert [d.code for d in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        ("pkg/sub/use.py", "from ..core import log, softmax", ["NUM101"]),
+        ("pkg/__init__.py", "from .core import log, softmax", ["NUM101"]),
+        ("pkg/sub/__init__.py", "from ..core import log, softmax", ["NUM101"]),
+        # above the package's root: nothing to read, no finding and no error
+        ("pkg/sub/use.py", "from ...core import log, softmax", []),
+    ],
+)
+def test_relative_imports_resolve(tmp_path, where: str, line: str, expected: list[str]) -> None:
+    """`from ..core import log` in a package module reads pkg/core.py, which binds torch's
+    functions under those names."""
+    from numlint.api import check_paths
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for init in ("pkg/__init__.py", "pkg/sub/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "pkg" / "core.py").write_text(
+        "import torch\nlog = torch.log\nsoftmax = torch.softmax\n"
+    )
+    user = tmp_path / where
+    user.write_text(
+        f"import torch\n{line}\n\n\ndef f(x: torch.Tensor):\n    return log(softmax(x, 1))\n"
+    )
+    found = check_paths([str(user)], {"select": ["NUM101"], "no-cache": True})
+    assert [d.code for d in found] == expected

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
-from numlint.analysis.tables import HOST_MODULES, NO_GRAD, TORCH_ALIASES
+from numlint.analysis.tables import CONVENTIONAL_ALIASES, HOST_MODULES, NO_GRAD, TORCH_ALIASES
 from numlint.tree import exits, unparenthesized
 
 if TYPE_CHECKING:
@@ -116,6 +116,7 @@ class Context:
         self._project: Project | None | bool = False
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
+        self._stars: dict[str, str] = {}  # see _star_name
         #: Names imported from more than one place (`if new: from a import X` / `else: from b
         #: import X`): every target.
         self.import_targets: dict[str, set[str]] = {}
@@ -369,10 +370,27 @@ class Context:
             if root == "torch" and binding is None:
                 base = "torch"
             elif self.star_imports and binding is None:
-                base = f"{self.star_imports[0]}.{root}"
+                base = self._star_name(root)
             else:
                 return None
         return ".".join([base, *reversed(parts)])
+
+    def _star_name(self, root: str) -> str:
+        """What a name that no import or assignment of this file binds means, where the file
+        imports `*` (`from network import *`): what the first such module of the project that
+        binds it makes it; when none of those modules is on disk, the conventional meaning of
+        `F`, `nn`, `np`... (numlint.analysis.names.CONVENTIONAL_ALIASES); else a name of the
+        first such module."""
+        known = self._stars.get(root)
+        if known is None:
+            project = self.project if not self.path.startswith("<") else None
+            found_any, bound = (
+                project.star_binding(self.star_imports, root) if project else (False, None)
+            )
+            if bound is None and not found_any:
+                bound = CONVENTIONAL_ALIASES.get(root)
+            known = self._stars[root] = bound or f"{self.star_imports[0]}.{root}"
+        return known
 
     def spell(self, qualname: str) -> str | None:
         """How to write an importable name in this file given its imports (None: not reachable)."""
@@ -704,9 +722,14 @@ class Context:
                 self._bind_import(root, root)
 
     def _add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
+        if node.relative:
+            module = self._relative_module(len(node.relative), node.module)
+            if module is None:
+                return
+        elif node.module is None:
             return
-        module = _dotted(node.module)
+        else:
+            module = _dotted(node.module)
         if isinstance(node.names, cst.ImportStar):
             self.star_imports.append(module)
             return
@@ -716,6 +739,20 @@ class Context:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self._bind_import(local, self._reexported(f"{module}.{name}"))
+
+    def _relative_module(self, level: int, name: cst.Attribute | cst.Name | None) -> str | None:
+        """The module `from ..utils import x` reads, from this file's place in its package
+        (None: a snippet, or above the package's root)."""
+        if self.path.startswith("<"):
+            return None
+        from numlint.analysis.summaries import module_name
+
+        parts = module_name(self.path)[0].split(".")
+        drop = level - 1 if self.path.endswith("__init__.py") else level
+        keep = parts[: len(parts) - drop] if drop else parts
+        if not keep or drop > len(parts):
+            return None
+        return ".".join([*keep, _dotted(name)] if name is not None else keep)
 
     def _reexported(self, target: str) -> str:
         """`from kornia.core import sin`, where the project's own package binds `sin =

@@ -47,20 +47,29 @@ def import_one(
                 root = alias.name.split(".")[0]
                 out[root] = root
         return out
-    base = node.module or ""
-    if node.level:
-        if not module:
-            return out
-        parts = module.split(".")
-        drop = node.level - 1 if package else node.level
-        if drop > len(parts):
-            return out
-        keep = parts[: len(parts) - drop] if drop else parts
-        base = ".".join([*keep, base] if base else keep)
+    base = imported_module(node, module, package)
+    if base is None:
+        return out
     for alias in node.names:
         if alias.name != "*":
             out[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
     return out
+
+
+def imported_module(node: ast.ImportFrom, module: str = "", package: bool = False) -> str | None:
+    """The dotted module a `from ... import` reads, relative imports resolved against
+    `module` as in import_one (None: not known)."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    if not module:
+        return None
+    parts = module.split(".")
+    drop = node.level - 1 if package else node.level
+    if drop > len(parts):
+        return None
+    keep = parts[: len(parts) - drop] if drop else parts
+    return ".".join([*keep, base] if base else keep)
 
 
 def module_imports(tree: ast.AST, module: str = "", package: bool = False) -> dict[str, str]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from numlint.analysis.context import Context, Value
+from numlint.analysis.context import Context, Env, Value
+from numlint.analysis.summaries import returned_parameter
 from numlint.analysis.tables import (
     LOG_FUNCTIONS,
     PROBS_OF_LOGITS,
@@ -125,8 +126,32 @@ def strip(
             if callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):
                 value, crossed = Value(arg, value.env, value.mutations), True
                 continue
+            arg = passed_through(ctx, node, value.env, methods)  # type: ignore[arg-type]
+            if arg is not None:
+                value, crossed = Value(arg, value.env, value.mutations), True
+                continue
         break
     return value, crossed
+
+
+def passed_through(
+    ctx: Context, call: cst.Call, env: Env, methods: frozenset[str] = TRANSPARENT_METHODS
+) -> cst.BaseExpression | None:
+    """The argument that a call of the project's own function returns as given, or converted
+    only by `methods` (numlint.analysis.summaries.returned_parameter): the mask in
+    `to_dtype(dist < cutoff, dtype=d)` with `def to_dtype(x, dtype): return x.type(dtype)`."""
+    callee = ctx.callee(call, env)
+    if callee.method is not None or (callee.qualname or "").startswith(_LIBRARIES):
+        return None
+    target = ctx.project_target(call, env)
+    found = returned_parameter(ctx, *target) if target is not None else None
+    if found is None or not found[2] <= methods:
+        return None
+    return positional(call, found[0], found[1])
+
+
+#: Names of libraries, not of the project: they have no summaries.
+_LIBRARIES = ("torch.", "numpy.", "math.", "scipy.")
 
 
 def activation(

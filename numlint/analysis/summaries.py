@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from numlint.analysis.names import import_one, parameters
+from numlint.analysis.names import bound_names, import_one, imported_module, parameters
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
     FILL_FUNCTIONS,
@@ -130,6 +130,8 @@ class Function:
         self._loads: dict[str, list[ast.Name]] | None = None
         #: Whether its text makes no tensor requiring grad (of_arguments_only), once asked.
         self.of_arguments: bool | None = None
+        #: The parameter it returns as given (returned_parameter); False: not asked yet.
+        self.passes: tuple[int, str, frozenset[str]] | None | bool = False
 
     @property
     def parents(self) -> dict[int, ast.AST]:
@@ -430,6 +432,8 @@ class Module:
         self.text = text
         self.tree = tree
         self.imports: dict[str, str] = {}
+        #: Modules it imports every public name of (`from utils import *`).
+        self.stars: list[str] = []
         self.functions: dict[str, Function] = {}  # "f" or "Class.method"
         self.classes: dict[str, list[str]] = {}  # name -> base names
         self.globals: dict[str, list[ast.expr]] = {}
@@ -447,6 +451,10 @@ class Module:
         for stmt in stmts:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self.imports.update(import_one(stmt, self.name, package))
+                if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                    star = imported_module(stmt, self.name, package)
+                    if star:
+                        self.stars.append(star)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 key = f"{cls}.{stmt.name}" if cls else stmt.name
                 self.functions[key] = Function(stmt, cls)
@@ -769,6 +777,29 @@ class Project:
             other = self._module(target)  # `from pkg import module`
             return None if other is None else (other, "")
         return self.lookup(other, attr, depth + 1)
+
+    def star_binding(
+        self, modules: list[str], name: str, depth: int = 0
+    ) -> tuple[bool, str | None]:
+        """What `name` means in a file that imports `*` from `modules` (in order): whether
+        any of them is a file of this project, and the qualified name the first one that
+        binds `name` gives it (importing it, defining it, or taking it from its own `import
+        *`), or None."""
+        found_any = False
+        for dotted in modules:
+            mod = self._module(dotted)
+            if mod is None:
+                continue
+            found_any = True
+            if name in mod.imports:
+                return True, mod.imports[name]
+            if name in mod.functions or name in mod.classes or name in mod.globals:
+                return True, f"{dotted}.{name}"
+            if mod.stars and depth < 3:
+                _, inner = self.star_binding(mod.stars, name, depth + 1)
+                if inner is not None:
+                    return True, inner
+        return found_any, None
 
     def torch_alias(self, dotted: str) -> str | None:
         """What a name of this project's own package is bound to, when that is a torch name:
@@ -2825,6 +2856,60 @@ def cleared_parameter(
             index = f.params.index(param) - _bound_offset(f)
             return index if index >= 0 else None
     return None
+
+
+def returned_parameter(
+    ctx: object, qualname: str | None, receiver: str | None, name: str
+) -> tuple[int, str, frozenset[str]] | None:
+    """The position and name of the parameter that this project's function returns as given
+    or only converted (`if x.dtype != dt: x = x.type(dt)`, then `return x`; `return
+    x.to(device)`), with the methods that convert it; None when it returns anything else,
+    or changes the parameter in place."""
+    project = ctx.project  # type: ignore[attr-defined]
+    found = _project_function(project, qualname, receiver, name) if project else None
+    if found is None:
+        return None
+    f = found[1]
+    if f.passes is False:
+        f.passes = _returned_parameter(f)
+    return f.passes  # type: ignore[return-value]
+
+
+def _returned_parameter(f: Function) -> tuple[int, str, frozenset[str]] | None:
+    used: set[str] = set()
+
+    def unconverted(value: ast.expr | None) -> str | None:
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and not value.func.attr.endswith("_")
+        ):
+            used.add(value.func.attr)
+            value = value.func.value
+        return value.id if isinstance(value, ast.Name) else None
+
+    body = list(_walk_body(f.node))
+    returned = {unconverted(n.value) for n in body if isinstance(n, ast.Return)}
+    if len(returned) != 1:
+        return None
+    param = returned.pop()
+    if param is None or param not in f.params or param in ("self", "cls"):
+        return None
+    for n in body:
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and _root(t) == param:
+                    return None  # `x[x == 0] = 1`: changed in place
+                if param in bound_names(t) and (
+                    isinstance(n, ast.AugAssign) or unconverted(n.value) != param
+                ):
+                    return None
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr.endswith("_") and _root(n.func.value) == param:
+                return None  # `x.clamp_(min=eps)`
+    index = f.params.index(param) - _bound_offset(f)
+    return (index, param, frozenset(used)) if index >= 0 else None
 
 
 def _clears(node: ast.AST, param: str) -> bool:

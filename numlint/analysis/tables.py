@@ -120,3 +120,15 @@ PROBS_OF_LOGITS: dict[str, str] = {
 #: The `reduce=` of a segment reduction (torch_scatter, `scatter_reduce`) that adds up its
 #: segment: 0 where every term is.
 SUM_REDUCTIONS = frozenset({"sum", "add", "mean"})
+
+
+#: What a name means by convention, for a file that takes its names from `import *` of a
+#: module numlint cannot read (not in the project's files): `from utils import *` where
+#: utils is absent. Used only then (numlint.analysis.context.Context._star_name).
+CONVENTIONAL_ALIASES = {
+    "F": "torch.nn.functional",
+    "nn": "torch.nn",
+    "th": "torch",
+    "np": "numpy",
+    "math": "math",
+}
