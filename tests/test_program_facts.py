@@ -4198,3 +4198,42 @@ def test_a_mask_through_a_helper_that_returns_it(body: str, expected: list[str])
     """`to_dtype(dist < cutoff, dtype=d)` with a helper that returns its argument cast: the
     product with it keeps the comparison's zeros, and a row cut off entirely sums to 0."""
     assert _grades(CONVERTED.format(body=body), "NUM202") == expected
+
+
+RECIPROCAL = """
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = F.relu(self.fc(x))
+        n = h.norm(dim=1, keepdim=True)
+        {line}
+        return y
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # a division by the norm of a ReLU output, however it is spelled
+        ("y = h / n", ["high"]),
+        ("y = h * n.reciprocal()", ["high"]),
+        ("y = h * (1.0 / n)", ["high"]),
+        ("y = h * torch.reciprocal(n)", ["high"]),
+        ("y = h * n ** -1", ["high"]),
+        ("y = h.mul(n.pow(-1))", ["high"]),
+        ("inv = 2 / n\n        y = inv * h", ["high"]),
+        ("y = h.clone()\n        y *= 1 / n", ["high"]),
+        # a reciprocal alone is inf, not NaN; one whose inf entries are replaced is finite
+        ("y = 1.0 / n", []),
+        ("inv = 1.0 / n\n        inv[torch.isinf(inv)] = 0\n        y = h * inv", []),
+        # a product with a positive power, or with the reciprocal of a constant
+        ("y = h * n ** 2", []),
+        ("y = h * (1.0 / 8 ** 0.5)", []),
+    ],
+)
+def test_a_division_spelled_as_a_product(line: str, expected: list[str]) -> None:
+    """`x * (1 / n)` is `x / n`: 0 * inf = NaN where n is 0, the norm of a ReLU output."""
+    assert _grades(RECIPROCAL.format(line=line), "NUM202") == expected

@@ -439,7 +439,7 @@ def _counted(ctx: Context, value: Value) -> Value | None:
 
 
 def _table(reason: str) -> Confidence:
-    for prefix in ("the square root of ", "`1 - p` of "):
+    for prefix in ("the square root of ", "a power of ", "`1 - p` of "):
         if reason.startswith(prefix):
             inner = reason[len(prefix) :]
             if prefix.startswith("`1") and inner in ("a softmax output", "a sigmoid output"):

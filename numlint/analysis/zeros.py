@@ -2307,15 +2307,18 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
             return _PER_CLASS  # `F.one_hot(y, k).sum(0)`: a class no sample has
         return "a sum"
     if o.name in ("sqrt", "pow") and o.input is not None:
+        root = "the square root"
         if o.name == "pow":
             e = o.arg(0, "exponent")
-            if e is None or (const(ctx, e, env) or 0) <= 0:
+            power = const(ctx, e, env) if e is not None else None
+            if power is None or power <= 0:
                 return None
+            root = "the square root" if power == 0.5 else "a power"
         inner = denominator_reason(ctx, Value(o.input, env), depth + 1)
         if inner:
             return inner
         sq = zero_reason(ctx, Value(o.input, env), "sqrt")
-        return f"the square root of {sq}" if sq else None
+        return f"{root} of {sq}" if sq else None
     if o.name in ("clamp", "clamp_min"):
         low = clamp_bounds(o)[0]
         if low is None:

@@ -91,7 +91,10 @@ class DivideByZeroNorm(Rule):
     Flags `x / x.norm(...)`, `x / torch.norm(x, ...)`, `x / torch.linalg.vector_norm(...)`,
     `p / p.sum(-1, keepdim=True)`, `(x * m).sum() / m.sum()`, `(x - mean) / x.std()`,
     `/ torch.sqrt(var)`, `torch.div(...)`, `x.div(...)` and `x /= ...` when the denominator
-    has no guard, also when it reaches the division through a variable. In training code
+    has no guard, also when it reaches the division through a variable, and the same division
+    spelled as a product with a reciprocal (`x * n.reciprocal()`, `x * (1 / n)`, `x * n **
+    -1`, `x.mul(torch.reciprocal(n))`, `x *= 1 / n`; a reciprocal alone is inf, not NaN, and
+    is not reported, nor one whose inf entries are replaced before the product). In training code
     (a loss, a module's `forward`, a training step, a function returning what a loss
     computes, and what they call) it also flags the mean of a boolean selection,
     `loss[scores > t].mean()`, `torch.mean(x[mask])`, or a selection handed to a function
@@ -305,7 +308,7 @@ class DivideByZeroNorm(Rule):
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
     #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a guard by a
-    #: maximum, the range max - min), and a division; or a mean of a selection (spelled with
+    #: maximum, the range max - min), and a division or a reciprocal; or a mean of a selection (spelled with
     #: `mean(`, or a selection by a mask handed to a helper that takes the mean:
     #: `x[mask == 1]`, `x[~m]`, `x[fg_mask.bool()]`, `masked_select`)
     TRIGGERS = (
@@ -334,8 +337,9 @@ class DivideByZeroNorm(Rule):
         "sin(",
         "tan(",
     )
+    #: or a product with a reciprocal (`x * n.reciprocal()`, `x * n ** -1`)
     ALSO_REQUIRES = ("/", "div", "mean(", "[mask", "mask]", "mask ==", "mask >", "[~", ".bool()]",
-                     "masked_select")  # fmt: skip
+                     "masked_select", "reciprocal", "** -", "**-", "pow(-")  # fmt: skip
 
     VALID = [
         Valid(
@@ -945,20 +949,39 @@ class DivideByZeroNorm(Rule):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
             self._check(node, node.left, node.right)
+        elif isinstance(node.operator, cst.Multiply):
+            self._product(node, node.left, node.right)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign):
             self._check(node, node.target, node.value, fixable=False)
+        elif isinstance(node.operator, cst.MultiplyAssign):
+            self._product(node, node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._empty_mean(node)
         o = op(self.ctx, node)
-        if o is None or o.name != "div" or o.input is None:
+        if o is None or o.name not in ("div", "mul") or o.input is None:
             return
         other = o.arg(0, "other")
         if other is None or keyword(node, "rounding_mode") is not None:
             return
-        self._check(node, o.input, other, fixable=False)
+        if o.name == "mul":
+            self._product(node, o.input, other)
+        else:
+            self._check(node, o.input, other, fixable=False)
+
+    def _product(
+        self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression
+    ) -> None:
+        """`x * n.reciprocal()`, `x * (1 / n)`, `x * n ** -1`, `x.mul(torch.reciprocal(n))`:
+        a division by n spelled as a product. `1 / n` alone is inf, not NaN (not reported);
+        times a value that is 0 with it (`h * (1 / h.norm())`) it is 0/0."""
+        for num, factor in ((left, right), (right, left)):
+            den = _reciprocal_of(self.ctx, factor)
+            if den is not None:
+                self._check(node, num, den, fixable=False, product=True)
+                return
 
     def _empty_mean(self, node: cst.Call) -> None:
         """`x[mask].mean()`, `torch.mean(x[m])`, or a function of the project that takes the
@@ -1001,7 +1024,9 @@ class DivideByZeroNorm(Rule):
         num: cst.BaseExpression,
         den: cst.BaseExpression,
         fixable: bool = True,
+        product: bool = False,
     ) -> None:
+        """Report `num / den` (`product`: written `num * (1 / den)`) if `den` can be 0."""
         ctx = self.ctx
         if const(ctx, den) is not None:
             return  # `x / 2`, `x / math.sqrt(d)`: no norm, sum or count
@@ -1033,6 +1058,8 @@ class DivideByZeroNorm(Rule):
             return
         if guarded_by_condition(ctx, den) or _reciprocal_left(ctx, num, reason):
             return
+        if product and reason in (_TOTAL, _WARNED):
+            return  # the reciprocal itself is reported (`_reciprocal_left`)
         if _host_values(ctx, num, den):
             return
         if rows_kept_nonzero(ctx, ctx.value(den)):
@@ -1274,6 +1301,34 @@ def _host_values(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
     if not_a_tensor(ctx, ctx.value(den)):
         return True
     return const(ctx, num) is None and not_a_tensor(ctx, ctx.value(num))
+
+
+def _reciprocal_of(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """n where `expr` is its reciprocal, also through a variable: `1 / n` (any nonzero
+    constant over n), `n.reciprocal()`, `torch.reciprocal(n)`, `n ** -1`, `n.pow(-0.5)` (any
+    negative power: 0 where n is); not one edited in place since (`r[torch.isinf(r)] = 0`)."""
+    found = ctx.deref(ctx.value(expr))
+    if found.mutations:
+        return None
+    node, env = found.node, found.env
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Divide):
+            c = const(ctx, node.left, env)
+            return node.right if c is not None and c != 0 else None
+        if isinstance(node.operator, cst.Power):
+            c = const(ctx, node.right, env)
+            return node.left if c is not None and c < 0 else None
+        return None
+    o = op(ctx, node, env) if isinstance(node, cst.Call) else None
+    if o is None or o.input is None:
+        return None
+    if o.name == "reciprocal":
+        return o.input
+    if o.name == "pow":
+        e = o.arg(0, "exponent")
+        c = const(ctx, e, env) if e is not None else None
+        return o.input if c is not None and c < 0 else None
+    return None
 
 
 def _reciprocal_left(ctx, num: cst.BaseExpression, reason: str) -> bool:
