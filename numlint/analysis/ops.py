@@ -473,6 +473,19 @@ def unpacking_call(
     return Value(stmt.value, binding_env) if isinstance(stmt.value, cst.Call) else None
 
 
+def unpacked_element(ctx: Context, name: cst.Name, env: Env) -> tuple[Value, int] | None:
+    """The call a name of the enclosing function was unpacked from and its place among the
+    targets (`pred, aux = model(x)`: the call, 0), or None."""
+    found = _last_unpacking(ctx, name, env)
+    if found is None or not isinstance(found[0].value, cst.Call):
+        return None
+    stmt, index, binding_env = found
+    target = stmt.targets[0].target
+    if any(isinstance(e, cst.StarredElement) for e in target.elements[:index]):  # type: ignore[union-attr]
+        return None
+    return Value(stmt.value, binding_env), index
+
+
 def unpacked_size(ctx: Context, name: cst.Name, env: Env) -> bool:
     """`name` was unpacked from a tensor's shape (`K, B = Q.shape`, `n, d = x.size()`): a
     size, positive wherever the tensor has entries to divide."""

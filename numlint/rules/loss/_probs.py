@@ -13,7 +13,9 @@ indexing and clamps, it is:
   instance of a class defined in the same file, or an `nn.Sequential(...)` whose last module
   is `nn.Softmax` / `nn.Sigmoid`; across files through numlint.analysis.summaries, also
   `obj.head(x)` where a method of the file sets `obj.head = Head(...)` on an object it is
-  given (a callback's probe on the LightningModule, `Head` imported inside that method).
+  given (a callback's probe on the LightningModule, `Head` imported inside that method);
+  also one part of a tuple or dict such a `forward()` returns (`pred, aux = model(x)`,
+  `model(x)[0]`, `out["prob"]`).
 An average of such values (`p.mean(0)`, `torch.mean(p, dim=0)`: the batch's mean
 distribution) is one too, of kind "mean:softmax" / "mean:sigmoid", where a rule asks for it
 (AVERAGED_KINDS).
@@ -27,7 +29,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from numlint.analysis.context import Context, Env, Scope, Value
-from numlint.analysis.ops import op
+from numlint.analysis.ops import op, unpacked_element
 from numlint.analysis.semantics import (
     Activation,
     activation,
@@ -38,7 +40,12 @@ from numlint.analysis.semantics import (
     strip,
 )
 from numlint.analysis.summaries import Origin, origin_of, related
-from numlint.analysis.tables import SIGMOID_MODULES, SOFTMAX_MODULES
+from numlint.analysis.tables import (
+    SIGMOID_MODULES,
+    SOFTMAX_MODULES,
+    TRANSPARENT_FUNCTIONS,
+    TRANSPARENT_METHODS,
+)
 from numlint.tree import descendants, walk
 
 KINDS = ("softmax", "sigmoid")
@@ -117,6 +124,12 @@ def probability(
         kind = _model_output(ctx, node, found.env, depth)
         if kind in kinds:
             return Probability(kind, "model", env=found.env, indirect=True, through_variable=via)
+    element = _element(ctx, value) if depth > 0 else None
+    if element is not None:  # `pred, aux = model(x)`, `model(x)[0]`, `out["prob"]`
+        call, key = element
+        kind = _model_output(ctx, call.node, call.env, depth, key)  # type: ignore[arg-type]
+        if kind in kinds:
+            return Probability(kind, "model", env=call.env, indirect=True, through_variable=True)
     if depth == 3 and not found.mutations:
         source = origin_of(ctx, found.node, kinds)
         if source is not None:
@@ -295,31 +308,38 @@ def _hand_softmax(ctx: Context, value: Value) -> bool:
 # ---- model outputs ----
 
 
-def _model_output(ctx: Context, call: cst.Call, env: Env, depth: int) -> str | None:
-    """The kind of probability a model call returns: `self(x)`, `model(x)`, `self.net(x)`."""
+#: Which part of a model's output a value is: a tuple position or a dict key (None: all).
+Part = int | str | None
+
+
+def _model_output(
+    ctx: Context, call: cst.Call, env: Env, depth: int, part: Part = None
+) -> str | None:
+    """The kind of probability a model call returns (`part` of it): `self(x)`, `model(x)`,
+    `self.net(x)`."""
     func = call.func
     cls = ctx.class_scope
     if cls is not None and isinstance(func, cst.Name) and func.value == "self":
-        return _forward_kind(ctx, cls.node, depth)  # type: ignore[arg-type]
+        return _forward_kind(ctx, cls.node, depth, part)  # type: ignore[arg-type]
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         if isinstance(func.value, cst.Name) and func.value.value == "self" and cls is not None:
-            return _forward_kind(ctx, cls.node, depth)  # type: ignore[arg-type]
+            return _forward_kind(ctx, cls.node, depth, part)  # type: ignore[arg-type]
         func = func.value
     target = ctx.deref(Value(func, env))
-    return _module_kind(ctx, target, depth)
+    return _module_kind(ctx, target, depth, part)
 
 
-def _module_kind(ctx: Context, target: Value, depth: int) -> str | None:
+def _module_kind(ctx: Context, target: Value, depth: int, part: Part = None) -> str | None:
     """The kind of probability a module instance (its constructor call) returns."""
     node = target.node
     if not isinstance(node, cst.Call):
         return None
     qual = ctx.qualname(node.func, target.env)
-    if qual in SOFTMAX_MODULES:
+    if part is None and qual in SOFTMAX_MODULES:
         return "softmax"
-    if qual in SIGMOID_MODULES:
+    if part is None and qual in SIGMOID_MODULES:
         return "sigmoid"
-    if qual in _SEQUENTIAL:
+    if part is None and qual in _SEQUENTIAL:
         last = [a for a in node.args if a.keyword is None and not a.star]
         if last:
             return _module_kind(ctx, ctx.deref(Value(last[-1].value, target.env)), depth)
@@ -327,14 +347,17 @@ def _module_kind(ctx: Context, target: Value, depth: int) -> str | None:
     if qual is None and isinstance(node.func, cst.Name):
         classdef = ctx.top_level(node.func.value, cst.ClassDef)
         if classdef is not None:
-            return _forward_kind(ctx, classdef, depth)
+            return _forward_kind(ctx, classdef, depth, part)
     return None
 
 
-def _forward_kind(ctx: Context, classdef: cst.ClassDef, depth: int) -> str | None:
-    """ "softmax" / "sigmoid" when every `return` of the class's `forward()` returns one."""
-    cache: dict[int, str | None] = ctx.shared.setdefault("forward_kinds", {})
-    key = id(classdef)
+def _forward_kind(
+    ctx: Context, classdef: cst.ClassDef, depth: int, part: Part = None
+) -> str | None:
+    """ "softmax" / "sigmoid" when every `return` of the class's `forward()` returns one (as
+    `part` of a tuple or dict it returns, when given)."""
+    cache: dict[tuple[int, Part], str | None] = ctx.shared.setdefault("forward_kinds", {})
+    key = (id(classdef), part)
     if key in cache:
         return cache[key]
     cache[key] = None  # guards against recursion through self(x) in forward
@@ -342,11 +365,81 @@ def _forward_kind(ctx: Context, classdef: cst.ClassDef, depth: int) -> str | Non
     kinds = set()
     returns = scope.returns.get("forward", [])
     for ret in returns:
-        prob = probability(sub, ret, KINDS, depth - 1)
+        picked = _part(sub, ret, part) if part is not None else ret
+        prob = probability(sub, picked, KINDS, depth - 1) if picked is not None else None
         kinds.add(prob.kind if prob is not None else None)
     result = kinds.pop() if len(kinds) == 1 else None
     cache[key] = result
     return result
+
+
+def _part(ctx: Context, value: Value, part: int | str) -> Value | None:
+    """Element `part` of a returned tuple (`return x, aux`) or entry of a returned dict
+    (`return {"prob": p}`, `dict(prob=p)`), or None."""
+    found = ctx.deref(value)
+    node = found.node
+    if isinstance(part, int) and isinstance(node, (cst.Tuple, cst.List)):
+        elements = node.elements
+        if part < len(elements) and not any(
+            isinstance(e, cst.StarredElement) for e in elements[: part + 1]
+        ):
+            return Value(elements[part].value, found.env)
+        return None
+    if isinstance(part, str) and isinstance(node, cst.Dict):
+        for e in node.elements:
+            if isinstance(e, cst.DictElement) and number_or_text(e.key) == part:
+                return Value(e.value, found.env)
+        return None
+    if isinstance(part, str) and isinstance(node, cst.Call) and ctx.qualname(node.func) == "dict":
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == part:
+                return Value(a.value, found.env)
+    return None
+
+
+def _element(ctx: Context, value: Value) -> tuple[Value, int | str] | None:
+    """The model call and the part of its output that `value` is, through variables,
+    casts and reshapes: `pred, aux = model(x)` (0), `model(x)[1]`, `out["prob"]` with `out
+    = model(x)` ("prob"); None otherwise."""
+    for _ in range(8):
+        found = ctx.deref(value)
+        node, env = found.node, found.env
+        if isinstance(node, cst.Name):
+            unpacked = unpacked_element(ctx, node, env)
+            return unpacked  # type: ignore[return-value]
+        if isinstance(node, cst.Subscript):
+            index = _single_index(node)
+            inner = ctx.deref(Value(node.value, env))
+            if index is None or not isinstance(inner.node, cst.Call):
+                return None
+            return inner, index
+        if not isinstance(node, cst.Call):
+            return None
+        callee = ctx.callee(node, env)
+        if callee.method in TRANSPARENT_METHODS and callee.receiver is not None:
+            value = Value(callee.receiver, env)
+        elif callee.qualname in TRANSPARENT_FUNCTIONS and (arg := positional(node, 0, "input")):
+            value = Value(arg, env)
+        else:
+            return None
+    return None
+
+
+def _single_index(node: cst.Subscript) -> int | str | None:
+    """The constant of `x[0]` or `x["prob"]`, or None."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    return number_or_text(node.slice[0].slice.value)
+
+
+def number_or_text(node: cst.BaseExpression | None) -> int | str | None:
+    """The value of an integer or string literal, or None."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return text if isinstance(text, str) else None
+    return None
 
 
 class _Walker(cst.CSTVisitor):

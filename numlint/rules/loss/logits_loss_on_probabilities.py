@@ -28,7 +28,9 @@ class LogitsLossOnProbabilities(Rule):
     `torch.special.expit`, an `nn.Sigmoid` module stored on `self`, a hand-written
     `1 / (1 + torch.exp(-z))`), a variable assigned from one (also through indexing and
     clamps), or the output of a model whose `forward()` returns one on every path (`self(x)`,
-    `model(x)` for a class of the project, an `nn.Sequential` ending in `nn.Sigmoid`). A
+    `model(x)` for a class of the project, an `nn.Sequential` ending in `nn.Sigmoid`), also
+    as one part of a tuple or dict it returns (`pred, aux = model(x)`, `model(x)[0]`,
+    `out["exist"]` of `return {"exist": torch.sigmoid(e), ...}`). A
     method, function or loss class of the file that hands its argument unchanged to such a
     loss counts as the loss (`self.loss(self(x), y)` with `def loss(self, z, y): return
     self.loss_func(z, y)` and `self.loss_func = F.binary_cross_entropy_with_logits`;
@@ -55,8 +57,8 @@ class LogitsLossOnProbabilities(Rule):
     and functions and models of other project files through their summaries. A wrapper of the
     loss in another file is followed only in files that name one of the logits losses. A
     loss chosen by a configuration in a base class of another file (`self.criterion =
-    self._build_criterion(loss_type)`), or a model that returns the sigmoid inside a tuple or
-    dict, is not seen. A `forward()` that returns logits in training and probabilities
+    self._build_criterion(loss_type)`), or a model the function is given as a parameter
+    (`def step(self, net, batch)`), is not seen. A `forward()` that returns logits in training and probabilities
     otherwise is not flagged.
 
     Confidence:
@@ -87,6 +89,23 @@ class LogitsLossOnProbabilities(Rule):
     CHUNK = "callers"
 
     VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.cls = nn.Linear(8, 1)
+                def forward(self, x):
+                    logits = self.cls(x)
+                    return logits, torch.sigmoid(logits)
+            def step(images, labels):
+                logits, probs = Net()(images)
+                return nn.BCEWithLogitsLoss()(logits, labels), probs
+            """,
+            "the logits part of a model that also returns its probabilities",
+        ),
         Valid(
             """
             import torch.nn.functional as F
@@ -156,6 +175,27 @@ class LogitsLossOnProbabilities(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.cls = nn.Linear(8, 1)
+                    self.map = nn.Linear(8, 4)
+                def forward(self, x):
+                    return torch.sigmoid(self.cls(x)), self.map(x)
+            def step(images, labels, depth):
+                model = Net()
+                criterion = nn.BCEWithLogitsLoss()
+                pred, depth_map = model(images)
+                return criterion(pred.squeeze(1), labels) + (depth_map - depth).abs().mean()
+            """,
+            line=14,
+            column=12,
+            note="the first part of a tuple the model returns",
+        ),
         Invalid(
             """
             import torch
