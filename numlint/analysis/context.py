@@ -286,6 +286,10 @@ class Context:
         if node.value is not None:
             self._record_return(node.value)
 
+    def share_project(self, other: Context) -> None:
+        """Use `other`'s summaries (a Context over the same file): built once per file."""
+        self._project = other._project
+
     @property
     def project(self) -> Project | None:
         """Summaries of the functions, methods and models around this file

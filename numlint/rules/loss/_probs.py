@@ -462,7 +462,8 @@ class _Walker(cst.CSTVisitor):
 
 def _analyse_class(ctx: Context, classdef: cst.ClassDef) -> tuple[Context, Scope]:
     """A Context positioned inside `classdef` after seeing all of it (attrs, returns)."""
-    sub = Context(ctx.module, ctx.path)
+    sub = Context(ctx.module, ctx.path, ctx.source, ctx.syntax)
+    sub.share_project(ctx)
     sub.imports = dict(ctx.imports)
     sub.star_imports = list(ctx.star_imports)
     module_scope = Scope("module", ctx.module, env=dict(ctx.scopes[0].env))
