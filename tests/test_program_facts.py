@@ -4237,3 +4237,49 @@ class Embed(nn.Module):
 def test_a_division_spelled_as_a_product(line: str, expected: list[str]) -> None:
     """`x * (1 / n)` is `x / n`: 0 * inf = NaN where n is 0, the norm of a ReLU output."""
     assert _grades(RECIPROCAL.format(line=line), "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # precision and recall of the same true positives: 0 together without any
+        ("p = tp / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    return 2 * p * r / (p + r)", ["medium"]),
+        ("p = tp / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    return 2.0 * (p * r) / (p + r)", ["medium"]),
+        ("p = tp / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    return torch.div(5 * p * r, 4 * p + r)", ["medium"]),
+        # two different overlaps: 0 together only without either
+        ("p = (pred * t2).sum() / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    return 2 * p * r / (p + r)", ["low"]),
+        # a smoothed rate is positive; an eps in the sum guards it
+        ("p = (tp + 1.0) / (pred.sum() + 1.0)\n    r = (tp + 1.0) / (target.sum() + 1.0)\n"
+         "    return 2 * p * r / (p + r)", []),
+        ("p = tp / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    return 2 * p * r / (p + r + 1e-7)", []),
+        # tested first: the rates are not both 0 past the test
+        ("p = tp / (pred.sum() + 1e-7)\n    r = tp / (target.sum() + 1e-7)\n"
+         "    if p == r == 0:\n        return p\n    return 2 * p * r / (p + r)", []),
+        ("if tp == 0:\n        return tp\n    p = tp / (pred.sum() + 1e-7)\n"
+         "    r = tp / (target.sum() + 1e-7)\n    return 2 * p * r / (p + r)", []),
+        # a product over a sum of values that are not rates (two masses)
+        ("return pred.sum() * target.sum() / (pred.sum() + target.sum())", []),
+    ],
+)  # fmt: skip
+def test_a_harmonic_mean_of_two_rates(body: str, expected: list[str]) -> None:
+    """An F-score's precision and recall are 0 together where no prediction is a true
+    positive: `2 * p * r / (p + r)` is then 0/0."""
+    code = f"def f1(pred, target, t2):\n    tp = (pred * target).sum()\n    {body}\n"
+    assert _grades(code, "NUM202") == expected
+
+
+def test_a_harmonic_mean_of_python_numbers_is_not_a_tensor_division() -> None:
+    """Rates of `int` parameters are Python floats: 0/0 raises, it gives no NaN."""
+    code = (
+        "def fmeasure(hits: int, pred_len: int, target_len: int):\n"
+        "    precision = hits / pred_len\n"
+        "    recall = hits / target_len\n"
+        "    return 2 * precision * recall / (precision + recall)\n"
+    )
+    assert _grades(code, "NUM202") == []
+    assert _grades(code.replace(": int", ""), "NUM202") == ["medium"]

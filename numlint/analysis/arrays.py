@@ -71,12 +71,19 @@ _ARRAY_MODULES = frozenset({"numpy", "cupy", "jax"})
 
 
 def _annotated_numpy(ctx: Context, name: str) -> bool:
-    """A parameter of the enclosing function annotated as a NumPy array."""
+    """A parameter of the enclosing function annotated as a NumPy array or a Python number
+    (`n: int`, `scale: float`; not `Optional[int]`, which may hold anything)."""
     param = ctx.parameter(name)
     if param is None or param.annotation is None:
         return False
     ann = param.annotation.annotation
+    if isinstance(ann, cst.Name) and ann.value in _NUMBER_ANNOTATIONS:
+        return ctx.lookup(ann.value) is None  # the builtin, not a class of the same name
     if isinstance(ann, cst.Subscript):
         ann = ann.value
     qual = ctx.qualname(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
     return qual is not None and qual.startswith(_NUMPY_ANNOTATIONS)
+
+
+#: Annotations of Python numbers: dividing them by 0 raises, it gives no NaN.
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})

@@ -1228,6 +1228,17 @@ def _nonzero_test(
             if _implies_wanted_mask(ctx, inner, wanted):
                 return True  # `if not (sdf < 0).any(): raise` ... `/ (sdf <= 0).float().sum()`
         return _nonzero_test(ctx, inner, wanted, taken, depth + 1)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) > 1:
+        # `if p == r == 0: return`: not taken, they are not all 0, so neither is an operand
+        # that holds every one of them (`p + r` of non-negative rates)
+        every = [test.left, *(c.comparator for c in test.comparisons)]
+        tested = [e for e in every if const(ctx, e) is None]
+        return (
+            not taken
+            and all(isinstance(c.operator, cst.Equal) for c in test.comparisons)
+            and len(tested) < len(every)
+            and all(names(e) and names(e) <= wanted for e in tested)
+        )
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]

@@ -48,12 +48,13 @@ from numlint.analysis.guards import (
     selection,
     tested_in_total,
 )
-from numlint.analysis.ops import const, is_zero, op, same_code, unscaled
+from numlint.analysis.ops import const, is_zero, op, same_code, same_value, unscaled
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
 from numlint.analysis.zeros import (
     denominator_reason,
+    factors,
     fraction_of_whole,
     overlap_masks,
     positive_value,
@@ -80,6 +81,8 @@ _INF_ONLY = (
     "a value the code expects to be 0 (it replaces the inf of x / 0 afterwards, not the NaN of "
     "0 / 0)"
 )
+#: `2 * p * r / (p + r)` of two rates: an F-score's precision and recall are 0 together.
+_HARMONIC = "a sum of two rates that are 0 together (a harmonic mean or F-score)"
 #: `tp / (tp + fp)`: a part over a sum of terms that holds it.
 _WHOLE = "a sum of terms that holds the numerator (all 0 together: no positive at all)"
 
@@ -101,6 +104,10 @@ class DivideByZeroNorm(Rule):
     of the project that takes its mean (`reduce(loss[mask == 1], "mean")`): the mean of no
     entries is 0/0 too. A test of the mask or of the selection's size before it
     (`if mask.any():`, `n = len(x)` ... `if n >= 1:`) guards it.
+
+    The denominator of a harmonic mean or F-score of two ratios, `2 * p * r / (p + r)`
+    (also `(1 + b**2) * p * r / (b**2 * p + r)`): both ratios are 0 where their numerators
+    are (no true positive), and the quotient is 0/0.
 
     An angle over its sine or tangent, or a sine over its angle (`phi / (2 * phi.sin())`,
     `torch.sin(x) / x`), is 0/0 at angle 0: medium where the angle is measured (`acos` of a
@@ -199,6 +206,9 @@ class DivideByZeroNorm(Rule):
     `x / (x.norm() + 1e-8)` survives half precision is NUM4xx's concern.
 
     Confidence:
+    for a harmonic mean, medium where both ratios share their numerator (precision and
+    recall of the same true positives), low for two numerators; not reported where a ratio
+    is positive by construction (`(tp + smooth) / (n + smooth)`). Otherwise:
     high for a count or sum of a mask this code computes by a test that can fail everywhere
     (`m = scores > t; (x * m).sum() / m.sum()`, `(y > 0).sum()`) or that selects by content
     (`fg_mask`, `matched`, `inliers` given as arguments: an image without objects), of a
@@ -1048,6 +1058,9 @@ class DivideByZeroNorm(Rule):
             reason = _TOTAL
         if reason is None and fraction_of_whole(ctx, ctx.value(num), ctx.value(den)):
             reason = _WHOLE
+        harmonic = _harmonic(ctx, num, den) if reason is None else None
+        if harmonic is not None:
+            reason = _HARMONIC
         if reason is None and const(ctx, num) is None and inf_repaired_later(ctx):
             reason = _INF_ONLY
         masks = None
@@ -1078,6 +1091,8 @@ class DivideByZeroNorm(Rule):
         confidence = grade(ctx, reason, ctx.value(den))
         if masks is not None:
             confidence = _overlap_grade(ctx, masks)
+        if harmonic is not None:
+            confidence = harmonic
         if weights_sum(ctx, ctx.value(num), ctx.value(den)) or vanishes_together(
             ctx, ctx.value(num), ctx.value(den)
         ):
@@ -1301,6 +1316,39 @@ def _host_values(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
     if not_a_tensor(ctx, ctx.value(den)):
         return True
     return const(ctx, num) is None and not_a_tensor(ctx, ctx.value(num))
+
+
+def _harmonic(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) -> Confidence | None:
+    """`2 * p * r / (p + r)`, `(1 + b**2) * p * r / (b**2 * p + r)`: the numerator holds the
+    product of the denominator's two terms, each a ratio (a rate). Both are 0 together, and
+    the quotient 0/0, where their numerators are: medium where that is one value (precision
+    and recall of the same true positives, 0 for a batch or class without one), low for two
+    (two overlaps, empty together only without any overlap). None: not this form, or a term
+    positive by construction (`(tp + smooth) / (n + smooth)`)."""
+    found = ctx.deref(ctx.value(den))
+    node, env = found.node, found.env
+    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Add):
+        return None
+    terms = [unscaled(ctx, side, env) for side in (node.left, node.right)]
+    numerator = ctx.deref(ctx.value(num))
+    held = [unscaled(ctx, f, numerator.env) for f in factors(numerator.node)]
+    held = [g for f in held for g in factors(f)]  # `2 * (p * r)`
+    if not all(any(same_code(ctx, t, f) for f in held) for t in terms):
+        return None
+    tops = []
+    for term in terms:
+        value = ctx.deref(Value(term, env))
+        rate = value.node
+        if not (isinstance(rate, cst.BinaryOperation) and isinstance(rate.operator, cst.Divide)):
+            return None
+        if positive_value(ctx, value) or positive_value(ctx, Value(rate.left, value.env)):
+            return None
+        if not_a_tensor(ctx, value) or any(guarded_by_condition(ctx, e) for e in (term, rate.left)):
+            return None  # numbers; `if tp == 0: return 0.0` or `if p == r == 0:` first
+        tops.append((rate.left, value.env))
+    (a, a_env), (b, b_env) = tops
+    same = same_value(ctx, Value(a, a_env), Value(b, b_env))
+    return "medium" if same else "low"
 
 
 def _reciprocal_of(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression | None:
