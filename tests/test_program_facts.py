@@ -4283,3 +4283,40 @@ def test_a_harmonic_mean_of_python_numbers_is_not_a_tensor_division() -> None:
     )
     assert _grades(code, "NUM202") == []
     assert _grades(code.replace(": int", ""), "NUM202") == ["medium"]
+
+
+@pytest.mark.parametrize(
+    ("helper", "call", "expected"),
+    [
+        # a helper summing the product of its two arguments, given one tensor twice
+        ("return (x * y).sum(-1)", "dot(omega, omega)", ["sqrt"]),
+        ("return torch.sum(x * y, dim=-1)", "dot(omega, omega)", ["sqrt"]),
+        ("return (x * y).sum(-1, keepdim)", "dot(y=omega, x=omega)", ["sqrt"]),
+        # two tensors: a dot product, negative or 0 only by chance
+        ("return (x * y).sum(-1)", "dot(omega, upsilon)", []),
+        # the helper returns something else as well
+        (
+            "if keepdim:\n        return x.sum(-1)\n    return (x * y).sum(-1)",
+            "dot(omega, omega)",
+            [],
+        ),
+    ],
+)
+def test_a_helper_contracting_a_tensor_with_itself(
+    tmp_path: Path, helper: str, call: str, expected: list[str]
+) -> None:
+    """`dot(omega, omega).sqrt()` with `def dot(x, y): return (x * y).sum(-1)` in another
+    module: the root of a squared norm, 0 for the identity rotation."""
+    pkg = _package(
+        tmp_path,
+        linalg=f"import torch\n\n\ndef dot(x, y, keepdim=False):\n    {helper}\n",
+        se3=(
+            HEAD + "from pkg.linalg import dot\n\n\n"
+            "def log_map(v: torch.Tensor):\n"
+            "    upsilon, omega = v[..., :3], v[..., 3:]\n"
+            f"    theta = {call}.sqrt()\n"
+            "    return theta.sin() / theta * upsilon\n"
+        ),
+    )
+    found = check_paths([pkg / "se3.py"], {"select": ["NUM201"], "min-confidence": "low"})
+    assert ["sqrt" for d in found if "sum of squares" in d.message] == expected

@@ -1009,6 +1009,9 @@ class Project:
             if target is not None:
                 tmod, tname = target
                 if tname in tmod.functions:
+                    if _contracts_with_itself(tmod.functions[tname], expr):
+                        what = f"`{fn.id}(x, x)` in {_where(mod, func)}"
+                        return _crossed(_at(here, "sum_of_squares", what))
                     return self._returns(tmod, tname, depth)
                 if tname in tmod.globals:
                     return self._call_object(tmod, fn, None, None, depth)
@@ -2542,6 +2545,45 @@ def _test(node: ast.expr) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return node.func.attr in ("float", "long", "int", "double", "to") and _test(node.func.value)
     return False
+
+
+def _contracts_with_itself(f: Function, call: ast.Call) -> bool:
+    """`call` passes the same value for two parameters of `f` whose product `f` sums and
+    returns (`def dot(x, y): return (x * y).sum(-1)`, called `dot(v, v)`): a sum of
+    squares."""
+    returns = f.returns
+    if not returns:
+        return False
+    pair = None
+    for r in returns:
+        found = _summed_product(r)
+        if found is None or (pair is not None and found != pair):
+            return False
+        pair = found
+    if pair is None or not all(p in f.params for p in pair):
+        return False
+    offset = _bound_offset(f)
+    given = [argument(call, f.params.index(p) - offset, p) for p in pair]
+    return all(g is not None for g in given) and ast.dump(given[0]) == ast.dump(given[1])  # type: ignore[arg-type]
+
+
+def _summed_product(node: ast.expr) -> tuple[str, str] | None:
+    """The two names of `(a * b).sum(...)`, `(a * b).mean(...)`, `torch.sum(a * b, ...)`."""
+    if not isinstance(node, ast.Call):
+        return None
+    fn = node.func
+    if isinstance(fn, ast.Attribute) and fn.attr in ("sum", "mean"):
+        inner = fn.value
+        if isinstance(inner, ast.Name):  # `torch.sum(a * b, -1)`
+            inner = node.args[0] if node.args and inner.id == "torch" else inner
+    else:
+        return None
+    if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Mult)):
+        return None
+    a, b = inner.left, inner.right
+    if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id:
+        return (a.id, b.id)
+    return None
 
 
 def _square(node: ast.expr) -> bool:
