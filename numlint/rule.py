@@ -17,6 +17,7 @@ import libcst as cst
 from numlint.analysis.gradients import imported_elsewhere
 from numlint.analysis.guards import in_empty_branch
 from numlint.analysis.liveness import dead_code
+from numlint.analysis.ops import IN_PLACE
 from numlint.analysis.places import is_test_code
 from numlint.diagnostic import Applicability, Confidence
 
@@ -201,6 +202,8 @@ class Rule:
         API or training-loop finding (NUM5xx) is low in the `__main__` block of a module its
         package imports (a self-test run by hand)."""
         grade = confidence or self.CONFIDENCE
+        if fix is not None and _in_place_call(node):
+            fix = None  # `p.log_()`: an expression put in its place would change nothing
         if self.CODE[3] == "5" and grade != "low" and self._in_self_test():
             grade = "low"  # a package module's `__main__` block: run only by hand
         if self.CODE[3] in "1234":
@@ -312,3 +315,12 @@ def _main_block(node: cst.CSTNode) -> bool:
     names = {s.value for s in sides if isinstance(s, cst.Name)}
     texts = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
     return names == {"__name__"} and texts == {"__main__"}
+
+
+def _in_place_call(node: cst.CSTNode) -> bool:
+    """`x.log_()`, `x.sqrt_()`: a call of a tensor op that changes its receiver."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in IN_PLACE
+    )

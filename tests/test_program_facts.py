@@ -4226,6 +4226,7 @@ class Embed(nn.Module):
         ("y = h.mul(n.pow(-1))", ["high"]),
         ("inv = 2 / n\n        y = inv * h", ["high"]),
         ("y = h.clone()\n        y *= 1 / n", ["high"]),
+        ("y = h.clone()\n        y.mul_(n.reciprocal())", ["high"]),
         # a reciprocal alone is inf, not NaN; one whose inf entries are replaced is finite
         ("y = 1.0 / n", []),
         ("inv = 1.0 / n\n        inv[torch.isinf(inv)] = 0\n        y = h * inv", []),
@@ -4320,3 +4321,27 @@ def test_a_helper_contracting_a_tensor_with_itself(
     )
     found = check_paths([pkg / "se3.py"], {"select": ["NUM201"], "min-confidence": "low"})
     assert ["sqrt" for d in found if "sum of squares" in d.message] == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "expected"),
+    [
+        ("s = (h * h).sum(-1)\n        s.sqrt_()", "NUM201", 1),
+        ("h.log_()", "NUM103", 1),
+        ("h.rsqrt_()", "NUM201", 1),
+        ("h.clamp_(min=1e-6)\n        h.log_()", "NUM103", 0),
+    ],
+)
+def test_in_place_spellings(line: str, code: str, expected: int) -> None:
+    """`x.sqrt_()`, `x.log_()`: the same hazard as `x.sqrt()` on the value x holds."""
+    src = (
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        h = F.relu(self.fc(x))\n"
+        f"        {line}\n"
+        "        return h\n"
+    )
+    assert len(_grades(src, code)) == expected

@@ -32,6 +32,7 @@ def codes(src: str) -> list[str]:
         "import torch\ny = torch.log(torch.softmax(x, 1).float())",
         "import torch\ny = torch.log(torch.softmax(x, 1)[:, 0])",
         "from torch import *\ny = log(softmax(x, 1))",
+        "import torch\ny = torch.softmax(x, 1)\ny.log_()",
     ],
 )
 def test_spellings_resolve(src):
@@ -334,3 +335,15 @@ def test_relative_imports_resolve(tmp_path, where: str, line: str, expected: lis
     )
     found = check_paths([str(user)], {"select": ["NUM101"], "no-cache": True})
     assert [d.code for d in found] == expected
+
+
+def test_an_in_place_log_gets_no_fix():
+    """`p.log_()` changes p: an expression written in its place would change nothing."""
+    [found] = check_source(
+        "import torch\np = torch.softmax(x, 1)\np.log_()\n", config={"select": ["NUM101"]}
+    )
+    assert found.fix is None
+    [plain] = check_source(
+        "import torch\np = torch.softmax(x, 1)\nq = p.log()\n", config={"select": ["NUM101"]}
+    )
+    assert plain.fix is not None

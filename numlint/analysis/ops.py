@@ -80,6 +80,14 @@ METHODS: dict[str, str] = {
     "masked_fill": "masked_fill", "sigmoid": "sigmoid", "softmax": "softmax",
     "diagonal": "diagonal", "diag": "diagonal", "amax": "amax", "amin": "amin", "min": "min",
 }  # fmt: skip
+#: In-place methods: the same op on the receiver's value before the call. No fix rewrites a
+#: call of one (numlint.rule.Rule.report): an expression in its place would change nothing.
+IN_PLACE: dict[str, str] = {
+    "log_": "log", "log2_": "log2", "log10_": "log10", "log1p_": "log1p", "exp_": "exp",
+    "sqrt_": "sqrt", "rsqrt_": "rsqrt", "mul_": "mul", "multiply_": "mul",
+    "reciprocal_": "reciprocal",
+}  # fmt: skip
+METHODS.update(IN_PLACE)
 
 
 #: Methods whose name is also common on non-tensors: only trusted on a tensor-looking receiver.

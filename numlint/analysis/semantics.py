@@ -241,11 +241,12 @@ def _probs_of_logits(
 def log_argument(
     ctx: Context, call: cst.Call, names: frozenset[str] = LOG_FUNCTIONS, method: str = "log"
 ) -> cst.BaseExpression | None:
-    """If `call` is a natural log (`torch.log(x)`, `x.log()`), return what it takes the log of."""
+    """If `call` is a natural log (`torch.log(x)`, `x.log()`, `x.log_()` in place), return
+    what it takes the log of."""
     callee = ctx.callee(call)
     if callee.qualname in names:
         return positional(call, 0, "input")
-    if callee.method == method and callee.receiver is not None and not call.args:
+    if callee.method in (method, f"{method}_") and callee.receiver is not None and not call.args:
         if callee.qualname is None:
             return callee.receiver
     return None

@@ -165,7 +165,7 @@ class LogOfZero(Rule):
         "log of a value that can be exactly 0: gives -inf and infinite gradients; clamp it "
         "first (`p.clamp_min(torch.finfo(p.dtype).tiny)`) or compute the log in log space"
     )
-    TRIGGERS = ("log(", "log2(", "log10(", "log1p(")
+    TRIGGERS = ("log(", "log2(", "log10(", "log1p(", "log_(", "log2_(", "log10_(", "log1p_(")
 
     VALID = [
         Valid(

@@ -171,7 +171,7 @@ class SqrtAtZero(Rule):
         "sqrt of a value that can be exactly 0: its gradient there is NaN; use "
         "`torch.linalg.vector_norm(...)` or put an eps inside the root (`torch.sqrt(s + eps)`)"
     )
-    TRIGGERS = ("sqrt(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
+    TRIGGERS = ("sqrt(", "sqrt_(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
 
     VALID = [
         Valid(
