@@ -4345,3 +4345,46 @@ def test_in_place_spellings(line: str, code: str, expected: int) -> None:
         "        return h\n"
     )
     assert len(_grades(src, code)) == expected
+
+
+PARTS = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Linear(8, 1)
+        self.aux = nn.Linear(8, 4)
+
+    def forward(self, x):
+        p = torch.sigmoid(self.cls(x))
+        return {returned}
+
+
+def step(x, y):
+    model = Net()
+    criterion = nn.BCEWithLogitsLoss()
+    {use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("returned", "use", "expected"),
+    [
+        ("p, self.aux(x)", "pred, aux = model(x)\n    return criterion(pred, y)", 1),
+        ("p, self.aux(x)", "return criterion(model(x)[0].squeeze(1), y)", 1),
+        ('{"prob": p, "aux": self.aux(x)}', 'return criterion(model(x)["prob"], y)', 1),
+        (
+            "dict(prob=p, aux=self.aux(x))",
+            'out = model(x)\n    return criterion(out["prob"], y)',
+            1,
+        ),
+        # the other part, which is no probability
+        ("p, self.aux(x)", "pred, aux = model(x)\n    return criterion(aux, y)", 0),
+        ('{"prob": p, "aux": self.aux(x)}', 'return criterion(model(x)["aux"], y)', 0),
+        # a starred target before the part: its place is unknown
+        ("p, self.aux(x), x", "*rest, last = model(x)\n    return criterion(last, y)", 0),
+    ],
+)
+def test_a_part_of_a_model_output(returned: str, use: str, expected: int) -> None:
+    """A sigmoid a model returns beside other outputs reaches a logits loss as one part."""
+    code = PARTS.format(returned=returned, use=use)
+    assert len(_grades(code, "NUM305")) == expected

@@ -390,7 +390,13 @@ def _part(ctx: Context, value: Value, part: int | str) -> Value | None:
             if isinstance(e, cst.DictElement) and number_or_text(e.key) == part:
                 return Value(e.value, found.env)
         return None
-    if isinstance(part, str) and isinstance(node, cst.Call) and ctx.qualname(node.func) == "dict":
+    if (
+        isinstance(part, str)
+        and isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "dict"
+        and ctx.lookup("dict", found.env) is None
+    ):
         for a in node.args:
             if a.keyword is not None and a.keyword.value == part:
                 return Value(a.value, found.env)
