@@ -48,7 +48,7 @@ def _visibly_host(ctx: Context, value: Value, depth: int = 0) -> bool:
                     continue
             return False
         if isinstance(node, cst.Name):
-            return _annotated_numpy(ctx, node.value)
+            return _annotated_host(ctx, node.value)
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             return _visibly_host(ctx, Value(node.left, value.env), depth + 1)  # `span > 0`
         if isinstance(node, cst.BinaryOperation):
@@ -70,7 +70,7 @@ def array_file(ctx: Context) -> bool:
 _ARRAY_MODULES = frozenset({"numpy", "cupy", "jax"})
 
 
-def _annotated_numpy(ctx: Context, name: str) -> bool:
+def _annotated_host(ctx: Context, name: str) -> bool:
     """A parameter of the enclosing function annotated as a NumPy array or a Python number
     (`n: int`, `scale: float`; not `Optional[int]`, which may hold anything)."""
     param = ctx.parameter(name)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
+from numlint.analysis.names import package_parts
 from numlint.analysis.tables import CONVENTIONAL_ALIASES, HOST_MODULES, NO_GRAD, TORCH_ALIASES
 from numlint.tree import exits, unparenthesized
 
@@ -287,8 +288,9 @@ class Context:
             self._record_return(node.value)
 
     def share_project(self, other: Context) -> None:
-        """Use `other`'s summaries (a Context over the same file): built once per file."""
-        self._project = other._project
+        """Use `other`'s summaries (a Context over the same file): built once per file (the
+        object is cheap; it reads files on first use)."""
+        self._project = other.project
 
     @property
     def project(self) -> Project | None:
@@ -383,7 +385,7 @@ class Context:
         """What a name that no import or assignment of this file binds means, where the file
         imports `*` (`from network import *`): what the first such module of the project that
         binds it makes it; when none of those modules is on disk, the conventional meaning of
-        `F`, `nn`, `np`... (numlint.analysis.names.CONVENTIONAL_ALIASES); else a name of the
+        `F`, `nn`, `np`... (numlint.analysis.tables.CONVENTIONAL_ALIASES); else a name of the
         first such module."""
         known = self._stars.get(root)
         if known is None:
@@ -751,10 +753,8 @@ class Context:
             return None
         from numlint.analysis.summaries import module_name
 
-        parts = module_name(self.path)[0].split(".")
-        drop = level - 1 if self.path.endswith("__init__.py") else level
-        keep = parts[: len(parts) - drop] if drop else parts
-        if not keep or drop > len(parts):
+        keep = package_parts(module_name(self.path)[0], level, self.path.endswith("__init__.py"))
+        if not keep:
             return None
         return ".".join([*keep, _dotted(name)] if name is not None else keep)
 

@@ -62,14 +62,21 @@ def imported_module(node: ast.ImportFrom, module: str = "", package: bool = Fals
     base = node.module or ""
     if not node.level:
         return base
-    if not module:
+    keep = package_parts(module, node.level, package) if module else None
+    if keep is None:
         return None
+    return ".".join([*keep, base] if base else keep)
+
+
+def package_parts(module: str, level: int, package: bool) -> list[str] | None:
+    """The dotted parts of what a relative import with `level` dots starts from in `module`
+    (an `__init__` when `package`): `pkg.sub.use` with `..` gives `["pkg"]`; None where the
+    dots climb past the name's first part."""
     parts = module.split(".")
-    drop = node.level - 1 if package else node.level
+    drop = level - 1 if package else level
     if drop > len(parts):
         return None
-    keep = parts[: len(parts) - drop] if drop else parts
-    return ".".join([*keep, base] if base else keep)
+    return parts[: len(parts) - drop] if drop else parts
 
 
 def module_imports(tree: ast.AST, module: str = "", package: bool = False) -> dict[str, str]:

@@ -801,6 +801,31 @@ class Project:
                     return True, inner
         return found_any, None
 
+    def _contracts_with_itself(self, mod: Module, f: Function, call: ast.Call) -> bool:
+        """`call` passes the same value for two parameters of `f` (of `mod`) whose product
+        every return of `f` sums (`def dot(x, y): return (x * y).sum(-1)`, called `dot(v,
+        v)`): a sum of squares."""
+        pairs = set()
+        for r in f.returns:
+            qual = self.qualname(mod, r.func) if isinstance(r, ast.Call) else None
+            summed = (
+                _reduced(qual, r) if isinstance(r, ast.Call) and _reduces(qual, r.func) else None
+            )
+            if not (isinstance(summed, ast.BinOp) and isinstance(summed.op, ast.Mult)):
+                return False
+            a, b = summed.left, summed.right
+            if not (isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id):
+                return False
+            pairs.add((a.id, b.id))
+        if len(pairs) != 1:
+            return False
+        pair = pairs.pop()
+        if not all(p in f.params for p in pair):
+            return False
+        offset = _bound_offset(f)
+        given = [argument(call, f.params.index(p) - offset, p) for p in pair]
+        return None not in given and ast.dump(given[0]) == ast.dump(given[1])  # type: ignore[arg-type]
+
     def torch_alias(self, dotted: str) -> str | None:
         """What a name of this project's own package is bound to, when that is a torch name:
         `kornia.core.sin` -> "torch.sin" for `sin = torch.sin` in kornia/core/_backend.py,
@@ -970,10 +995,8 @@ class Project:
             if inner is not None and inner.kind == "positive":
                 return _at(here, "positive", f"the root of a positive value in {_where(mod, func)}")
             return None
-        if qual in _SUMS or (
-            isinstance(fn, ast.Attribute) and fn.attr in ("sum", "mean") and qual is None
-        ):  # a mean of squares is 0 exactly where their sum is: a root mean square
-            summed = expr.args[0] if qual and expr.args else getattr(fn, "value", None)
+        if _reduces(qual, fn):  # a mean of squares is 0 exactly where their sum is: an RMS
+            summed = _reduced(qual, expr)
             if summed is not None and id(summed) not in self._snippet:
                 summed = _value_of(f, summed)
             if summed is not None and _square(summed):
@@ -1009,7 +1032,7 @@ class Project:
             if target is not None:
                 tmod, tname = target
                 if tname in tmod.functions:
-                    if _contracts_with_itself(tmod.functions[tname], expr):
+                    if self._contracts_with_itself(tmod, tmod.functions[tname], expr):
                         what = f"`{fn.id}(x, x)` in {_where(mod, func)}"
                         return _crossed(_at(here, "sum_of_squares", what))
                     return self._returns(tmod, tname, depth)
@@ -2547,43 +2570,16 @@ def _test(node: ast.expr) -> bool:
     return False
 
 
-def _contracts_with_itself(f: Function, call: ast.Call) -> bool:
-    """`call` passes the same value for two parameters of `f` whose product `f` sums and
-    returns (`def dot(x, y): return (x * y).sum(-1)`, called `dot(v, v)`): a sum of
-    squares."""
-    returns = f.returns
-    if not returns:
-        return False
-    pair = None
-    for r in returns:
-        found = _summed_product(r)
-        if found is None or (pair is not None and found != pair):
-            return False
-        pair = found
-    if pair is None or not all(p in f.params for p in pair):
-        return False
-    offset = _bound_offset(f)
-    given = [argument(call, f.params.index(p) - offset, p) for p in pair]
-    return all(g is not None for g in given) and ast.dump(given[0]) == ast.dump(given[1])  # type: ignore[arg-type]
+def _reduces(qual: str | None, fn: ast.expr) -> bool:
+    """A sum or mean: `torch.sum(x, d)`, `x.sum(d)`, `x.mean()` (`qual`: what `fn` names)."""
+    return qual in _SUMS or (
+        isinstance(fn, ast.Attribute) and fn.attr in ("sum", "mean") and qual is None
+    )
 
 
-def _summed_product(node: ast.expr) -> tuple[str, str] | None:
-    """The two names of `(a * b).sum(...)`, `(a * b).mean(...)`, `torch.sum(a * b, ...)`."""
-    if not isinstance(node, ast.Call):
-        return None
-    fn = node.func
-    if isinstance(fn, ast.Attribute) and fn.attr in ("sum", "mean"):
-        inner = fn.value
-        if isinstance(inner, ast.Name):  # `torch.sum(a * b, -1)`
-            inner = node.args[0] if node.args and inner.id == "torch" else inner
-    else:
-        return None
-    if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Mult)):
-        return None
-    a, b = inner.left, inner.right
-    if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id:
-        return (a.id, b.id)
-    return None
+def _reduced(qual: str | None, call: ast.Call) -> ast.expr | None:
+    """What a sum or mean (`_reduces`) takes: its first argument or its receiver."""
+    return call.args[0] if qual and call.args else getattr(call.func, "value", None)
 
 
 def _square(node: ast.expr) -> bool:

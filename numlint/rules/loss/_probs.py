@@ -37,6 +37,7 @@ from numlint.analysis.semantics import (
     number,
     positional,
     same_bindings,
+    string_value,
     strip,
 )
 from numlint.analysis.summaries import Origin, origin_of, related
@@ -387,7 +388,7 @@ def _part(ctx: Context, value: Value, part: int | str) -> Value | None:
         return None
     if isinstance(part, str) and isinstance(node, cst.Dict):
         for e in node.elements:
-            if isinstance(e, cst.DictElement) and number_or_text(e.key) == part:
+            if isinstance(e, cst.DictElement) and _literal(e.key) == part:
                 return Value(e.value, found.env)
         return None
     if (
@@ -435,17 +436,14 @@ def _single_index(node: cst.Subscript) -> int | str | None:
     """The constant of `x[0]` or `x["prob"]`, or None."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
-    return number_or_text(node.slice[0].slice.value)
+    return _literal(node.slice[0].slice.value)
 
 
-def number_or_text(node: cst.BaseExpression | None) -> int | str | None:
+def _literal(node: cst.BaseExpression | None) -> int | str | None:
     """The value of an integer or string literal, or None."""
     if isinstance(node, cst.Integer):
         return int(node.evaluated_value)
-    if isinstance(node, cst.SimpleString):
-        text = node.evaluated_value
-        return text if isinstance(text, str) else None
-    return None
+    return string_value(node) if node is not None else None
 
 
 class _Walker(cst.CSTVisitor):

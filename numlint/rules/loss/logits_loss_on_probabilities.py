@@ -58,8 +58,8 @@ class LogitsLossOnProbabilities(Rule):
     loss in another file is followed only in files that name one of the logits losses. A
     loss chosen by a configuration in a base class of another file (`self.criterion =
     self._build_criterion(loss_type)`), or a model the function is given as a parameter
-    (`def step(self, net, batch)`), is not seen. A `forward()` that returns logits in training and probabilities
-    otherwise is not flagged.
+    (`def step(self, net, batch)`), is not seen. A `forward()` that returns logits in
+    training and probabilities otherwise is not flagged.
 
     Confidence:
     high, except where the loss object or its input is a `self.` attribute the class sets to

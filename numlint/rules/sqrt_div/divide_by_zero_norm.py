@@ -97,8 +97,8 @@ class DivideByZeroNorm(Rule):
     has no guard, also when it reaches the division through a variable, and the same division
     spelled as a product with a reciprocal (`x * n.reciprocal()`, `x * (1 / n)`, `x * n **
     -1`, `x.mul(torch.reciprocal(n))`, `x *= 1 / n`; a reciprocal alone is inf, not NaN, and
-    is not reported, nor one whose inf entries are replaced before the product). In training code
-    (a loss, a module's `forward`, a training step, a function returning what a loss
+    is not reported, nor one whose inf entries are replaced before the product). In training
+    code (a loss, a module's `forward`, a training step, a function returning what a loss
     computes, and what they call) it also flags the mean of a boolean selection,
     `loss[scores > t].mean()`, `torch.mean(x[mask])`, or a selection handed to a function
     of the project that takes its mean (`reduce(loss[mask == 1], "mean")`): the mean of no
@@ -318,8 +318,8 @@ class DivideByZeroNorm(Rule):
         "clamp the denominator (`den.clamp_min(eps)`) or add an eps"
     )
     #: the denominators it knows (norm, std, var, count, sum, root, clamp, abs, a guard by a
-    #: maximum, the range max - min), and a division or a reciprocal; or a mean of a selection (spelled with
-    #: `mean(`, or a selection by a mask handed to a helper that takes the mean:
+    #: maximum, the range max - min), and a division or a reciprocal; or a mean of a selection
+    #: (spelled with `mean(`, or a selection by a mask handed to a helper that takes the mean:
     #: `x[mask == 1]`, `x[~m]`, `x[fg_mask.bool()]`, `masked_select`)
     TRIGGERS = (
         "norm",
@@ -1332,7 +1332,7 @@ def _harmonic(ctx: Context, num: cst.BaseExpression, den: cst.BaseExpression) ->
     terms = [unscaled(ctx, side, env) for side in (node.left, node.right)]
     numerator = ctx.deref(ctx.value(num))
     held = [unscaled(ctx, f, numerator.env) for f in factors(numerator.node)]
-    held = [g for f in held for g in factors(f)]  # `2 * (p * r)`
+    held = [g for f in held for g in factors(f)]  # `(p * r) / 2` unscaled is a product
     if not all(any(same_code(ctx, t, f) for f in held) for t in terms):
         return None
     tops = []
