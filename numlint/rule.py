@@ -232,10 +232,12 @@ class Rule:
         ctx = self.ctx
         func = ctx.function
         cls = ctx.class_scope
+        node = cls.node if cls is not None else None
         return is_test_code(
             ctx.path,
             func.name.value if func is not None else "",
-            cls.node.name.value if cls is not None else "",  # type: ignore[attr-defined]
+            node.name.value if isinstance(node, cst.ClassDef) else "",
+            tuple(ctx.code(b.value) for b in node.bases) if isinstance(node, cst.ClassDef) else (),
         )
 
     @classmethod

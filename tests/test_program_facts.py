@@ -4388,3 +4388,125 @@ def test_a_part_of_a_model_output(returned: str, use: str, expected: int) -> Non
     """A sigmoid a model returns beside other outputs reaches a logits loss as one part."""
     code = PARTS.format(returned=returned, use=use)
     assert len(_grades(code, "NUM305")) == expected
+
+
+LIGHTNING_CE = """
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return F.softmax(self.fc(x), dim=-1)
+
+{owner}
+    def {method}(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("owner", "method", "expected"),
+    [
+        # a LightningModule's hooks named test_*: run by the trainer, not by pytest
+        ("class Lit(Classifier):", "validation_step", ["high"]),
+        ("class Lit(Classifier):", "test_step", ["high"]),
+        # methods of test classes are tests: their inputs are built on purpose
+        ("class TestLoss(Classifier):", "test_step", ["low"]),
+        ("class LossTests(Classifier, BaseTest):", "test_step", ["low"]),
+        ("class Checks(Classifier, unittest.TestCase):", "test_step", ["low"]),
+    ],
+)
+def test_a_hook_named_test_is_not_a_test(owner: str, method: str, expected: list[str]) -> None:
+    """`test_*` is a test as a module-level function or a method of a test class; a
+    LightningModule's `test_step` is the trainer's hook, graded as its `validation_step`."""
+    code = "import unittest\nBaseTest = unittest.TestCase\n" + LIGHTNING_CE.format(
+        owner=owner, method=method
+    )
+    assert _grades(code, "NUM301") == expected
+
+
+SOFTPLUS_SCALE = """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = {net}
+
+    def forward(self, h):
+        return {scale}
+
+
+def gauss(mu, sigma, y):
+    return ((y - mu) / sigma) ** 2 + sigma.log()
+
+
+def train(scale, loader, opt):
+    for x, y in loader:
+        s = scale(x)
+        loss = gauss(0.0, s, y).mean() + (y / scale(x)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    train(Scale(), [], None)
+"""
+
+
+_LINEAR = "nn.Linear(4, 1)"
+
+
+@pytest.mark.parametrize(
+    ("net", "scale", "expected"),
+    [
+        (_LINEAR, "F.softplus(self.net(h))", {"NUM103": ["medium"], "NUM202": ["medium"]}),
+        (
+            "nn.Sequential(nn.Linear(4, 1), nn.Softplus())",
+            "self.net(h)",
+            {"NUM103": ["medium"], "NUM202": ["medium"]},
+        ),
+        # an eps after the softplus keeps the scale above 0
+        (_LINEAR, "F.softplus(self.net(h)) + 1e-4", {"NUM103": [], "NUM202": []}),
+        (_LINEAR, "self.net(h).exp()", {"NUM103": [], "NUM202": []}),
+    ],
+)
+def test_a_softplus_scale_made_in_another_function(
+    tmp_path: Path, net: str, scale: str, expected: dict[str, list[str]]
+) -> None:
+    """A learned scale a model returns through softplus: exactly 0 below an input of -104, so
+    its log and a division by it, in code that trains, are medium like one made in place."""
+    pkg = _package(tmp_path, train=HEAD + SOFTPLUS_SCALE.format(net=net, scale=scale))
+    found = {
+        rule: [
+            d.confidence for d in check_paths([pkg], {"select": [rule], "min-confidence": "low"})
+        ]
+        for rule in expected
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # some entries of a tensor over all of them, along the same dims: a row with none
+        (
+            "top = y.gather(1, torch.argsort(s, dim=-1, descending=True))[:, :k]\n"
+            "    return top.sum(dim=1) / y.sum(dim=1)",
+            ["medium"],
+        ),
+        ("return y[:, idx].sum(-1) / y.sum(-1)", ["medium"]),
+        ("return y.topk(k, dim=1).values.sum(1) / y.sum(1)", ["medium"]),
+        ("return 2 * y.index_select(1, idx).sum(1) / y.sum(1)", ["medium"]),
+        # nothing picked (a normalisation), or sums over other dims: no such pairing
+        ("return y / y.sum(1, keepdim=True)", ["low"]),
+        ("return y[:, :k].sum(1) / y.sum()", ["low"]),
+        ("return s[:, :k].sum(1) / y.sum(1)", ["low"]),
+    ],
+)
+def test_a_sum_of_some_entries_over_the_sum_of_all(body: str, expected: list[str]) -> None:
+    """A recall@k: the relevant items ranked in the top k over all relevant items is 0/0
+    for a row (a user, a query) without any."""
+    code = f"def recall_at_k(y, s, idx, k):\n    {body}\n"
+    assert _grades(code, "NUM202") == expected

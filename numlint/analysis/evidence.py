@@ -129,7 +129,7 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
-    if log and reason == SOFTPLUS:
+    if reason == SOFTPLUS:
         # as rare as a sigmoid's underflow, unless training pushes the input down (a scale
         # a policy or a variational posterior learns to shrink)
         return "medium" if _differentiated(ctx, value) else "low"
@@ -2756,3 +2756,71 @@ def _only_calls(block: cst.BaseSuite) -> bool:
             if call_name(stmt.value).endswith("_"):
                 return False
     return True
+
+
+#: Ops that pick some entries of their input: (method or function name, input position).
+_PICKS = frozenset({"index_select", "masked_select", "take_along_dim", "narrow", "topk"})
+
+
+def sum_of_own_selection(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """`y.gather(1, order)[:, :k].sum(1) / y.sum(1)`, `y[:, idx].sum(-1) / y.sum(-1)`,
+    `y.topk(k).values.sum() / y.sum()`: the sum of some entries of a tensor over the sum of
+    all of them along the same dims (a recall@k: relevant items ranked in the top k over the
+    relevant items). Where a row holds none, both are 0: 0/0. Not the plain normalisation
+    `y / y.sum(1, keepdim=True)` (nothing is picked)."""
+    top = _outer_call(ctx, Value(unscaled(ctx, numerator.node, numerator.env), numerator.env))  # type: ignore[arg-type]
+    whole = _outer_call(ctx, denominator)
+    if top is None or whole is None or top.name != "sum" or whole.name != "sum":
+        return False
+    if top.input is None or whole.input is None or not _same_dims(ctx, top, whole):
+        return False
+    source = _selection_source(ctx, Value(top.input, numerator.env))
+    return source is not None and same_value(
+        ctx, ctx.deref(source), ctx.deref(Value(whole.input, denominator.env))
+    )
+
+
+def _same_dims(ctx: Context, a: Op, b: Op) -> bool:
+    """Two reductions over the same dims, as written (`sum(1)`, `sum(dim=1)`)."""
+    da, db = a.arg(0, "dim"), b.arg(0, "dim")
+    if da is None or db is None:
+        return da is None and db is None
+    return ctx.code(da) == ctx.code(db)
+
+
+def _selection_source(ctx: Context, value: Value) -> Value | None:
+    """The tensor some of whose entries `value` is (an index or slice, a gather, a top-k),
+    through several picks; None where nothing is picked."""
+    picked = None
+    v = ctx.deref(value)
+    for _ in range(6):
+        node = v.node
+        inner: cst.BaseExpression | None = None
+        if isinstance(node, cst.Subscript):
+            inner = node.value
+        elif isinstance(node, cst.Attribute) and node.attr.value == "values":
+            inner = node.value
+        elif isinstance(node, cst.Call):
+            callee = ctx.callee(node, v.env)
+            parts = gather_parts(node, callee)
+            o = op(ctx, node, v.env)
+            if parts is not None:
+                inner = parts[0]
+            elif callee.method in _PICKS and callee.receiver is not None:
+                inner = callee.receiver
+            elif o is not None and o.name == "topk" and o.input is not None:
+                inner = o.input
+        if inner is None:
+            break
+        found = ctx.deref(Value(inner, v.env))
+        if (
+            isinstance(found.node, cst.Call)
+            and (o2 := op(ctx, found.node, found.env))
+            and o2.name == "topk"
+        ):
+            inner = o2.input  # `y.topk(k)[0]`
+            if inner is None:
+                break
+            found = ctx.deref(Value(inner, found.env))
+        picked, v = found, found
+    return picked

@@ -18,6 +18,7 @@ _EVAL_FUNCTIONS = re.compile(
     r"(metric|evaluat|postprocess|post_process|sample_loop|(^|_)(p_sample|ddim|plms)(_|$))", re.I
 )  # a diffusion model's reverse process (`p_sample`, `ddim_step`) samples, it does not train
 _TEST_DIRS = frozenset({"test", "tests", "testing", "_testing", "unittests"})
+_TEST_BASE = re.compile(r"^Test|Test(Case)?$")
 
 
 def evaluation_code(path: str, function: str) -> bool:
@@ -37,13 +38,18 @@ def inference_code(path: str) -> bool:
     return bool(_RUN_DIRS.search(path))
 
 
-def is_test_code(path: str, function: str = "", cls: str = "") -> bool:
+def is_test_code(path: str, function: str = "", cls: str = "", bases: tuple[str, ...] = ()) -> bool:
     """A test: a file under `tests/` or `testing/`, `test_*.py`, `*_test.py`,
-    `conftest.py`, a `test_*` function or a method of a `Test*` class."""
+    `conftest.py`, a module-level `test_*` function, or a method of a test class (`Test*`,
+    which pytest collects, or one based on a `unittest.TestCase` or another test class). A
+    `test_*` method of any other class is a hook of that class (a LightningModule's
+    `test_step`), not a test."""
     p = PurePath(path)
     name = p.name
     if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
         return True
     if any(part in _TEST_DIRS for part in p.parts[:-1]):
         return True
-    return function.startswith("test") or cls.startswith("Test")
+    if cls:
+        return cls.startswith("Test") or any(_TEST_BASE.search(b) for b in bases)
+    return function.startswith("test")

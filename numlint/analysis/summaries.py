@@ -70,6 +70,7 @@ _MODULE_KINDS = {
     **dict.fromkeys(SIGMOID_MODULES, "sigmoid"),
     "torch.nn.CosineSimilarity": "cosine",
     "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Softplus": "softplus",
 }
 _SEQUENTIAL = ("torch.nn.Sequential", "torch.nn.modules.container.Sequential")
 
@@ -981,6 +982,8 @@ class Project:
             isinstance(fn, ast.Attribute) and fn.attr == "relu" and qual is None and not expr.args
         ):
             return _at(here, "relu", f"the ReLU in {_where(mod, func)}")
+        if qual == "torch.nn.functional.softplus":
+            return _at(here, "softplus", f"the softplus in {_where(mod, func)}")
         if qual == "torch.abs" or (
             isinstance(fn, ast.Attribute) and fn.attr == "abs" and qual is None and not expr.args
         ):

@@ -139,7 +139,7 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.Name):
         if mode == "log" and loss_target(ctx, node):
             return LOSS_TARGET
-        return floored_elsewhere(ctx, node)  # a parameter its callers pass a ReLU output
+        return floored_elsewhere(ctx, node, mode)  # a parameter its callers pass a ReLU output
     return None
 
 
@@ -189,15 +189,18 @@ def always_true(ctx: Context, test: cst.Comparison, env: Env) -> bool:
     return False
 
 
-#: Kinds of numlint.analysis.summaries for a value with a floor at exactly 0.
-_FLOORED = {"relu": "a ReLU output", "floored": "a value clamped at 0"}
+#: Kinds of numlint.analysis.summaries for a value that reaches exactly 0 from above.
+_FLOORED = {"relu": "a ReLU output", "floored": "a value clamped at 0", "softplus": SOFTPLUS}
 
 
-def floored_elsewhere(ctx: Context, node: cst.BaseExpression) -> str | None:
-    """A ReLU output or a value clamped at 0 that another function makes: what a caller
-    passes for a parameter (`nll(mu, F.relu(v), y)`), what a project function, method or
-    model returns (`torch.log(self.scale(x))` of a `forward` ending in `nn.ReLU()`)."""
-    found = origin_of(ctx, node, tuple(_FLOORED))
+def floored_elsewhere(ctx: Context, node: cst.BaseExpression, mode: str = "log") -> str | None:
+    """A ReLU output, a value clamped at 0 or a softplus output that another function
+    makes: what a caller passes for a parameter (`nll(mu, F.relu(v), y)`), what a project
+    function, method or model returns (`torch.log(self.scale(x))` of a `forward` ending in
+    `nn.ReLU()`, `mu, sigma = model(x)` of one returning `F.softplus(h)`: under a log, as a
+    softplus made here is, `mode` "log")."""
+    kinds = tuple(k for k in _FLOORED if mode == "log" or k != "softplus")
+    found = origin_of(ctx, node, kinds)
     return _FLOORED[found.kind] if found is not None else None
 
 
@@ -602,7 +605,7 @@ def _call_reason(
         src = segment_sum_input(ctx, node, env) if mode == "sqrt" else None
         if src is not None and sub(src) in (_SQUARE, _SUM_SQUARES):
             return _SUM_SQUARES  # `scatter(x * x, batch, reduce="add")`: a graph's variance
-        return floored_elsewhere(ctx, node) if user_call(ctx, node, env) else None
+        return floored_elsewhere(ctx, node, mode) if user_call(ctx, node, env) else None
     inp = o.input
     if o.name == "relu":
         return "a ReLU output"
@@ -2147,6 +2150,7 @@ _MADE_ELSEWHERE = {
     "norm": "a norm",
     "sum_of_squares": "a sum",
     "count": "a count another function makes",
+    "softplus": SOFTPLUS,
 }
 
 
@@ -2268,6 +2272,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         return _made_elsewhere_reason(ctx, node)  # `x / l2_norm(x)`, a helper elsewhere
     if o is None or o.input is None and o.name not in ("count",):
         return None
+    if o.name == "softplus":
+        return SOFTPLUS  # `var = F.softplus(h) ** 2`, then `/ (2 * var)`: 0 once h is far below 0
     if o.name in ("norm", "sum", "std", "var") and random_sample(ctx, Value(o.input, env)):
         return None  # a norm of Gaussian noise is 0 with probability 0
     if o.name == "norm":

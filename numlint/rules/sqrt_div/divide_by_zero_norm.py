@@ -24,6 +24,7 @@ from numlint.analysis.evidence import (
     selection_can_be_empty,
     selection_mask,
     sibling_tested_empty,
+    sum_of_own_selection,
     vanishes_together,
     warned_near_zero,
     weights_sum,
@@ -271,7 +272,11 @@ class DivideByZeroNorm(Rule):
     known caller passes a positive target; a norm of the whole batch stays low; medium for a
     sum of a trainable parameter's entries taken as they are (`w = self.w[ids]` with `self.w =
     nn.Parameter(...)`, then `(x * w).sum(1) / w.sum(1)`: nothing keeps trained weights
-    positive; weights made positive first, `exp`, `softplus`, are not); low
+    positive; weights made positive first, `exp`, `softplus`, are not); medium for a
+    softplus output or a power of one in code autograd differentiates (a learned scale,
+    `var = F.softplus(h) ** 2`, then `(x - mu) ** 2 / (2 * var)`: softplus is exactly 0 below
+    an input of -104 in float32, its square below -52, and training that shrinks the scale
+    drives it there), low elsewhere; low
     for the norm or sum of some
     tensor (it would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
@@ -285,7 +290,10 @@ class DivideByZeroNorm(Rule):
     loss is given, `data["token_mask"] * data["sample_mask"][:, None]`: a batch whose
     samples are all masked out; and medium for a mean over the neighbours of a matrix the
     function is given, `torch.matmul(adj, x) / adj.sum(-1, keepdim=True)`: an isolated
-    node), a padding test of indices (`idx >= 0`, `species == -1`,
+    node; and medium for the sum of some entries of a tensor over the sum of all of them
+    along the same dims, `y.gather(1, order)[:, :k].sum(1) / y.sum(1)`, `y[:, idx].sum(-1) /
+    y.sum(-1)`, `y.topk(k).values.sum(1) / y.sum(1)`: a recall@k, 0/0 for a row, a user or a
+    query, without any relevant item), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
     count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
@@ -352,6 +360,20 @@ class DivideByZeroNorm(Rule):
                      "masked_select", "reciprocal", "** -", "**-", "pow(-")  # fmt: skip
 
     VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            class GaussianPolicy(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mu, self.scale = torch.nn.Linear(8, 2), torch.nn.Linear(8, 2)
+                def forward(self, h, a):
+                    var = (F.softplus(self.scale(h)) + 1e-4).pow(2)
+                    return -(a - self.mu(h)) ** 2 / (2 * var)
+            """,
+            "a learned scale kept above 0 by an eps after the softplus",
+        ),
         Valid(
             """
             import torch
@@ -598,6 +620,24 @@ class DivideByZeroNorm(Rule):
             column=13,
             confidence="medium",
             note="the angle of an identity rotation is 0: 0/0",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            class GaussianPolicy(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mu, self.scale = torch.nn.Linear(8, 2), torch.nn.Linear(8, 2)
+                def forward(self, h, a):
+                    var = F.softplus(self.scale(h)).pow(2)
+                    return -(a - self.mu(h)) ** 2 / (2 * var)
+            """,
+            line=9,
+            column=16,
+            confidence="medium",
+            note="a learned scale: softplus is exactly 0 below an input of -104, its square "
+            "below -52",
         ),
         Invalid(
             """
@@ -1102,6 +1142,12 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"
         elif confidence == "low" and neighbour_mean(ctx, ctx.value(num), ctx.value(den)):
             confidence = "medium"  # `(adj @ x) / adj.sum(-1)`: an isolated node has no entry
+        elif (
+            confidence == "low"
+            and reason == "a sum"
+            and sum_of_own_selection(ctx, ctx.value(num), ctx.value(den))
+        ):
+            confidence = "medium"  # a recall@k: a row with nothing relevant is 0/0
         elif confidence == "low" and renormalised_masked_softmax(
             ctx, ctx.value(num), ctx.value(den)
         ):
