@@ -51,8 +51,8 @@ class LogOfZero(Rule):
     mask, a ReLU output, a softplus output (0 below an input of -104), a `torch.rand` draw,
     a value clamped at 0, a normalised ratio (`x / x.sum(-1, keepdim=True)`), a product with
     any of these, or a `torch.where` with a 0 branch; also when the value reaches the log through a variable of the same function,
-    and a ReLU output or a value clamped at 0 that another function makes: what every caller
-    passes for a parameter (`nll(mu, F.relu(v), y)`, then `torch.log(var)`), or what a
+    and a ReLU output, a value clamped at 0 or a softplus output that another function
+    makes: what every caller passes for a parameter (`nll(mu, F.relu(v), y)`, then `torch.log(var)`), or what a
     function, method or model of the project returns. `log1p(-p)` is `log(1 - p)`, and the
     exp of a log-probability (a log_softmax or logsigmoid output or entries of one, also one
     a caller passes) is a probability: `torch.log1p(-logp.exp())` and `torch.log(1 -
