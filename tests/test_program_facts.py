@@ -4510,3 +4510,39 @@ def test_a_sum_of_some_entries_over_the_sum_of_all(body: str, expected: list[str
     for a row (a user, a query) without any."""
     code = f"def recall_at_k(y, s, idx, k):\n    {body}\n"
     assert _grades(code, "NUM202") == expected
+
+
+TV_LOSS = """
+class TVLoss(nn.Module):
+    def forward(self, img, ref):
+        dx = {dx}
+        dy = img[:, :, 1:, :] - img[:, :, :-1, :]
+        return torch.sqrt({root}).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("dx", "root", "expected"),
+    [
+        # neighbouring pixels of one image: 0 across any flat region
+        (
+            "img[:, :, :, 1:] - img[:, :, :, :-1]",
+            "dx[:, :, :-1, :] ** 2 + dy[:, :, :, :-1] ** 2",
+            ["high"],
+        ),
+        ("img[..., 1:] - img[..., :-1]", "dx.pow(2)", ["high"]),
+        # a sum of two squares is 0 only where both are: as likely as the less likely
+        (
+            "img[..., 1:] - ref[..., :-1]",
+            "dx[:, :, :-1, :] ** 2 + dy[:, :, :, :-1] ** 2",
+            ["medium"],
+        ),
+        # the same slice twice is no difference of neighbours
+        ("img[..., 1:] - ref[..., 1:]", "dx ** 2", ["medium"]),
+        ("img[:, :, :, 1:] - img[:, :, :, :-1]", "dx ** 2 + 1e-6", []),
+    ],
+)
+def test_a_root_of_a_finite_difference(dx: str, root: str, expected: list[str]) -> None:
+    """A total-variation or edge loss: the root of squared differences of neighbouring
+    entries of one tensor has an infinite slope wherever the image is flat."""
+    assert _grades(TV_LOSS.format(dx=dx, root=root), "NUM201") == expected

@@ -463,6 +463,11 @@ def _one_source_grade(ctx: Context, value: Value, depth: int = 0) -> Confidence:
         # `a.norm(dim=-1) * b.norm(dim=-1)`: a product is 0 where any factor is
         grades = [_one_source_grade(ctx, Value(f, found.env), depth + 1) for f in parts]
         return max(grades, key=confidence_rank)
+    bases = _two_squares(ctx, unparenthesized(found.node), found.env)
+    if bases is not None and depth < 3:
+        # `dx ** 2 + dy ** 2`: 0 only where both are, so as likely as the less likely
+        grades = [_summed_grade(ctx, Value(b, found.env)) for b in bases]
+        return min(grades, key=confidence_rank)
     inner = reduced(ctx, value)
     return "low" if inner is None else _summed_grade(ctx, inner)
 
@@ -489,12 +494,17 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     if isinstance(node, cst.IfExp):  # `k.clamp_min(0) if r else torch.ones_like(d)`: each arm
         arms = (Value(node.body, found.env), Value(node.orelse, found.env))
         return max((_summed_grade(ctx, a) for a in arms), key=confidence_rank)
+    while isinstance(node, cst.Subscript) and _sliced(node):
+        found = ctx.deref(Value(node.value, found.env))  # `dx[:, :-1]` of a difference dx
+        node = found.node
     diff = _difference(unscaled(ctx, node, found.env))
     if diff is not None:
         left, right = diff
         a, b = root_of(left), root_of(right)
         if a and a == b and (_broadcast(left) or _broadcast(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
+        if a and a == b and _shifted(left, right):
+            return "high"  # x[:, 1:] - x[:, :-1]: neighbours, 0 across any constant region
         if objective(ctx):
             return "medium"  # a loss's pair (anchor and positive) can be equal in a batch
         return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
@@ -2824,3 +2834,24 @@ def _selection_source(ctx: Context, value: Value) -> Value | None:
             found = ctx.deref(Value(inner, found.env))
         picked, v = found, found
     return picked
+
+
+def _sliced(node: cst.Subscript) -> bool:
+    """`x[:, 1:]`, `x[..., :-1]`: entries picked by slices (and `...`) alone, which keep the
+    values' zeros."""
+    return all(
+        isinstance(e.slice, cst.Slice)
+        or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis))
+        for e in node.slice
+    )
+
+
+def _shifted(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x[:, 1:] - x[:, :-1]`, `x[..., 2:] - x[..., :-2]`: two slices of one tensor that differ
+    (neighbouring entries: a finite difference, 0 wherever the tensor is constant, such as
+    a flat image region, a silence or a repeated value)."""
+    if not (isinstance(left, cst.Subscript) and isinstance(right, cst.Subscript)):
+        return False
+    if not (_sliced(left) and _sliced(right)) or not left.value.deep_equals(right.value):
+        return False
+    return not left.deep_equals(right)

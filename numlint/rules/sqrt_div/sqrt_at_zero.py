@@ -99,7 +99,10 @@ class SqrtAtZero(Rule):
     expects the root to be 0, where its own gradient is infinite (not for a value computed
     only from the module's own weights, or from `self` attributes every caller passes);
     high where the argument is exactly 0 in ordinary use: distances of a set to itself
-    (`x[:, None] - x[None]`: the diagonal), a difference clamped at 0 (equal terms cancel;
+    (`x[:, None] - x[None]`: the diagonal), differences of neighbouring entries of one
+    tensor (`img[..., 1:] - img[..., :-1]`, a total-variation or edge loss: 0 across any flat
+    region; a sum of two squares, `dx ** 2 + dy ** 2`, is graded by the less likely to be 0),
+    a difference clamped at 0 (equal terms cancel;
     not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
     a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp, an inner product of unit vectors
     such as `F.linear(F.normalize(x), F.normalize(w))`, also concatenated, or a value named
