@@ -4537,8 +4537,10 @@ class TVLoss(nn.Module):
             "dx[:, :, :-1, :] ** 2 + dy[:, :, :, :-1] ** 2",
             ["medium"],
         ),
-        # the same slice twice is no difference of neighbours
+        # the same slice twice, or two halves of each row (a box's corners), are no
+        # difference of neighbours
         ("img[..., 1:] - ref[..., 1:]", "dx ** 2", ["medium"]),
+        ("img[..., 2:] - img[..., :2]", "dx ** 2", ["medium"]),
         ("img[:, :, :, 1:] - img[:, :, :, :-1]", "dx ** 2 + 1e-6", []),
     ],
 )
@@ -4546,3 +4548,76 @@ def test_a_root_of_a_finite_difference(dx: str, root: str, expected: list[str]) 
     """A total-variation or edge loss: the root of squared differences of neighbouring
     entries of one tensor has an infinite slope wherever the image is flat."""
     assert _grades(TV_LOSS.format(dx=dx, root=root), "NUM201") == expected
+
+
+EDGE_LOSS = """
+SOBEL = torch.tensor([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]]).view(1, 1, 3, 3)
+BLUR = torch.tensor([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]).view(1, 1, 3, 3) / 16
+
+
+def gradient_magnitude(x, k):
+    gx = F.conv2d(x, {kernel}, padding=1)
+    gy = F.conv2d(x, {kernel}.transpose(2, 3), padding=1)
+    return torch.sqrt(gx ** 2 + gy ** 2)
+
+
+class EdgeLoss(nn.Module):
+    def forward(self, pred, target, k):
+        return (gradient_magnitude(pred, k) - gradient_magnitude(target, k)).abs().mean()
+
+
+def train(model, x, y, k, opt):
+    loss = EdgeLoss()(model(x), y, k)
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "expected"),
+    [
+        # a derivative filter's taps sum to 0: its response is 0 across any flat region
+        ("SOBEL", ["high"]),
+        ("-2 * SOBEL.flip(-1)", ["high"]),
+        ("torch.cat([SOBEL, SOBEL.transpose(2, 3)], 0)", ["high"]),
+        # a smoothing filter, or a kernel the caller gives: only an all-zero patch
+        ("BLUR", ["low"]),
+        ("k", ["low"]),
+    ],
+)
+def test_a_root_of_a_derivative_filter_response(tmp_path: Path, kernel: str, expected) -> None:
+    """An image gradient's magnitude (Sobel, Prewitt, Laplacian taps sum to 0), in a helper
+    named for the gradient it computes that a loss calls: differentiated, not a derivative
+    written by hand."""
+    pkg = _package(tmp_path, losses=HEAD + EDGE_LOSS.format(kernel=kernel))
+    found = check_paths([pkg], {"select": ["NUM201"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected
+
+
+SOBEL_MODULE = """
+class Sobel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.filter = nn.Conv2d(1, 2, kernel_size=3, bias=False)
+        gx = torch.tensor([[2.0, 0.0, -2.0], [4.0, 0.0, -4.0], [2.0, 0.0, -2.0]])
+        g = torch.cat([gx.unsqueeze(0), gx.t().unsqueeze(0)], 0).unsqueeze(1)
+        {assign}
+
+    def forward(self, img):
+        x = self.filter(img)
+        return torch.sqrt(torch.sum(x * x, dim=1, keepdim=True))
+"""
+
+
+@pytest.mark.parametrize(
+    ("assign", "expected"),
+    [
+        ("self.filter.weight = nn.Parameter(g, requires_grad=False)", ["high"]),
+        ("self.filter.weight.data = g", ["high"]),
+        # a learned convolution: its features are a zero vector only where the input is
+        ("pass", ["low"]),
+    ],
+)
+def test_a_convolution_set_to_a_derivative_filter(assign: str, expected: list[str]) -> None:
+    """A layer whose weight the constructor sets to constant Sobel taps."""
+    assert _grades(SOBEL_MODULE.format(assign=assign), "NUM201") == expected

@@ -657,6 +657,9 @@ class Context:
                 if old is not None and _differs(self, old.node, value):
                     cls.varied.add(name)
                 cls.attrs[name] = Value(value, self.env)
+        elif isinstance(target, cst.Attribute) and (path := _self_path(target)) is not None:
+            if (cls := self.class_scope) is not None:
+                cls.attrs[path] = Value(value, self.env)  # `self.conv.weight = ...`
         elif isinstance(target, cst.Subscript):
             self._mutate(target.value, stmt)
 
@@ -911,3 +914,16 @@ def _bare_code(node: cst.BaseExpression) -> str:
     """The source of `node` without its outer parentheses and spaces."""
     node = unparenthesized(node)
     return re.sub(r"\s+", "", cst.Module([]).code_for_node(node))
+
+
+def _self_path(target: cst.Attribute) -> str | None:
+    """`conv.weight` for `self.conv.weight`, `conv.weight.data` for `self.conv.weight.data`:
+    an attribute of one of `self`'s attributes, which class attributes are kept under."""
+    parts: list[str] = []
+    node: cst.BaseExpression = target
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not (isinstance(node, cst.Name) and node.value == "self") or len(parts) < 2:
+        return None
+    return ".".join(reversed(parts))

@@ -508,6 +508,8 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
         if objective(ctx):
             return "medium"  # a loss's pair (anchor and positive) can be equal in a batch
         return "low"  # two tensors (or gathered pairs, `pos[i] - pos[j]`): rarely equal
+    if derivative_filtered(ctx, found):
+        return "high"  # `F.conv2d(x, sobel)`: an image gradient, 0 across any flat region
     reason = zero_reason(ctx, inner, "sum")
     if reason == "a tensor filled with 0" and _padding_fill(ctx, inner):
         return "low"  # `w.masked_fill(idx == -1, 0)`: padding entries, a row keeps real ones
@@ -2847,11 +2849,180 @@ def _sliced(node: cst.Subscript) -> bool:
 
 
 def _shifted(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-    """`x[:, 1:] - x[:, :-1]`, `x[..., 2:] - x[..., :-2]`: two slices of one tensor that differ
-    (neighbouring entries: a finite difference, 0 wherever the tensor is constant, such as
-    a flat image region, a silence or a repeated value)."""
+    """`x[:, 1:] - x[:, :-1]`, `x[..., :-2] - x[..., 2:]`: one tensor less itself shifted by k
+    entries along one axis (`k:` against `:-k`, the other axes alike): a finite difference,
+    0 wherever the tensor is constant (a flat image region, a silence, a repeated value).
+    Not `boxes[:, 2:] - boxes[:, :2]`, two halves of each row."""
     if not (isinstance(left, cst.Subscript) and isinstance(right, cst.Subscript)):
         return False
     if not (_sliced(left) and _sliced(right)) or not left.value.deep_equals(right.value):
         return False
-    return not left.deep_equals(right)
+    if len(left.slice) != len(right.slice):
+        return False
+    shifts = [
+        (a.slice, b.slice)
+        for a, b in zip(left.slice, right.slice, strict=True)
+        if not a.slice.deep_equals(b.slice)
+    ]
+    return len(shifts) == 1 and _shift_pair(*shifts[0])
+
+
+def _shift_pair(a: cst.BaseSlice, b: cst.BaseSlice) -> bool:
+    """`k:` and `:-k` (either order), k a positive integer."""
+    if not (isinstance(a, cst.Slice) and isinstance(b, cst.Slice)) or a.step or b.step:
+        return False
+    for one, two in ((a, b), (b, a)):
+        if one.upper is None and two.lower is None and one.lower is not None and two.upper:
+            k = _integer(one.lower)
+            if k is not None and k > 0 and _integer(two.upper) == -k:
+                return True
+    return False
+
+
+def _integer(node: cst.BaseExpression) -> int | None:
+    """The value of an integer literal, `-1` included."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _integer(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+_CONVOLUTIONS = frozenset(
+    {f"{m}.conv{d}d" for m in ("torch", "torch.nn.functional") for d in (1, 2, 3)}
+)
+_CONV_MODULES = frozenset({f"torch.nn.Conv{d}d" for d in (1, 2, 3)})
+_TENSOR_LITERALS = frozenset(
+    {"torch.tensor", "torch.Tensor", "torch.FloatTensor", "torch.as_tensor"}
+)
+#: Methods that keep a kernel's taps (and so whether they sum to 0).
+_KEEPS_TAPS = frozenset(
+    {"unsqueeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "double",
+     "half", "to", "type", "type_as", "transpose", "permute", "flip", "t", "contiguous",
+     "clone", "cuda", "detach", "requires_grad_"}
+)  # fmt: skip
+
+
+def derivative_filtered(ctx: Context, value: Value) -> bool:
+    """The response of a convolution with constant kernels whose taps sum to 0 (Sobel,
+    Prewitt, Scharr, a Laplacian, `[-1, 1]`): `F.conv2d(x, k)` with `k = torch.tensor(...)`
+    (also stacked, reshaped, moved, or kept on `self`), or a `self.conv(x)` whose weight the
+    constructor sets to such a constant (`self.conv.weight = nn.Parameter(k)`, `.weight.data
+    = k`). It is 0 across
+    any flat region of the input: an image gradient's magnitude has an infinite slope there."""
+    v, _ = strip(ctx, value)
+    node = v.node
+    if not isinstance(node, cst.Call):
+        return False
+    callee = ctx.callee(node, v.env)
+    if callee.qualname in _CONVOLUTIONS:
+        weight = positional(node, 1, "weight")
+        return weight is not None and _zero_sum_taps(ctx, Value(weight, v.env))
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return False
+    if func.value.value != "self" or ctx.class_scope is None:
+        return False
+    made = ctx.class_scope.attrs.get(func.attr.value)
+    if made is None or not isinstance(made.node, cst.Call):
+        return False
+    if ctx.callee(made.node, made.env).qualname not in _CONV_MODULES:
+        return False
+    weight = _assigned_weight(ctx, func.attr.value)
+    return weight is not None and _zero_sum_taps(ctx, weight)
+
+
+def _assigned_weight(ctx: Context, attr: str) -> Value | None:
+    """What the class's methods assign to `self.<attr>.weight` (`= nn.Parameter(k)` or
+    `.data = k`), unwrapped from the Parameter."""
+    cls = ctx.class_scope
+    if cls is None:
+        return None
+    found = cls.attrs.get(f"{attr}.weight") or cls.attrs.get(f"{attr}.weight.data")
+    if found is None:
+        return None
+    node = found.node
+    if isinstance(node, cst.Call) and ctx.qualname(node.func, found.env) in (
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+    ):
+        data = positional(node, 0, "data")
+        return Value(data, found.env) if data is not None else None
+    return found
+
+
+def _zero_sum_taps(ctx: Context, value: Value) -> bool:
+    sums = _kernel_sums(ctx, value)
+    return bool(sums) and all(abs(s) < 1e-9 for s in sums)
+
+
+def _kernel_sums(ctx: Context, value: Value, depth: int = 0) -> list[float] | None:
+    """The sums of the taps of each kernel a constant tensor holds (each 2-D or 1-D table of
+    a literal), through stacking, reshaping, moves, negation and constant scaling; None for
+    anything else."""
+    if depth > 10:
+        return None
+    found = ctx.deref(value)
+    node, env = found.node, found.env
+
+    def sub(expr: cst.BaseExpression) -> list[float] | None:
+        return _kernel_sums(ctx, Value(expr, env), depth + 1)
+
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return sub(node.expression)
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Multiply, cst.Divide)
+    ):
+        if const(ctx, node.right, env) is not None:
+            return sub(node.left)
+        if isinstance(node.operator, cst.Multiply) and const(ctx, node.left, env) is not None:
+            return sub(node.right)
+        return None
+    if isinstance(node, cst.Subscript):
+        return sub(node.value)  # `k[None, None]`
+    if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
+        return sub(node.value)
+    if not isinstance(node, cst.Call):
+        return None
+    callee = ctx.callee(node, env)
+    if callee.qualname in _TENSOR_LITERALS:
+        data = positional(node, 0, "data")
+        return _literal_sums(ctx, data, env) if data is not None else None
+    if callee.qualname in ("torch.cat", "torch.stack", "torch.concat"):
+        parts = positional(node, 0, "tensors")
+        if not isinstance(parts, (cst.List, cst.Tuple)) or not parts.elements:
+            return None
+        sums: list[float] = []
+        for element in parts.elements:
+            found_sums = sub(element.value)
+            if found_sums is None:
+                return None
+            sums += found_sums
+        return sums
+    if callee.method in _KEEPS_TAPS and callee.receiver is not None:
+        return sub(callee.receiver)
+    return None
+
+
+def _literal_sums(ctx: Context, data: cst.BaseExpression, env: Env) -> list[float] | None:
+    """The sums of each 2-D (or the one 1-D) table of a nested list literal of numbers."""
+    found = ctx.deref(Value(data, env))
+    node = found.node
+    if not isinstance(node, (cst.List, cst.Tuple)) or not node.elements:
+        return None
+    rows = [e.value for e in node.elements]
+    if all(isinstance(r, (cst.List, cst.Tuple)) for r in rows):
+        inner = [[e.value for e in r.elements] for r in rows]  # type: ignore[attr-defined]
+        if all(not isinstance(x, (cst.List, cst.Tuple)) for row in inner for x in row):
+            numbers = [const(ctx, x, found.env) for row in inner for x in row]
+            return None if None in numbers else [sum(numbers)]  # type: ignore[arg-type]
+        sums: list[float] = []
+        for r in rows:
+            part = _literal_sums(ctx, r, found.env)
+            if part is None:
+                return None
+            sums += part
+        return sums
+    numbers = [const(ctx, r, found.env) for r in rows]
+    return None if None in numbers else [sum(numbers)]  # type: ignore[arg-type]

@@ -205,10 +205,12 @@ _AUTOGRAD_USE = re.compile(r"autograd\.grad|create_graph|\.backward\(|torch\.fun
 def _derivative_by_hand(ctx: Context, func: cst.FunctionDef) -> bool:
     """A function named for a gradient it computes by hand (`_edge_env_mat_grad_reference`,
     `_backward`, `vjp`) that does not call autograd itself: its values are a derivative,
-    not differentiated again (a gradient penalty calls `autograd.grad` and stays checked)."""
+    not differentiated again (a gradient penalty calls `autograd.grad` and stays checked).
+    Not one that the project differentiates (an image gradient, `gradient_magnitude`,
+    called by a loss's `forward`)."""
     if not _DERIVATIVE_NAME.search(func.name.value):
         return False
-    return not _AUTOGRAD_USE.search(ctx.code(func))
+    return not _AUTOGRAD_USE.search(ctx.code(func)) and not gradient_evident(ctx)
 
 
 def _handed_to_custom_function(ctx: Context, func: cst.FunctionDef) -> bool:

@@ -102,6 +102,9 @@ class SqrtAtZero(Rule):
     (`x[:, None] - x[None]`: the diagonal), differences of neighbouring entries of one
     tensor (`img[..., 1:] - img[..., :-1]`, a total-variation or edge loss: 0 across any flat
     region; a sum of two squares, `dx ** 2 + dy ** 2`, is graded by the less likely to be 0),
+    the response of a convolution with constant taps that sum to 0 (`F.conv2d(x, sobel)`,
+    a Prewitt or Laplacian kernel, also stacked or reshaped, or an `nn.Conv2d` whose weight
+    the constructor sets to one: an image gradient's magnitude, 0 across any flat region),
     a difference clamped at 0 (equal terms cancel;
     not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
     a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp, an inner product of unit vectors
