@@ -4621,3 +4621,94 @@ class Sobel(nn.Module):
 def test_a_convolution_set_to_a_derivative_filter(assign: str, expected: list[str]) -> None:
     """A layer whose weight the constructor sets to constant Sobel taps."""
     assert _grades(SOBEL_MODULE.format(assign=assign), "NUM201") == expected
+
+
+TALLY = """
+class MeanIoU(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.k = num_classes
+        self.register_buffer("inter", {init})
+        self.register_buffer("union", {init})
+
+    def update(self, pred, target):
+        inter = torch.histc(pred[pred == target].float(), bins=self.k, min=0, max=self.k - 1)
+        area = torch.histc(pred.float(), bins=self.k, min=0, max=self.k - 1)
+        self.inter += inter
+        self.union += {added}
+
+    def compute(self):
+        return (self.inter / self.union).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("init", "added", "expected"),
+    [
+        # zeros per class, added to by per-class counts: a class never seen keeps 0
+        ("torch.zeros(num_classes)", "area - inter", ["medium"]),
+        ("torch.zeros(num_classes)", "(pred == 0).sum(0)", ["medium"]),
+        # a number of samples added to every entry: 0 only before the first update
+        ("torch.zeros(num_classes)", "pred.shape[0]", []),
+        # a scalar total, and a state that starts above 0
+        ("torch.tensor(0.0)", "area - inter", []),
+        ("torch.ones(num_classes)", "area - inter", []),
+    ],
+)
+def test_a_per_class_tally_kept_on_the_module(init: str, added: str, expected: list[str]) -> None:
+    """Accumulated per-class unions divide the intersections: 0/0 for a class that no batch
+    has held (an mIoU over classes absent from the data)."""
+    code = TALLY.format(init=init, added=added)
+    assert _grades(code, "NUM202") == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a column redrawn and clamped at 0 in place: all 0 if every entry was negative
+        ("d[:, k].normal_()\n    d[:, k].clamp_(0, None)\n    d[:, k] /= d[:, k].norm()", ["high"]),
+        ("d.normal_()\n    d.relu_()\n    return d / d.norm()", ["high"]),
+        # clamped, then redrawn: the last edit decides (a norm of Gaussian noise)
+        ("d.clamp_(0, None)\n    d.normal_()\n    return d / d.norm()", []),
+        # the else branch of a test against the eps the function is given
+        ("n = d.relu().norm()\n    if n < eps:\n        return d\n    return d / n", []),
+        ("n = d.relu().norm()\n    return d / n if torch.is_nonzero(n) else d", []),
+    ],
+)
+def test_in_place_clamps_and_tests_of_a_norm(body: str, expected: list[str]) -> None:
+    code = f"def renorm(d, k, eps=1e-10):\n    {body}\n"
+    assert _grades(code, "NUM202") == expected
+
+
+def test_a_sum_of_centred_squares_is_a_variance() -> None:
+    """A Pearson correlation written with sums: 0/0 for a constant input."""
+    code = (
+        "def corr(x, y):\n"
+        "    xc, yc = x - x.mean(), y - y.mean()\n"
+        "    return (xc * yc).sum() / (torch.sqrt((xc ** 2).sum()) * torch.sqrt((yc ** 2).sum()))\n"
+    )
+    found = check_source(HEAD + code, "<string>", {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.message.split(",")[0] for d in found] == ["division by a variance"]
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        # a number less values, clamped at 0 by a max with zeros: 0 at the identity rotation
+        ("torch.sqrt(torch.max(zero, 1 + m00 - m11 - m22))", ["medium"]),
+        ("torch.sqrt(torch.maximum(1 - m00 - m11 + m22, zero))", ["medium"]),
+        ("torch.sqrt(torch.clamp(1 + m00 - m11 - m22, min=0))", ["medium"]),
+        # nothing subtracted: clamped against rounding, 0 only for a degenerate input
+        ("torch.sqrt(torch.max(zero, 1 + m00 + m11 + m22))", ["low"]),
+    ],
+)
+def test_a_root_of_a_number_less_values_clamped_at_zero(root: str, expected: list[str]) -> None:
+    """Quaternions from a rotation matrix: `1 + m00 - m11 - m22` is exactly 0 for the identity,
+    and a library function's callers may differentiate it."""
+    code = (
+        "def quat(matrix):\n"
+        "    zero = matrix.new_zeros((1,))\n"
+        "    m00, m11, m22 = matrix[..., 0, 0], matrix[..., 1, 1], matrix[..., 2, 2]\n"
+        f"    return 0.5 * {root}\n"
+    )
+    assert _grades(code, "NUM201") == expected

@@ -701,6 +701,8 @@ class Context:
     def _mutate(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Attribute) and target.attr.value == "data":
             target = target.value  # `w.data`: the same storage as `w`
+        while isinstance(target, cst.Subscript):
+            target = target.value  # `d[:, k].clamp_(0, None)`: a part of `d` changes
         if not isinstance(target, cst.Name):
             return
         scope = self.scope

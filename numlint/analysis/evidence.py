@@ -11,6 +11,7 @@ or norm is taken *of* can raise the grade.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Callable
@@ -3026,3 +3027,155 @@ def _literal_sums(ctx: Context, data: cst.BaseExpression, env: Env) -> list[floa
         return sums
     numbers = [const(ctx, r, found.env) for r in rows]
     return None if None in numbers else [sum(numbers)]  # type: ignore[arg-type]
+
+
+def zero_started_tally(ctx: Context, value: Value) -> bool:
+    """A per-class tally kept on `self`: a state made as zeros of a given size
+    (`self.add_state("union", default=torch.zeros(num_classes))`, `self.register_buffer(...)`,
+    `self.counts = torch.zeros(k)`) that the class only ever adds per-class counts to
+    (`self.union += histc(...)`, `self.counts[y] += 1`, `self.counts.index_add_(...)`). A
+    class no batch has held keeps its 0, so dividing by the tally (an IoU over accumulated
+    unions) is 0/0 there. A scalar total, or one that only gains a number of samples
+    (`self.total += n_obs`), is 0 only before the first update: not counted. Read from the
+    whole class in the file's syntax tree (the methods that update the state hold no
+    division)."""
+    cls = ctx.class_scope
+    tree = ctx.syntax
+    if cls is None or tree is None or not isinstance(cls.node, cst.ClassDef):
+        return False
+    node = value.node
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value not in TRANSPARENT_METHODS:
+            break
+        node = node.func.value  # `self.union.float()`
+    if not (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return False
+    name, cname = node.attr.value, cls.node.name.value
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cname]
+    if len(classes) != 1:
+        return False
+    made = added = False
+    for method in classes[0].body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for stmt in ast.walk(method):
+            if isinstance(stmt, ast.Call) and _registers(stmt, name):
+                made = made or _sized_zeros(_registered_value(stmt))
+            elif isinstance(stmt, ast.Assign) and any(_self_attr(t, name) for t in stmt.targets):
+                if _sized_zeros(stmt.value):
+                    made = True
+                elif not _adds_to_itself(stmt.value, name):
+                    return False  # set to something else somewhere
+                else:
+                    added = added or _class_counts(method, stmt.value)
+            elif isinstance(stmt, ast.AugAssign) and _self_attr(_base(stmt.target), name):
+                if not isinstance(stmt.op, ast.Add):
+                    return False
+                # `self.counts[y] += 1` or a vector of counts is per class
+                per_class = isinstance(stmt.target, ast.Subscript)
+                added = added or per_class or _class_counts(method, stmt.value)
+            elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute):
+                if not _self_attr(stmt.func.value, name):
+                    continue
+                if stmt.func.attr in ("index_add_", "scatter_add_", "index_put_"):
+                    added = True
+                elif stmt.func.attr == "add_" and stmt.args:
+                    added = added or _class_counts(method, stmt.args[0])
+    return made and added
+
+
+def _self_attr(node: ast.AST, name: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == name
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _base(node: ast.expr) -> ast.expr:
+    """`self.counts` of `self.counts[y]`."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+def _registers(call: ast.Call, name: str) -> bool:
+    """`self.add_state("name", ...)` or `self.register_buffer("name", ...)`."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("add_state", "register_buffer")):
+        return False
+    first = call.args[0] if call.args else None
+    return isinstance(first, ast.Constant) and first.value == name
+
+
+def _registered_value(call: ast.Call) -> ast.expr | None:
+    if len(call.args) > 1:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg in ("default", "tensor")), None)
+
+
+def _sized_zeros(node: ast.expr | None) -> bool:
+    """`torch.zeros(num_classes)`, `torch.zeros(k, dtype=...)`, `x.new_zeros(k)`: zeros with a
+    size of more than one entry (not `torch.zeros(1)`, `torch.tensor(0.0)`)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr not in ("zeros", "new_zeros"):
+        return False
+    sizes = list(node.args)
+    if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+        sizes = list(sizes[0].elts)
+    if not sizes:
+        return False
+    return not all(
+        isinstance(s, ast.Constant) and isinstance(s.value, int) and s.value <= 1 for s in sizes
+    )
+
+
+#: Calls that count per class or bin.
+_COUNTING = frozenset({"histc", "bincount", "one_hot"})
+
+
+def _class_counts(func: ast.AST, node: ast.expr, depth: int = 0) -> bool:
+    """A vector of counts per class: made by `histc`, `bincount` or `one_hot`, or summing a
+    comparison (`(pred == c).sum(0)`), also through names the method binds (`area_union =
+    area_pred + area_target - area_inter`). Not a number of samples (`n_obs`)."""
+    if depth > 4:
+        return False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Compare):
+            return True
+        if isinstance(sub, ast.Call):
+            fn = sub.func
+            called = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if called in _COUNTING:
+                return True
+        if isinstance(sub, ast.Name):
+            bound = _bound_in(func, sub.id)
+            if bound is not None and _class_counts(func, bound, depth + 1):
+                return True
+    return False
+
+
+def _bound_in(func: ast.AST, name: str) -> ast.expr | None:
+    """What the last plain assignment to `name` in `func` binds, or None."""
+    bound = None
+    for stmt in ast.walk(func):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+        ):
+            bound = stmt.value
+    return bound
+
+
+def _adds_to_itself(node: ast.expr, name: str) -> bool:
+    """`self.x + ...` (or `... + self.x`): the attribute plus something."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Add)
+        and (_self_attr(node.left, name) or _self_attr(node.right, name))
+    )

@@ -21,6 +21,7 @@ from numlint.analysis.context import Context, Env, Value
 from numlint.analysis.ops import (
     const,
     constant_bound,
+    is_zero,
     magnitude_of,
     names,
     op,
@@ -424,8 +425,8 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
         if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
             call = stmt.value
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            if method not in _GUARD_METHODS:
-                continue
+            if method not in _GUARD_METHODS or isinstance(call.func.value, cst.Subscript):  # type: ignore[union-attr]
+                continue  # `p[:, 0].clamp_(min=eps)` guards a part of p only
             if method == "masked_fill_":
                 bound = positional(call, 1, "value")
             elif method == "add_":
@@ -435,6 +436,47 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
             if positive_bound(ctx, bound, value.env):
                 return True
     return False
+
+
+def floored_by_mutation(ctx: Context, value: Value, part: str | None = None) -> bool:
+    """The last in-place edit of the value (of `part` of it, `d[:, k]`, when given) clamps it
+    at 0 (`x.clamp_(0, None)`, `x.clamp_(min=0)`, `x.clamp_min_(0)`, `x.relu_()`): entries
+    that were negative are now exactly 0, all of them if every one was (a column redrawn
+    with `normal_()` and clamped)."""
+    last = None
+    for stmt in value.mutations:
+        receiver = _edited(stmt)
+        if receiver is None:
+            continue
+        whole = not isinstance(receiver, cst.Subscript)
+        if whole or (part is not None and ctx.code(receiver) == part):
+            last = stmt
+    if last is None or not isinstance(last, cst.Expr) or not isinstance(last.value, cst.Call):
+        return False
+    call = last.value
+    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    if method == "relu_" and not call.args:
+        return True
+    if method in ("clamp_", "clip_", "clamp_min_"):
+        bound = positional(call, 0, "min")
+        return bound is not None and is_zero(ctx, bound, value.env)
+    return False
+
+
+def _edited(stmt: cst.CSTNode) -> cst.BaseExpression | None:
+    """What an in-place statement edits: the receiver of `x.clamp_(...)` (through chained
+    in-place calls), the target of `x[...] = v` or `x += v`."""
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+        func = stmt.value.func
+        target = func.value if isinstance(func, cst.Attribute) else None
+        while isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute):
+            target = target.func.value
+        return target
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0].target
+    if isinstance(stmt, cst.AugAssign):
+        return stmt.target
+    return None
 
 
 _ABOVE = (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)
@@ -1212,6 +1254,8 @@ def _nonzero_test(
                 return True  # `ok = n > 0` ... `if ok:`
     if isinstance(test, (cst.Name, cst.Attribute)) and taken:
         return bool(wanted & names(test))  # `if n:`
+    if isinstance(test, cst.Call) and ctx.callee(test).qualname == "torch.is_nonzero":
+        return taken and bool(wanted & names(test))  # `x / d if torch.is_nonzero(d) else 0`
     if isinstance(test, cst.Call) and call_name(test) in _TOTALS:
         # `if not target.sum(): return` ... `/ target.sum()`: the truth of a total is `!= 0`
         return taken and bool(wanted & names(test))
@@ -1253,6 +1297,8 @@ def _nonzero_test(
     if _rank_of(subject):
         return False  # `if p.dim() > 1:` tests how many axes p has, not its values
     low = const(ctx, bound)
+    if low is None and threshold_name(bound):
+        low = _positive_default(ctx, bound)  # `def f(d, eps=1e-10)`: `if n < eps: ... else:`
     kind = type(operator)
     if _near_positive(ctx, subject, low, kind, taken):
         return True
@@ -1273,6 +1319,18 @@ def _nonzero_test(
         or (kind is cst.LessThanEqual and low >= 0)
         or (kind is cst.LessThan and low > 0)
     )
+
+
+def _positive_default(ctx: Context, bound: cst.BaseExpression) -> float | None:
+    """The positive default of the parameter `bound` names (an eps or tolerance the
+    function is given), or None."""
+    if not isinstance(bound, cst.Name):
+        return None
+    param = ctx.parameter(bound.value)
+    if param is None or param.default is None:
+        return None
+    value = const(ctx, param.default)
+    return value if value is not None and value > 0 else None
 
 
 def _rank_of(expr: cst.BaseExpression) -> bool:

@@ -11,7 +11,12 @@ import libcst as cst
 
 from numlint.analysis.context import Binding, Context, Env, Value
 from numlint.analysis.gradients import constant_table, objective
-from numlint.analysis.guards import guarded_by_mutation, sanitises, threshold_name
+from numlint.analysis.guards import (
+    floored_by_mutation,
+    guarded_by_mutation,
+    sanitises,
+    threshold_name,
+)
 from numlint.analysis.ops import (
     FLOAT32_HALF_ULP_BELOW_ONE,
     HOLDS,
@@ -107,6 +112,8 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     value = ctx.deref(value)
     if guarded_by_mutation(ctx, value):
         return None
+    if mode != "one" and floored_by_mutation(ctx, value):
+        return "a value clamped at 0"  # `d.normal_(); d.clamp_(0, None)`: all 0 if all were < 0
     node, env = value.node, value.env
 
     def sub(expr: cst.BaseExpression, m: str = mode) -> str | None:
@@ -123,6 +130,10 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
         kept = _kept_by_own_test(ctx, node, env, named=mode != "sum")
         if indexed_by_nonzero(ctx, node, env) or kept:
             return None  # `p[p.nonzero(as_tuple=True)]`, `p[p > 0]`: only the nonzero entries
+        if mode != "one" and floored_by_mutation(
+            ctx, ctx.deref(Value(node.value, env)), part=ctx.code(node)
+        ):
+            return "a value clamped at 0"  # `d[:, k].normal_(); d[:, k].clamp_(0, None)`
         return sub(node.value)
     if isinstance(node, cst.Comparison):
         return None if always_true(ctx, node, env) else "a 0/1 mask"
@@ -624,6 +635,8 @@ def _call_reason(
         other = o.arg(0, "other")
         if other is not None and is_zero(ctx, other, env):
             return "a value clamped at 0"
+        if other is not None and inp is not None and is_zero(ctx, inp, env):
+            return "a value clamped at 0"  # `torch.max(zero, 1 + m00 - m11 - m22)`
         if other is not None and inp is not None and not positive_bound(ctx, other, env):
             return sub(inp)  # `torch.maximum(n, torch.finfo(n.dtype).min)`: no bound at 0
         return None
@@ -1517,6 +1530,8 @@ def _drawn_in_place(ctx: Context, stmt: cst.CSTNode, env: Env) -> bool:
     call = stmt.value if isinstance(stmt, cst.Expr) else None
     if not isinstance(call, cst.Call):
         return False
+    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Subscript):
+        return False  # `d[:, k].normal_()` redraws a part of d only
     callee = ctx.callee(call, env)
     if callee.qualname is not None:
         return callee.qualname in _RANDOM_INITS
@@ -2299,6 +2314,10 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
     if o.name == "sum" and o.input is not None:
         if _never_all_zero(ctx, Value(o.input, env)):
             return None  # a sum of positive values, of a window function
+        found = ctx.deref(Value(o.input, env))
+        base = square_of(ctx, found.node, found.env)  # type: ignore[arg-type]
+        if base is not None and centred(ctx, Value(base, found.env)):
+            return "a variance"  # `((x - x.mean()) ** 2).sum()`: 0 for a constant input
         if nonzero_selected(ctx, Value(o.input, env)):
             return None  # `m = m[m.sum(1) > 0]; ... / m.sum(1)`: the empty rows are gone
         if _hits_of_own_extreme(ctx, Value(o.input, env), o.arg(0, "dim")):

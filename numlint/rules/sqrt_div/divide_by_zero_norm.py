@@ -29,6 +29,7 @@ from numlint.analysis.evidence import (
     warned_near_zero,
     weights_sum,
     whole_masked_mean,
+    zero_started_tally,
     zero_tested,
 )
 from numlint.analysis.gradients import (
@@ -86,6 +87,7 @@ _INF_ONLY = (
 _HARMONIC = "a sum of two rates that are 0 together (a harmonic mean or F-score)"
 #: `tp / (tp + fp)`: a part over a sum of terms that holds it.
 _WHOLE = "a sum of terms that holds the numerator (all 0 together: no positive at all)"
+_TALLY = "a per-class tally that starts at 0 (a class no batch has held keeps it)"
 
 
 class DivideByZeroNorm(Rule):
@@ -293,7 +295,12 @@ class DivideByZeroNorm(Rule):
     node; and medium for the sum of some entries of a tensor over the sum of all of them
     along the same dims, `y.gather(1, order)[:, :k].sum(1) / y.sum(1)`, `y[:, idx].sum(-1) /
     y.sum(-1)`, `y.topk(k).values.sum(1) / y.sum(1)`: a recall@k, 0/0 for a row, a user or a
-    query, without any relevant item), a padding test of indices (`idx >= 0`, `species == -1`,
+    query, without any relevant item; and medium for a per-class tally kept on the module,
+    zeros of a given size (`self.add_state("union", default=torch.zeros(num_classes))`,
+    `register_buffer`, `self.counts = torch.zeros(k)`) that the class only adds per-class
+    counts to (`self.union += histc(...)`, `self.counts[y] += 1`): a class no batch has held
+    keeps 0, an mIoU's 0/0; a total that only gains a number of samples is 0 only before the
+    first update and is not reported), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
     count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
@@ -1098,6 +1105,8 @@ class DivideByZeroNorm(Rule):
             reason = _TOTAL
         if reason is None and fraction_of_whole(ctx, ctx.value(num), ctx.value(den)):
             reason = _WHOLE
+        if reason is None and zero_started_tally(ctx, ctx.value(den)):
+            reason = _TALLY
         harmonic = _harmonic(ctx, num, den) if reason is None else None
         if harmonic is not None:
             reason = _HARMONIC

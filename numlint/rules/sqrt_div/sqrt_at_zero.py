@@ -20,7 +20,7 @@ from numlint.analysis.evidence import (
 )
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import guarded_by_condition, selection
-from numlint.analysis.ops import const, has_tensor_op, op, unscaled
+from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unscaled
 from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
@@ -105,7 +105,7 @@ class SqrtAtZero(Rule):
     the response of a convolution with constant taps that sum to 0 (`F.conv2d(x, sobel)`,
     a Prewitt or Laplacian kernel, also stacked or reshaped, or an `nn.Conv2d` whose weight
     the constructor sets to one: an image gradient's magnitude, 0 across any flat region),
-    a difference clamped at 0 (equal terms cancel;
+    a difference clamped at 0 (also `torch.max(zero, v)` with a zeros tensor) (equal terms cancel;
     not a quadratic's discriminant `b**2 - 4*a*c`, 0 only at a double root),
     a mask, `1 - cos**2` (of a cosine, sine, tanh, clamp, an inner product of unit vectors
     such as `F.linear(F.normalize(x), F.normalize(w))`, also concatenated, or a value named
@@ -157,8 +157,9 @@ class SqrtAtZero(Rule):
     calling `backward()` or `autograd.grad`, one testing whether a tensor it is given
     requires grad, `if xyz.requires_grad:`, or a function one of those calls, across the
     project) or the code expects the value to be 0: it tests it against 0, or clamps a
-    number less a value at 0, also scaled (`(0.5 * (1 - c)).clamp(0, 1)`: the value reaches
-    the number at its bound, the cosine of the identity rotation; medium in a library
+    number less a value at 0, also scaled (`(0.5 * (1 - c)).clamp(0, 1)`, `torch.max(zero, 1
+    + m00 - m11 - m22)`: the value reaches the number at its bound, the cosine or the
+    diagonal of the identity rotation; medium in a library
     function nothing differentiates, whose callers' tensors may require grad; a difference of
     two computed values there stays low). Also low where a variable the
     root is computed from was first given a safe value at some entries
@@ -1161,7 +1162,12 @@ def _clamped_difference(ctx, arg: cst.BaseExpression) -> str | None:
     o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
     if o is None or o.name not in ("clamp", "clamp_min", "maximum", "max") or not o.input:
         return None
-    inner = ctx.deref(Value(o.input, value.env)).node
+    clamped = o.input
+    if o.name in ("maximum", "max") and is_zero(ctx, clamped, value.env):
+        clamped = o.arg(0, "other")  # `torch.max(zero, 1 + m00 - m11 - m22)`
+        if clamped is None:
+            return None
+    inner = ctx.deref(Value(clamped, value.env)).node
     if any(_determinant(ctx, f, value.env) for f in factors(inner)):
         return "a determinant"  # `(det(S1) * det(S2)).clamp(0)`: a flat or tiny box
     for _ in range(4):  # `0.5 * (1 - c)`, also through names (`d = d * 2` in a loop: bounded)
@@ -1169,13 +1175,28 @@ def _clamped_difference(ctx, arg: cst.BaseExpression) -> str | None:
         if stripped is inner:
             break
         inner = ctx.deref(Value(stripped, value.env)).node  # type: ignore[arg-type]
+    whole = inner
     while isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
         inner = inner.left  # `a - b + c`: the difference is on the left
     if not (isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)):
         return None
     if _discriminant(ctx, inner, value.env):
         return None
-    return "a number less a value" if const(ctx, inner.left, value.env) else "a difference"
+    if const(ctx, inner.left, value.env) or _leading_number(ctx, whole, value.env):
+        return "a number less a value"  # `1 - c`, `1 + m00 - m11 - m22` (0 at the identity)
+    return "a difference"
+
+
+def _leading_number(ctx, node: cst.BaseExpression, env) -> bool:
+    """A chain of sums and differences whose first term is a number and which subtracts a
+    value (`1 + m00 - m11 - m22`): the number less what the values add up to."""
+    subtracted = False
+    while isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Add, cst.Subtract)
+    ):
+        subtracted = subtracted or isinstance(node.operator, cst.Subtract)
+        node = node.left
+    return subtracted and const(ctx, node, env) is not None
 
 
 def _determinant(ctx, expr: cst.BaseExpression, env) -> bool:
