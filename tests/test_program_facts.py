@@ -4712,3 +4712,39 @@ def test_a_root_of_a_number_less_values_clamped_at_zero(root: str, expected: lis
         f"    return 0.5 * {root}\n"
     )
     assert _grades(code, "NUM201") == expected
+
+
+CAUSAL = """
+class Attention(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.c_attn = nn.Linear(8, 24)
+        {buffer}
+
+    def _attn(self, q, k):
+        w = torch.matmul(q, k)
+        b = self.bias[:, :, : w.size(-2), : w.size(-1)]
+        w = w * b - 1e10 * (1 - b)
+        return nn.Softmax(dim=-1)(w)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(8, dim=-1)
+        return self._attn(q, k.transpose(-1, -2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("buffer", "expected"),
+    [
+        # a float buffer is converted with the model: float16 wherever the model is
+        ('self.register_buffer("bias", torch.tril(torch.ones(n, n)).view(1, 1, n, n))', ["medium"]),
+        # a bool buffer keeps its dtype, and a plain attribute is not converted
+        ('self.register_buffer("bias", torch.tril(torch.ones(n, n)).bool())', []),
+        ("self.bias = torch.tril(torch.ones(n, n)).view(1, 1, n, n)", []),
+    ],
+)
+def test_masking_by_arithmetic_with_a_module_buffer(buffer: str, expected: list[str]) -> None:
+    """GPT-2's `w * b - 1e10 * (1 - b)` with `b` a causal-mask buffer: after `model.half()`
+    the product is float16 and 1e10 is inf there, in a model library whose callers choose
+    the dtype."""
+    assert _grades(CAUSAL.format(buffer=buffer), "NUM402") == expected

@@ -3179,3 +3179,40 @@ def _adds_to_itself(node: ast.expr, name: str) -> bool:
         and isinstance(node.op, ast.Add)
         and (_self_attr(node.left, name) or _self_attr(node.right, name))
     )
+
+
+#: Dtypes a buffer made with `dtype=` keeps through `model.half()` (not floating point).
+_WHOLE_DTYPES = ("bool", "long", "int", "uint8", "int8", "int16", "int32", "int64", "short")
+
+
+def float_buffer(ctx: Context, name: str) -> bool:
+    """`self.<name>` is a floating-point buffer of the module (`self.register_buffer("bias",
+    torch.tril(torch.ones(n, n)))`): `model.half()` converts it with the weights, so it is
+    float16 wherever the model is. Not a bool or integer buffer, nor a plain attribute."""
+    cls = ctx.class_scope
+    tree = ctx.syntax
+    if cls is None or tree is None or not isinstance(cls.node, cst.ClassDef):
+        return False
+    cname = cls.node.name.value
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ClassDef) and node.name == cname):
+            continue
+        for call in ast.walk(node):
+            if not (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "register_buffer"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+                and call.args[0].value == name
+            ):
+                continue
+            made = _registered_value(call)
+            if made is None:
+                return False
+            text = ast.unparse(made)
+            return not any(
+                f".{t}(" in text or f"torch.{t}" in text or f"dtype={t}" in text
+                for t in _WHOLE_DTYPES
+            )
+    return False

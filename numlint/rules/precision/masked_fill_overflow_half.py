@@ -17,7 +17,7 @@ from numlint.analysis.dtypes import (
     is_half,
     traced_dtype,
 )
-from numlint.analysis.evidence import project_mentions
+from numlint.analysis.evidence import float_buffer, project_mentions
 from numlint.analysis.gradients import gradient_evident
 from numlint.analysis.precision_mode import (
     AUTOCAST,
@@ -76,7 +76,9 @@ class MaskedFillOverflowHalf(Rule):
     arithmetic, a product of such a constant and a tensor in float16 (`scores - 1e30 * mask`,
     `x * (1 - m) - 1e30 * m`), where the mask is float16 by its data flow or converted in the
     function to the dtype of the scores (`mask.type_as(x)`, `mask.to(x.dtype)`) or of the
-    module itself (`mask.to(dtype=next(self.parameters()).dtype)`); a mask the caller passes
+    module itself (`mask.to(dtype=next(self.parameters()).dtype)`) or is a floating-point
+    buffer of the module (`self.register_buffer("bias", torch.tril(torch.ones(n, n)))`, which
+    `model.half()` converts with the weights); a mask the caller passes
     unconverted is bool or float32 and not flagged. `scores` is float16: by its data flow in the function (`.half()`,
     `.to(torch.float16)`, `dtype=torch.half`), or, when that is unknown, because the enclosing
     class (for methods), function or module converts to float16 explicitly or enters a float16
@@ -556,6 +558,14 @@ def _dtype_source(ctx, value: Value, depth: int = 6) -> Value | str | None:
     `m.to(next(self.parameters()).dtype)`); None when the function shows none."""
     if depth <= 0:
         return None
+    held = value.node
+    if (
+        isinstance(held, cst.Attribute)
+        and isinstance(held.value, cst.Name)
+        and held.value.value == "self"
+        and float_buffer(ctx, held.attr.value)
+    ):
+        return "module"  # `self.bias`, a float buffer: converted with the model
     value = ctx.deref(value)
     node, env = value.node, value.env
     if isinstance(node, cst.BinaryOperation):
