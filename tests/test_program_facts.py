@@ -4748,3 +4748,87 @@ def test_masking_by_arithmetic_with_a_module_buffer(buffer: str, expected: list[
     the product is float16 and 1e10 is inf there, in a model library whose callers choose
     the dtype."""
     assert _grades(CAUSAL.format(buffer=buffer), "NUM402") == expected
+
+
+FORCES = """
+class Potential(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(1, 1)
+
+    def forward(self, pos, batch):
+        {pairs}
+        r = {norm}
+        return self.net(r[:, None]).sum()
+
+
+def train(model, pos, batch, f_ref, opt):
+    pos.requires_grad_(True)
+    energy = model(pos, batch)
+    forces = -torch.autograd.grad(energy, pos, create_graph={graph})[0]
+    loss = ((forces - f_ref) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+_RADIUS = "row, col = radius_graph(pos, r=5.0, batch=batch{loop})"
+
+
+@pytest.mark.parametrize(
+    ("pairs", "norm", "graph", "expected"),
+    [
+        # differentiated twice (forces): the norm's second derivative at 0 is NaN
+        ("n = pos.shape[0]", "(pos[:, None] - pos[None]).norm(dim=-1).flatten()", "True", ["high"]),
+        (
+            _RADIUS.format(loop=", loop=True"),
+            "torch.norm(pos[row] - pos[col], dim=-1)",
+            "True",
+            ["high"],
+        ),
+        (
+            "row, col = batch[0], batch[1]",
+            "(pos[row] - pos[col]).norm(dim=-1)",
+            "self.training",
+            ["medium"],
+        ),
+        # a graph without self loops pairs distinct atoms; a single backward is fine at 0
+        (_RADIUS.format(loop=""), "torch.norm(pos[row] - pos[col], dim=-1)", "True", []),
+        ("n = pos.shape[0]", "(pos[:, None] - pos[None]).norm(dim=-1).flatten()", "False", []),
+        # an L1 norm, and the norm of a difference of two tensors
+        ("n = pos.shape[0]", "(pos[:, None] - pos[None]).norm(p=1, dim=-1).flatten()", "True", []),
+    ],
+)
+def test_a_norm_of_pair_differences_differentiated_twice(
+    pairs: str, norm: str, graph: str, expected: list[str]
+) -> None:
+    """Training on forces takes the gradient of the energy with `create_graph=True` and
+    differentiates it again: the Euclidean norm's second derivative is NaN at a zero
+    difference (an atom paired with itself, a padded neighbour)."""
+    code = "from torch_cluster import radius_graph\n" + FORCES.format(
+        pairs=pairs, norm=norm, graph=graph
+    )
+    assert _grades(code, "NUM201") == expected
+
+
+def test_a_direction_of_consecutive_points_joined_with_its_last() -> None:
+    """`d = p[1:] - p[:-1]`, `d = torch.cat([d, d[-1:]])`: a zero direction where two
+    consecutive points coincide."""
+    code = (
+        "def directions(p):\n"
+        "    d = p[1:] - p[:-1]\n"
+        "    d = torch.cat([d, d[-1:]])\n"
+        "    return d / torch.norm(d, dim=1, keepdim=True)\n"
+    )
+    assert _grades(code, "NUM202") == ["high"]
+
+
+@pytest.mark.parametrize(("graph", "fixed"), [("True", False), ("False", True)])
+def test_no_vector_norm_fix_where_differentiated_twice(graph: str, fixed: bool) -> None:
+    """`vector_norm` replaces a root of a sum of squares only where one backward runs: its
+    second derivative at 0 is NaN too."""
+    code = FORCES.format(
+        pairs="d = pos[:, None] - pos[None]",
+        norm="torch.sqrt((d ** 2).sum(-1)).flatten()",
+        graph=graph,
+    )
+    found = check_source(HEAD + code, "<string>", {"select": ["NUM201"], "min-confidence": "low"})
+    assert [d.fix is not None for d in found] == [fixed]

@@ -498,6 +498,9 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     while isinstance(node, cst.Subscript) and _sliced(node):
         found = ctx.deref(Value(node.value, found.env))  # `dx[:, :-1]` of a difference dx
         node = found.node
+    parts = _joined_parts(ctx, found)
+    if parts:  # `torch.cat([d, d[-1:]])`: 0 where any part is
+        return max((_summed_grade(ctx, p) for p in parts), key=confidence_rank)
     diff = _difference(unscaled(ctx, node, found.env))
     if diff is not None:
         left, right = diff
@@ -3216,3 +3219,44 @@ def float_buffer(ctx: Context, name: str) -> bool:
                 for t in _WHOLE_DTYPES
             )
     return False
+
+
+#: `create_graph=` set to anything but False (True, `self.training`): a gradient that is
+#: itself differentiated.
+_CREATE_GRAPH = re.compile(r"create_graph\s*=\s*(?!False\b)[\w.]")
+
+
+def double_backward(ctx: Context) -> str | None:
+    """Where the project takes a gradient it differentiates again (`torch.autograd.grad(E,
+    pos, create_graph=True)`: forces trained against, a gradient penalty), as
+    "`create_graph=...` in <file>"; None where no file of the project does."""
+    key = "double_backward"
+    if key in ctx.shared:
+        return ctx.shared[key]  # type: ignore[no-any-return]
+    found = None
+    texts = [(ctx.path, ctx.source or "")]
+    if os.path.isfile(ctx.path):
+        files, _ = project_files(project_root(os.path.abspath(ctx.path)))
+        texts += [(p, file_text(p) or "") for p in files if p != os.path.abspath(ctx.path)]
+    for path, text in texts:
+        if "create_graph" in text and (match := _CREATE_GRAPH.search(text)):
+            found = f"`{match.group(0).split('=')[0].strip()}=...` in {os.path.basename(path)}"
+            break
+    ctx.shared[key] = found
+    return found
+
+
+def _joined_parts(ctx: Context, value: Value) -> list[Value]:
+    """The tensors `torch.cat([a, b])` / `torch.stack((a, b))` joins, each as a value in the
+    call's environment; [] for anything else."""
+    node = value.node
+    if not isinstance(node, cst.Call):
+        return []
+    if ctx.qualname(node.func, value.env) not in ("torch.cat", "torch.stack", "torch.concat"):
+        return []
+    listed = positional(node, 0, "tensors")
+    if not isinstance(listed, (cst.List, cst.Tuple)):
+        return []
+    return [
+        Value(e.value, value.env) for e in listed.elements if not isinstance(e, cst.StarredElement)
+    ]

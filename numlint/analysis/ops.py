@@ -481,6 +481,16 @@ def unpacking_call(
     return Value(stmt.value, binding_env) if isinstance(stmt.value, cst.Call) else None
 
 
+def unpacked_value(ctx: Context, name: cst.Name, env: Env) -> Value | None:
+    """What a name of the enclosing function was unpacked from (`row, col = edge_index`: the
+    value of `edge_index` there), or None."""
+    found = _last_unpacking(ctx, name, env)
+    if found is None:
+        return None
+    stmt, _, binding_env = found
+    return ctx.deref(Value(stmt.value, binding_env))
+
+
 def unpacked_element(ctx: Context, name: cst.Name, env: Env) -> tuple[Value, int] | None:
     """The call a name of the enclosing function was unpacked from and its place among the
     targets (`pred, aux = model(x)`: the call, 0), or None."""

@@ -10,6 +10,7 @@ from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Binding, Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
+    double_backward,
     grade,
     loss_prediction_spectrum,
     planar_radius,
@@ -20,7 +21,7 @@ from numlint.analysis.evidence import (
 )
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import guarded_by_condition, selection
-from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unscaled
+from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unpacked_value, unscaled
 from numlint.analysis.semantics import keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
@@ -57,6 +58,14 @@ class SqrtAtZero(Rule):
     Also the root of a squared distance expanded as `|x|**2 + |y|**2 - 2 x.y` (through
     variables, views, einops and `addmm(..., alpha=-2)`), and a power the caller sets
     (`(1 - p) ** gamma`, `torch.pow(1 - p, self.gamma)`) of a sigmoid or softmax gap.
+    And the Euclidean norm (`torch.norm`, `x.norm()`, `torch.linalg.norm` / `vector_norm`)
+    of a difference of one tensor's entries (`pos[:, None] - pos[None]`, `pos[row] -
+    pos[col]`) in differentiated code of a project that takes a gradient with
+    `create_graph=` (training on forces, a gradient penalty): the norm's first derivative at
+    0 is 0, its second is NaN. High where every entry is paired with itself (a broadcast, a
+    `radius_graph(..., loop=True)`), medium for index pairs of unknown origin; not reported
+    for a radius or k-NN graph without self loops (`loop` left out or False), where only
+    two coinciding atoms give 0.
 
     Why is this bad?
     The derivative of sqrt at 0 is infinite; autograd multiplies it by the zero gradient of the
@@ -70,8 +79,10 @@ class SqrtAtZero(Rule):
 
     Fix safety:
     `torch.sqrt((E ** 2).sum(d))` becomes `torch.linalg.vector_norm(E, dim=d)` (keepdim kept).
-    Unsafe: the norm is computed differently and may differ in the last bits. Other forms have
-    no automatic fix: put the eps inside the root (`torch.sqrt(s + eps)`).
+    Unsafe: the norm is computed differently and may differ in the last bits. Not offered in
+    differentiated code of a project that takes a gradient with `create_graph=`: the norm's
+    second derivative at 0 is NaN too. Other forms have no automatic fix: put the eps inside
+    the root (`torch.sqrt(s + eps)`).
 
     Known limitations:
     The hazard is in the gradient only: `sqrt` inside `torch.no_grad()` / `inference_mode()`
@@ -178,7 +189,7 @@ class SqrtAtZero(Rule):
         "sqrt of a value that can be exactly 0: its gradient there is NaN; use "
         "`torch.linalg.vector_norm(...)` or put an eps inside the root (`torch.sqrt(s + eps)`)"
     )
-    TRIGGERS = ("sqrt(", "sqrt_(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax")
+    TRIGGERS = ("sqrt(", "sqrt_(", ".5", "pow(", "** (1", "**(1", "sigmoid", "softmax", "norm(")
 
     VALID = [
         Valid(
@@ -797,8 +808,36 @@ class SqrtAtZero(Rule):
                 return
         if arg is not None and name:
             self._check(node, arg, name)
+        elif o is not None and o.name == "norm" and o.input is not None:
+            self._norm_twice(node, o)
         elif isinstance(node.func, cst.Name) and ctx.function is not None:
             self._judge_nested(node)
+
+    def _norm_twice(self, node: cst.Call, o) -> None:
+        """`torch.norm(pos[j] - pos[i], dim=-1)`, `(x[:, None] - x[None]).norm(dim=-1)`: the
+        Euclidean norm of a difference of one tensor's entries (a pair of an atom with itself,
+        padding) in code the project differentiates twice (`autograd.grad(energy, pos,
+        create_graph=True)`: forces from energies, a gradient penalty). Its first derivative
+        at 0 is 0, but its second is NaN there."""
+        ctx = self.ctx
+        order = o.arg(0, "p") if o.name == "norm" else None
+        order = order if order is not None else keyword(node, "ord")
+        if order is not None and const(ctx, order) != 2.0 and ctx.code(order) != '"fro"':
+            return
+        pair = _same_tensor_pair(ctx, ctx.value(o.input))
+        if pair is None or not gradient_evident(ctx) or not gradient_flows(ctx, o.input):
+            return
+        where = double_backward(ctx)
+        if where is None or not_a_tensor(ctx, ctx.value(o.input)):
+            return
+        message = (
+            f"norm of a difference of one tensor's entries, which is exactly 0 for {pair}, in "
+            f"code the project differentiates twice ({where}): the norm's second derivative "
+            "is NaN at 0 (its first is not); use `sqrt((d ** 2).sum(-1) + eps)` or mask "
+            "those pairs out"
+        )
+        confidence = "high" if pair == "a point and itself" else "medium"
+        self.report(node, message, confidence=confidence)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Power):
@@ -884,6 +923,8 @@ class SqrtAtZero(Rule):
             self.report(node, message, None, confidence=confidence, related=related(found))
             return
         fix = self._fix(node, arg) if name == "sqrt" and not passed else None
+        if fix is not None and evident and double_backward(ctx) is not None:
+            fix = None  # differentiated twice: `vector_norm`'s second derivative is NaN at 0 too
         confidence = grade(ctx, reason, ctx.value(arg))
         if name == "sqrt" and reason == "a value clamped at 0" and not clamped:
             # clamp's backward selects like ReLU's: only a value exactly 0 before the clamp
@@ -1185,6 +1226,118 @@ def _clamped_difference(ctx, arg: cst.BaseExpression) -> str | None:
     if const(ctx, inner.left, value.env) or _leading_number(ctx, whole, value.env):
         return "a number less a value"  # `1 - c`, `1 + m00 - m11 - m22` (0 at the identity)
     return "a difference"
+
+
+def _same_tensor_pair(ctx, value) -> str | None:
+    """What makes `a - b` 0 where both sides are entries of one tensor: "a point and itself"
+    (`x[:, None] - x[None]`), "a pair of an entry with itself or with padding" (`pos[j] -
+    pos[i]` of index tensors, `pos[edge[1]] - pos[edge[0]]`, `x.index_select(0, j) - ...`,
+    also through names); None otherwise."""
+    found = ctx.deref(value)
+    node = found.node
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
+        return None
+    sides = [ctx.deref(Value(side, found.env)).node for side in (node.left, node.right)]
+    roots = [_picked_root(side) for side in sides]
+    if roots[0] is None or roots[0] != roots[1]:
+        return None
+    if any(_broadcast_axis(side) for side in sides):
+        return "a point and itself"
+    loops = _graph_loops(ctx, sides[0], found.env)
+    if loops is False:
+        return None  # `radius_graph(pos, r)` pairs distinct atoms: 0 only if two coincide
+    return "a point and itself" if loops else "a pair of an entry with itself or with padding"
+
+
+#: Graph builders whose `loop` keyword (default False) says whether a node is paired with
+#: itself.
+_GRAPH_BUILDERS = frozenset({"radius_graph", "knn_graph"})
+
+
+def _graph_loops(ctx, side: cst.CSTNode, env) -> bool | None:
+    """For `pos[row]` with `row, col = radius_graph(pos, r, loop=...)` (or `pos[edge_index[0]]`):
+    whether the graph pairs each node with itself (`loop=True`), False where it does not
+    (`loop` left out or False), None where the indices come from elsewhere or the setting
+    is not a literal."""
+    if not isinstance(side, cst.Subscript) or len(side.slice) != 1:
+        return None
+    index = side.slice[0].slice
+    if not isinstance(index, cst.Index):
+        return None
+    found = ctx.deref(Value(index.value, env))
+    if isinstance(found.node, cst.Name):  # `row, col = edge_index`
+        found = unpacked_value(ctx, found.node, found.env) or found
+    node = found.node
+    for _ in range(4):
+        if isinstance(node, cst.Subscript):
+            node = ctx.deref(Value(node.value, env)).node  # `edge_index[0]`
+        else:
+            break
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if name not in _GRAPH_BUILDERS:
+        return None
+    loop = keyword(node, "loop")
+    if loop is None:
+        return False
+    if isinstance(loop, cst.Name) and loop.value in ("True", "False"):
+        return loop.value == "True"
+    return _branch_of(ctx, ctx.code(loop))
+
+
+def _branch_of(ctx, test: str) -> bool | None:
+    """True inside the body of an enclosing `if <test>:`, False inside its `else:`, None
+    elsewhere (`loop=self.add_self_loops`, then `if self.add_self_loops: ... else: ...`)."""
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        parent, child = stack[i], stack[i + 1]
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(parent, cst.If) and ctx.code(parent.test) == test:
+            if child is parent.body:
+                return True
+            if child is parent.orelse:
+                return False
+    return None
+
+
+def _picked_root(node: cst.CSTNode) -> str | None:
+    """The code of the tensor `x[i]`, `x[:, None]`, `x.index_select(0, i)`, `x.gather(...)`
+    picks entries of; None for anything else (a difference of two tensors)."""
+    if isinstance(node, cst.Subscript):
+        return _code_of(node.value)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in ("index_select", "gather", "unsqueeze"):
+            return _code_of(node.func.value)
+    return None
+
+
+def _code_of(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _code_of(node.value)
+        return f"{inner}.{node.attr.value}" if inner else None
+    return None
+
+
+def _broadcast_axis(node: cst.CSTNode) -> bool:
+    """`x[:, None]`, `x.unsqueeze(1)`: a copy given a new axis to pair every entry with every
+    other one."""
+    if isinstance(node, cst.Subscript):
+        return any(
+            isinstance(e.slice, cst.Index)
+            and isinstance(e.slice.value, cst.Name)
+            and e.slice.value.value == "None"
+            for e in node.slice
+        )
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "unsqueeze"
+    )
 
 
 def _leading_number(ctx, node: cst.BaseExpression, env) -> bool:
