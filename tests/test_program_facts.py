@@ -4832,3 +4832,50 @@ def test_no_vector_norm_fix_where_differentiated_twice(graph: str, fixed: bool) 
     )
     found = check_source(HEAD + code, "<string>", {"select": ["NUM201"], "min-confidence": "low"})
     assert [d.fix is not None for d in found] == [fixed]
+
+
+MIXTURE_PRIOR = """
+class Prior(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.d1 = torch.distributions.Normal(0.0, 0.1)
+        self.d2 = torch.distributions.Normal(0.0, 0.4)
+
+    def forward(self, w):
+        p1 = {p1}
+        p2 = torch.exp(self.d2.log_prob(w))
+        return torch.log({pdf}).sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("p1", "pdf", "expected"),
+    [
+        # out of log space and back: the exp of a log-density underflows to 0 below -103
+        ("torch.exp(self.d1.log_prob(w))", "0.5 * p1 + 0.5 * p2", ["medium"]),
+        ("self.d1.log_prob(w).exp()", "p1", ["medium"]),
+        # an eps in the mixture, or a log of the exp of something else
+        ("torch.exp(self.d1.log_prob(w))", "0.5 * p1 + 0.5 * p2 + 1e-12", []),
+        ("torch.exp(-w ** 2)", "p1", []),
+    ],
+)
+def test_the_log_of_an_exp_of_a_log_probability(p1: str, pdf: str, expected: list[str]) -> None:
+    """A scale-mixture prior computed as `log(pi * exp(lp1) + (1 - pi) * exp(lp2))`: a weight
+    far in the tail makes both exps 0 and the log -inf; `torch.logsumexp` stays in log space."""
+    assert _grades(MIXTURE_PRIOR.format(p1=p1, pdf=pdf), "NUM103") == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("return w.abs() / w.abs().amax(dim=1, keepdim=True)", ["low"]),
+        ("m = torch.abs(x).max()\n    return x / m", ["low"]),
+        ("return x / x.abs().max(dim=1, keepdim=True)[0]", ["low"]),
+        # a maximum of signed values, or a guarded peak
+        ("return x / x.max()", []),
+        ("return x / (x.abs().max() + 1e-8)", []),
+    ],
+)
+def test_a_division_by_the_largest_absolute_value(body: str, expected: list[str]) -> None:
+    """Peak normalisation: 0/0 for an all-zero row (a silent clip, a zero weight group)."""
+    assert _grades(f"def peak(x, w):\n    {body}\n", "NUM202") == expected

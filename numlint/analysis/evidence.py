@@ -49,7 +49,7 @@ from numlint.analysis.summaries import (
 )
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
-    SOFTPLUS,
+    UNDERFLOWS,
     factors,
     gather_parts,
     is_max_of,
@@ -94,6 +94,7 @@ REASONS: dict[str, Confidence] = {
     "a sum of squares": "low",
     "a mean squared error": "low",
     "a norm": "low",
+    "the largest absolute value": "low",
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",
     "a value the code tests for 0 and only warns about": "medium",
@@ -130,7 +131,7 @@ def grade(ctx: Context, reason: str, value: Value | None = None, log: bool = Fal
         return "low"
     if value is not None and unused_option(ctx, value):
         return "low"  # `torch.log(cf / cf.sum())` with `cf=None` that no caller passes
-    if reason == SOFTPLUS:
+    if reason in UNDERFLOWS:
         # as rare as a sigmoid's underflow, unless training pushes the input down (a scale
         # a policy or a variational posterior learns to shrink)
         return "medium" if _differentiated(ctx, value) else "low"

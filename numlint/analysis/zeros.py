@@ -63,6 +63,9 @@ _ABS = "an absolute value"
 _SUM_SQUARES = "a sum of squares"
 #: softplus(x) is about exp(x) for x << 0: it rounds to 0 where a sigmoid does.
 SOFTPLUS = "a softplus output (0 for inputs below -104 in float32, -17.3 in float16)"
+EXP_LOG_PROB = "the exp of a log-probability (0 once it is below -103 in float32, -17 in float16)"
+#: Reasons whose zero is an underflow that training can drive a learned value into.
+UNDERFLOWS = frozenset({SOFTPLUS, EXP_LOG_PROB})
 
 
 def square_of(ctx: Context, node: cst.BaseExpression, env: Env) -> cst.BaseExpression | None:
@@ -622,6 +625,8 @@ def _call_reason(
         return "a ReLU output"
     if o.name == "softplus" and mode == "log":
         return SOFTPLUS  # `std = F.softplus(h)`, then `std.log()`: -inf once h is far below 0
+    if o.name == "exp" and mode == "log" and inp is not None and _log_density(ctx, inp, env):
+        return EXP_LOG_PROB  # `log(pi * exp(d1.log_prob(w)) + ...)`: out of log space and back
     if o.name == "rand":
         return "a `torch.rand` draw"
     if o.name in ("clamp", "clamp_min") and inp is not None:
@@ -871,6 +876,19 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
             ):
                 return f"the square of a {name or callee.method} output"
     return None
+
+
+def _log_density(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """A log-probability or log-density: a distribution's `log_prob(x)`, a log_softmax or
+    logsigmoid output (through variables and entries)."""
+    found = ctx.deref(Value(expr, env))
+    node = found.node
+    if isinstance(node, cst.Subscript):
+        return _log_density(ctx, node.value, found.env)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value == "log_prob" and node.args:
+            return True
+    return log_probability(ctx, found) is not None
 
 
 def log_probability(ctx: Context, value: Value, depth: int = 0) -> str | None:
@@ -2303,6 +2321,8 @@ def _denominator_reason(ctx: Context, value: Value, depth: int) -> str | None:
         if centred(ctx, Value(base, found.env)):
             return "a variance"  # `((x - mu) ** 2).mean(-1)`: a hand-written variance
         return "a norm"  # a root mean square: `x.pow(2).mean(-1) ** 0.5`
+    if o.name in ("max", "amax") and not _binary_max(ctx, o) and _absolute(ctx, o.input, env):
+        return "the largest absolute value"  # `w / w.abs().amax(1)`: 0 for an all-zero row
     if o.name == "std":
         return "a standard deviation"
     if o.name == "var":
@@ -3221,3 +3241,11 @@ def _floor_at_zero(ctx: Context, node: cst.Call, qualname: str | None, env: Env)
         fill = positional(node, 2, "value")
         return "a ReLU output" if fill is not None and is_zero(ctx, fill, env) else None
     return None
+
+
+def _absolute(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:
+    """`x.abs()`, `torch.abs(x)` (through variables): magnitudes, whose largest is 0 only
+    where every entry is."""
+    found = ctx.deref(Value(expr, env))
+    o = op(ctx, found.node, found.env) if isinstance(found.node, cst.Call) else None
+    return o is not None and o.name == "abs"

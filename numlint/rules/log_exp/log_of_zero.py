@@ -48,7 +48,9 @@ class LogOfZero(Rule):
     What it does:
     Flags `torch.log`, `torch.log2`, `torch.log10` and the `.log()` / `.log2()` / `.log10()`
     methods applied to a value that can be exactly 0: `1 - p` of a softmax output or a 0/1
-    mask, a ReLU output, a softplus output (0 below an input of -104), a `torch.rand` draw,
+    mask, a ReLU output, a softplus output (0 below an input of -104), the exp of a
+    log-probability (`exp(dist.log_prob(w))`, a log_softmax output's exp: out of log space
+    and back, 0 below -103), a `torch.rand` draw,
     a value clamped at 0, a normalised ratio (`x / x.sum(-1, keepdim=True)`), a product with
     any of these, or a `torch.where` with a 0 branch; also when the value reaches the log through a variable of the same function,
     and a ReLU output, a value clamped at 0 or a softplus output that another function
@@ -88,7 +90,10 @@ class LogOfZero(Rule):
     (`torch.arange(n)`, `torch.linspace(0, 1, n)`); medium for a softplus output in code
     autograd differentiates (a learned scale: `std = F.softplus(h)`, then `std.log()`; softplus
     is exactly 0 below an input of -104 in float32, -17.3 in float16, where a sigmoid is, and
-    training that shrinks the scale drives it there), low elsewhere; medium for `1 - tanh(x)
+    training that shrinks the scale drives it there), low elsewhere; graded the same way for
+    the exp of a log-probability (a scale-mixture prior `log(pi * exp(lp1) + (1 - pi) *
+    exp(lp2))`: a weight far in the tail makes every exp 0; `torch.logsumexp` stays in log
+    space); medium for `1 - tanh(x)
     ** 2` (a flow's log-determinant: tanh is exactly +-1 from |x| = 9.01 in float32; also a squared cosine or
     sine); medium for the target of a loss module (the second parameter of its `forward`,
     torch's `forward(input, target)`, without a default: a one-hot label, a sparse prior or a

@@ -96,6 +96,7 @@ class DivideByZeroNorm(Rule):
     What it does:
     Flags `x / x.norm(...)`, `x / torch.norm(x, ...)`, `x / torch.linalg.vector_norm(...)`,
     `p / p.sum(-1, keepdim=True)`, `(x * m).sum() / m.sum()`, `(x - mean) / x.std()`,
+    `x / x.abs().max()`,
     `/ torch.sqrt(var)`, `torch.div(...)`, `x.div(...)` and `x /= ...` when the denominator
     has no guard, also when it reaches the division through a variable, and the same division
     spelled as a product with a reciprocal (`x * n.reciprocal()`, `x * (1 / n)`, `x * n **
@@ -279,8 +280,8 @@ class DivideByZeroNorm(Rule):
     `var = F.softplus(h) ** 2`, then `(x - mu) ** 2 / (2 * var)`: softplus is exactly 0 below
     an input of -104 in float32, its square below -52, and training that shrinks the scale
     drives it there), low elsewhere; low
-    for the norm or sum of some
-    tensor (it would need an all-zero vector), a weighted mean whose weights are the
+    for the norm or sum of some tensor or its largest absolute value (`x / x.abs().amax(1)`,
+    peak normalisation; each would need an all-zero vector), a weighted mean whose weights are the
     caller's values (also through methods numlint does not model,
     `image.float().normalize()`) or are picked by a mask some entry always passes
     (`w = det[overlap, 4]` with the box itself in `overlap`; `s > 0.7 * s.max()`, which the
