@@ -301,16 +301,18 @@ class DivideByZeroNorm(Rule):
     `register_buffer`, `self.counts = torch.zeros(k)`) that the class only adds per-class
     counts to (`self.union += histc(...)`, `self.counts[y] += 1`): a class no batch has held
     keeps 0, an mIoU's 0/0; a total that only gains a number of samples is 0 only before the
-    first update and is not reported), a padding test of indices (`idx >= 0`, `species == -1`,
+    first update and is not reported; and medium for a count of the whole batch's
+    supervised tokens, `(labels != ignore_index).sum()` or `loss_mask.sum()` over every
+    dimension: 0 when every token of the batch is ignored, a batch of prompt-only samples or
+    a rank whose instances are all masked, where a count per row, `mask.sum(-1)`, stays
+    high), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
     count of an attention, padding or length mask (every row keeps a token; `arange(T) < lengths`), a removal mask with a position of every row cleared
     (`remove[..., 0] = False`, the top-p idiom), a quotient returned beside a test of its
     denominator (`return mu, counts > eps`), a count of a given mask whose every known
-    caller (across the project) runs the function only under `if fg_mask.sum():`, a count of
-    the whole batch's supervised tokens (`(labels != ignore_index).sum()`, `loss_mask.sum()`
-    over every dimension: 0 only if every token of the batch is ignored; a count per row,
-    `mask.sum(-1)`, stays high), weights set at construction (`self.class_weights`), and a
+    caller (across the project) runs the function only under `if fg_mask.sum():`, weights set
+    at construction (`self.class_weights`), and a
     value replaced by `nan_to_num` or a
     finiteness test in the next lines (a test for infinities alone, `r[torch.isinf(r)] = 0`,
     does not count: the empty case is 0/0 = NaN, which it leaves) (also after the `if`/`elif` whose branches compute
@@ -1191,7 +1193,7 @@ class DivideByZeroNorm(Rule):
         elif only_thresholds(ctx) or compared_here(ctx):
             return  # a NaN ratio makes a comparison False, not a NaN value
         elif batch_token_count(ctx, ctx.value(den)):
-            confidence = "low"  # 0 only if every token of the batch is ignored
+            confidence = "medium"  # 0 when every token of the batch is ignored (prompt-only)
         elif confidence == "low" and zero_tested(ctx, ctx.value(den)):
             confidence = "high"  # the code tests it against 0 elsewhere: zeros are expected
         elif (
