@@ -4879,3 +4879,29 @@ def test_the_log_of_an_exp_of_a_log_probability(p1: str, pdf: str, expected: lis
 def test_a_division_by_the_largest_absolute_value(body: str, expected: list[str]) -> None:
     """Peak normalisation: 0/0 for an all-zero row (a silent clip, a zero weight group)."""
     assert _grades(f"def peak(x, w):\n    {body}\n", "NUM202") == expected
+
+
+LOG_DISTANCE = """
+class LogSpectralLoss(nn.Module):
+    def forward(self, x_mag, y_mag):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # the loss takes the log of its input and of its target alike: both are magnitudes
+        ("return (torch.log(x_mag) - torch.log(y_mag)).abs().mean()", ["medium", "medium"]),
+        # only the input's log: a prediction of unknown kind
+        ("return (torch.log(x_mag) - y_mag).abs().mean()", []),
+        # guarded
+        ("return (torch.log(x_mag + 1e-7) - torch.log(y_mag + 1e-7)).abs().mean()", []),
+    ],
+)
+def test_the_log_of_a_loss_input_taken_like_its_target(body: str, expected: list[str]) -> None:
+    """A spectral loss in log scale logs the prediction's magnitude as it logs the target's:
+    an empty band is 0 in both."""
+    step = "\n\ndef step(m, x, y):\n    crit = LogSpectralLoss()\n    loss = crit(m(x), y)\n    loss.backward()\n"
+    code = LOG_DISTANCE.format(body=body) + step
+    assert _grades(code, "NUM103") == expected

@@ -153,6 +153,8 @@ def _zero_reason(ctx: Context, value: Value, mode: str, depth: int) -> str | Non
     if isinstance(node, cst.Name):
         if mode == "log" and loss_target(ctx, node):
             return LOSS_TARGET
+        if mode == "log" and loss_input_like_target(ctx, node):
+            return LOSS_INPUT
         return floored_elsewhere(ctx, node, mode)  # a parameter its callers pass a ReLU output
     return None
 
@@ -176,6 +178,39 @@ def loss_target(ctx: Context, name: cst.Name) -> bool:
         return False
     params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
     return len(params) >= 2 and params[1] == name.value and objective(ctx)
+
+
+LOSS_INPUT = (
+    "the input of a loss that takes the log of its target too (the same kind of quantity: a "
+    "magnitude with empty bins, a distribution)"
+)
+
+
+def loss_input_like_target(ctx: Context, name: cst.Name) -> bool:
+    """`name` is the input of the loss being visited (the first parameter of a loss module's
+    `forward`, as `loss_target` reads the second), and the function also takes the log of its
+    target: it treats both as the same kind of quantity (`torch.log(x_mag)`, `torch.log(y_mag)`
+    of two magnitudes), which holds exact zeros where the target's does."""
+    func = ctx.function
+    if func is None or func.name.value != "forward" or ctx.class_scope is None:
+        return False
+    params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
+    if len(params) < 2 or params[0] != name.value:
+        return False
+    param = ctx.parameter(name.value)
+    binding = ctx.lookup(name.value)
+    if param is None or param.default is not None or binding is None or binding.value is not None:
+        return False
+    target = cst.Name(params[1])
+    if not loss_target(ctx, target):
+        return False
+    for node in descendants(func.body):
+        if isinstance(node, cst.Call):
+            o = op(ctx, node)
+            if o is not None and o.name in ("log", "log2", "log10") and o.input is not None:
+                if isinstance(o.input, cst.Name) and o.input.value == params[1]:
+                    return True
+    return False
 
 
 def always_true(ctx: Context, test: cst.Comparison, env: Env) -> bool:

@@ -97,7 +97,9 @@ class LogOfZero(Rule):
     ** 2` (a flow's log-determinant: tanh is exactly +-1 from |x| = 9.01 in float32; also a squared cosine or
     sine); medium for the target of a loss module (the second parameter of its `forward`,
     torch's `forward(input, target)`, without a default: a one-hot label, a sparse prior or a
-    magnitude with empty bins holds exact zeros); medium for `1 - exp(-x)` where x can be 0
+    magnitude with empty bins holds exact zeros), and for its input when the loss takes the
+    log of its target too (`torch.log(x_mag)`, `torch.log(y_mag)`: the same kind of
+    quantity); medium for `1 - exp(-x)` where x can be 0
     (a NeRF opacity `1 - exp(-relu(sigma) * delta)`, 0 in empty space, also computed by a
     local lambda such as `raw2alpha = lambda raw, dists, act_fn=F.relu: ...`, whose
     arguments and defaults are followed); medium for a share of tallies
