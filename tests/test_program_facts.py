@@ -4905,3 +4905,46 @@ def test_the_log_of_a_loss_input_taken_like_its_target(body: str, expected: list
     step = "\n\ndef step(m, x, y):\n    crit = LogSpectralLoss()\n    loss = crit(m(x), y)\n    loss.backward()\n"
     code = LOG_DISTANCE.format(body=body) + step
     assert _grades(code, "NUM103") == expected
+
+
+MULTI_POSITIVE = """
+class MultiPositiveNCE(nn.Module):
+    def forward(self, feats, labels, adj):
+        sim = feats @ feats.T
+        e = torch.exp(sim)
+        {mask}
+        return -torch.log((e * pos).sum(1) / e.sum(1)).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        # positives by label with the sample itself removed: a class seen once has none
+        (
+            "pos = (labels[:, None] == labels[None]).float() * (1 - torch.eye(len(labels)))",
+            ["high"],
+        ),
+        # the diagonal kept: each row holds itself
+        ("pos = (labels[:, None] == labels[None]).float()", []),
+        # a mask the caller gives: of unknown kind
+        ("pos = adj", []),
+    ],
+)
+def test_the_log_of_a_masked_sum(mask: str, expected: list[str]) -> None:
+    """A contrastive loss with several positives, `log(sum(exp(s) * pos) / sum(exp(s)))`:
+    a row whose mask keeps nothing is log(0)."""
+    assert _grades(MULTI_POSITIVE.format(mask=mask), "NUM103") == expected
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        # a ratio is 0 where its numerator is: graded by what the numerator sums
+        ("torch.sqrt(((x[:, None] - x[None]) ** 2).sum(-1) / scale)", ["high"]),
+        ("torch.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))", ["high"]),
+    ],
+)
+def test_a_root_of_a_ratio_is_graded_by_its_numerator(root: str, expected: list[str]) -> None:
+    code = f"class Pairs(nn.Module):\n    def forward(self, x, scale):\n        return {root}\n"
+    assert _grades(code, "NUM201") == expected

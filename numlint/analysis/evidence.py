@@ -95,6 +95,7 @@ REASONS: dict[str, Confidence] = {
     "a mean squared error": "low",
     "a norm": "low",
     "the largest absolute value": "low",
+    "a sum over the entries a mask keeps": "low",
     "a sum": "low",
     "a value a `torch.where` keeps where its test holds": "low",
     "a value the code tests for 0 and only warns about": "medium",
@@ -460,6 +461,10 @@ def _source_grade(ctx: Context, value: Value) -> Confidence:
 
 def _one_source_grade(ctx: Context, value: Value, depth: int = 0) -> Confidence:
     found = ctx.deref(value)
+    node = found.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        if depth < 3:  # `(e * pos).sum(1) / e.sum(1)`: 0 where the numerator is
+            return _one_source_grade(ctx, Value(node.left, found.env), depth + 1)
     parts = factors(found.node)
     if len(parts) > 1 and depth < 3 and not _same_factors(parts):
         # `a.norm(dim=-1) * b.norm(dim=-1)`: a product is 0 where any factor is

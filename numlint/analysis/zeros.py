@@ -64,6 +64,7 @@ _SUM_SQUARES = "a sum of squares"
 #: softplus(x) is about exp(x) for x << 0: it rounds to 0 where a sigmoid does.
 SOFTPLUS = "a softplus output (0 for inputs below -104 in float32, -17.3 in float16)"
 EXP_LOG_PROB = "the exp of a log-probability (0 once it is below -103 in float32, -17 in float16)"
+MASKED_SUM = "a sum over the entries a mask keeps"
 #: Reasons whose zero is an underflow that training can drive a learned value into.
 UNDERFLOWS = frozenset({SOFTPLUS, EXP_LOG_PROB})
 
@@ -660,6 +661,8 @@ def _call_reason(
         return "a ReLU output"
     if o.name == "softplus" and mode == "log":
         return SOFTPLUS  # `std = F.softplus(h)`, then `std.log()`: -inf once h is far below 0
+    if o.name == "sum" and mode == "log" and inp is not None and _masked(ctx, inp, env, depth):
+        return MASKED_SUM  # `log((exp(s) * pos_mask).sum(1))`: a row whose mask keeps nothing
     if o.name == "exp" and mode == "log" and inp is not None and _log_density(ctx, inp, env):
         return EXP_LOG_PROB  # `log(pi * exp(d1.log_prob(w)) + ...)`: out of log space and back
     if o.name == "rand":
@@ -911,6 +914,18 @@ def _one_reason(ctx: Context, value: Value, depth: int) -> str | None:
             ):
                 return f"the square of a {name or callee.method} output"
     return None
+
+
+def _masked(ctx: Context, expr: cst.BaseExpression, env: Env, depth: int) -> bool:
+    """`x * m` (through variables) with `m` a 0/1 mask the code computes by a test: its sum
+    is 0 along a row where the mask keeps nothing."""
+    found = ctx.deref(Value(expr, env))
+    parts = factors(found.node)  # type: ignore[arg-type]
+    if len(parts) < 2:
+        return False
+    return any(
+        zero_reason(ctx, Value(p, found.env), "sum", depth + 1) == "a 0/1 mask" for p in parts
+    )
 
 
 def _log_density(ctx: Context, expr: cst.BaseExpression, env: Env) -> bool:

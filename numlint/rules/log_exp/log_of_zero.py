@@ -28,6 +28,7 @@ from numlint.analysis.ops import const, is_zero, op, plus_one, same_code, same_v
 from numlint.analysis.semantics import activation, is_one, positional, strip
 from numlint.analysis.summaries import bounded_by_callers, related
 from numlint.analysis.zeros import (
+    MASKED_SUM,
     bounded_probability,
     complemented_probability,
     made_elsewhere,
@@ -50,7 +51,11 @@ class LogOfZero(Rule):
     methods applied to a value that can be exactly 0: `1 - p` of a softmax output or a 0/1
     mask, a ReLU output, a softplus output (0 below an input of -104), the exp of a
     log-probability (`exp(dist.log_prob(w))`, a log_softmax output's exp: out of log space
-    and back, 0 below -103), a `torch.rand` draw,
+    and back, 0 below -103), a sum over the entries a mask the code computes keeps
+    (`log((exp(s) * pos).sum(1) / exp(s).sum(1))`, a contrastive loss with several positives:
+    graded by the mask, high where a label mask's diagonal is cleared, so that a class seen
+    once keeps nothing; not reported for a mask the function is given or one that keeps an
+    entry in every row), a `torch.rand` draw,
     a value clamped at 0, a normalised ratio (`x / x.sum(-1, keepdim=True)`), a product with
     any of these, or a `torch.where` with a 0 branch; also when the value reaches the log through a variable of the same function,
     and a ReLU output, a value clamped at 0 or a softplus output that another function
@@ -828,12 +833,15 @@ class LogOfZero(Rule):
         # `log(x / x.sum())` of a quantity (a composition, a volume), not of tallies
         harmless = harmless or (reason == _RATIO and not tallied_share(ctx, value))
         harmless = harmless or (reason == _CLAMPED and _clamped_setting(ctx, value))
+        confidence = "low" if harmless else grade(ctx, reason, value, log=True)
+        if reason == MASKED_SUM and confidence == "low":
+            return  # a mask the code is given, or one whose every row keeps an entry
         found = made_elsewhere(ctx, value)  # a caller's ReLU output: say where it is made
         where = f" ({found.what})" if found is not None else ""
         self.report(
             node,
             f"log of {reason}{where}, which can be exactly 0: {tail}",
-            confidence="low" if harmless else grade(ctx, reason, value, log=True),
+            confidence=confidence,
             related=related(found) if found is not None else (),
         )
 
