@@ -511,7 +511,7 @@ def _summed_grade(ctx: Context, inner: Value) -> Confidence:
     if diff is not None:
         left, right = diff
         a, b = root_of(left), root_of(right)
-        if a and a == b and (_broadcast(left) or _broadcast(right)):
+        if a and a == b and (broadcast_copy(left) or broadcast_copy(right)):
             return "high"  # x[:, None] - x[None]: a point's distance to itself is 0
         if a and a == b and _shifted(left, right):
             return "high"  # x[:, 1:] - x[:, :-1]: neighbours, 0 across any constant region
@@ -724,7 +724,7 @@ _EVERYDAY_ZEROS = frozenset(
 _BROADCASTING = frozenset({"unsqueeze", "view", "reshape", "expand", "expand_as", "repeat"})
 
 
-def _broadcast(node: cst.CSTNode) -> bool:
+def broadcast_copy(node: cst.CSTNode) -> bool:
     """A copy given a new axis: `x[:, None]`, `x.unsqueeze(1)`, `x.view(n, 1, d)`."""
     while True:
         if isinstance(node, cst.Subscript):

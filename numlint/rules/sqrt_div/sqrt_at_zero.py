@@ -10,6 +10,7 @@ from numlint.analysis.arrays import not_a_tensor
 from numlint.analysis.context import Binding, Value
 from numlint.analysis.dtypes import traced_dtype
 from numlint.analysis.evidence import (
+    broadcast_copy,
     double_backward,
     grade,
     loss_prediction_spectrum,
@@ -22,7 +23,7 @@ from numlint.analysis.evidence import (
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unpacked_value, unscaled
-from numlint.analysis.semantics import keyword, positional, same_bindings
+from numlint.analysis.semantics import dotted_name, keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
@@ -1241,7 +1242,7 @@ def _same_tensor_pair(ctx, value) -> str | None:
     roots = [_picked_root(side) for side in sides]
     if roots[0] is None or roots[0] != roots[1]:
         return None
-    if any(_broadcast_axis(side) for side in sides):
+    if any(broadcast_copy(side) for side in sides):
         return "a point and itself"
     loops = _graph_loops(ctx, sides[0], found.env)
     if loops is False:
@@ -1307,37 +1308,11 @@ def _picked_root(node: cst.CSTNode) -> str | None:
     """The code of the tensor `x[i]`, `x[:, None]`, `x.index_select(0, i)`, `x.gather(...)`
     picks entries of; None for anything else (a difference of two tensors)."""
     if isinstance(node, cst.Subscript):
-        return _code_of(node.value)
+        return dotted_name(node.value)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value in ("index_select", "gather", "unsqueeze"):
-            return _code_of(node.func.value)
+            return dotted_name(node.func.value)
     return None
-
-
-def _code_of(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        inner = _code_of(node.value)
-        return f"{inner}.{node.attr.value}" if inner else None
-    return None
-
-
-def _broadcast_axis(node: cst.CSTNode) -> bool:
-    """`x[:, None]`, `x.unsqueeze(1)`: a copy given a new axis to pair every entry with every
-    other one."""
-    if isinstance(node, cst.Subscript):
-        return any(
-            isinstance(e.slice, cst.Index)
-            and isinstance(e.slice.value, cst.Name)
-            and e.slice.value.value == "None"
-            for e in node.slice
-        )
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "unsqueeze"
-    )
 
 
 def _leading_number(ctx, node: cst.BaseExpression, env) -> bool:
