@@ -4948,3 +4948,40 @@ def test_the_log_of_a_masked_sum(mask: str, expected: list[str]) -> None:
 def test_a_root_of_a_ratio_is_graded_by_its_numerator(root: str, expected: list[str]) -> None:
     code = f"class Pairs(nn.Module):\n    def forward(self, x, scale):\n        return {root}\n"
     assert _grades(code, "NUM201") == expected
+
+
+CORRCOEF = """
+class CorrCoef:
+    def __call__(self, x, y):
+        xc, yc = x - x.mean(), y - y.mean()
+        return (xc * yc).sum() / (torch.sqrt((xc ** 2).sum()) * torch.sqrt((yc ** 2).sum()))
+"""
+PEARSON_LOSS = """
+from pkg.metrics import CorrCoef
+
+
+class PearsonLoss(nn.Module):
+    def forward(self, input, targets):
+        return 1 - {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        # an instance built and called at once in a loss's forward: its __call__ trains
+        ("CorrCoef()(input, targets)", ["medium"]),
+        # the metric never called from training code: a metric, graded low
+        ("torch.zeros(())", ["low"]),
+    ],
+)
+def test_an_instance_built_and_called_at_once(tmp_path: Path, call: str, expected) -> None:
+    """A Pearson correlation class in a metrics module, used as a loss through `1 -
+    CorrCoef()(input, targets)`: 0/0 for a constant window, in code that trains."""
+    pkg = _package(
+        tmp_path,
+        metrics=HEAD + CORRCOEF,
+        losses=HEAD + PEARSON_LOSS.format(call=call),
+    )
+    found = check_paths([pkg / "metrics.py"], {"select": ["NUM202"], "min-confidence": "low"})
+    assert [d.confidence for d in found] == expected

@@ -2058,7 +2058,28 @@ class Project:
                     made = self._instance(cmod, call.func, cf, caller, 0)
                     if made is not None and made[0].path == mod.path and made[1] == cls:
                         found.append((cmod, caller, call))
+            found += self._called_when_made(cmod, mod, cls)
         return found
+
+    def _called_when_made(
+        self, cmod: Module, mod: Module, cls: str
+    ) -> list[tuple[Module, str | None, ast.Call]]:
+        """`Cls()(x, y)` in the functions of `cmod`: an instance of `cls` of `mod` built and
+        called at once (`r = CorrCoef()(input, targets)` in a loss's forward)."""
+        out: list[tuple[Module, str | None, ast.Call]] = []
+        for caller, made in cmod.calls_of(cls):
+            cf = cmod.functions.get(caller) if caller else None
+            if cf is None or not constructs(made, cls):
+                continue
+            target = self.lookup(cmod, cls)
+            if target is None or target[0].path != mod.path:
+                continue
+            out += [
+                (cmod, caller, n)
+                for n in ast.walk(cf.node)
+                if isinstance(n, ast.Call) and n.func is made
+            ]
+        return out
 
     def positive_by_callers(self, func: str, param: str) -> bool:
         """Whether every known caller (at least one) of function `func` of the file being
