@@ -583,6 +583,25 @@ class Context:
             return None
         return next((p for p in _param_nodes(func.params) if p.name.value == name), None)
 
+    def class_tree(self, name: str) -> ast.ClassDef | None:
+        """The class `name` in the file's CPython tree, the whole class where the function
+        being linted may be all that was parsed of it (the first one of that name)."""
+        found = self.shared.setdefault("class trees", {})
+        if name not in found:
+            found[name] = (
+                next(
+                    (
+                        n
+                        for n in ast.walk(self.syntax)
+                        if isinstance(n, ast.ClassDef) and n.name == name
+                    ),
+                    None,
+                )
+                if self.syntax is not None
+                else None
+            )
+        return found[name]  # type: ignore[no-any-return]
+
     def ancestors(self) -> Iterator[cst.CSTNode]:
         """Enclosing nodes, innermost first, excluding the node being visited."""
         return reversed(self.stack[:-1])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -23,6 +23,7 @@ from numlint.analysis.gradients import gradient_evident, module_forward, no_grad
 from numlint.analysis.guards import assigned_here, branches, tested_small
 from numlint.analysis.liveness import unused_option
 from numlint.analysis.ops import (
+    TENSOR_LITERALS,
     Op,
     const,
     is_zero,
@@ -47,7 +48,7 @@ from numlint.analysis.summaries import (
     project_root,
     tested_by_callers,
 )
-from numlint.analysis.tables import TRANSPARENT_METHODS
+from numlint.analysis.tables import JOINS, TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
     UNDERFLOWS,
     factors,
@@ -2264,12 +2265,18 @@ def project_mentions(ctx: Context, needle: str) -> bool:
     key = f"project_mentions:{needle}"
     cached = ctx.shared.get(key)
     if cached is None:
-        cached = needle in (ctx.source or "")  # the file as being edited
-        if not cached and os.path.isfile(ctx.path):
-            files, _ = project_files(project_root(os.path.abspath(ctx.path)))
-            cached = any(needle in (file_text(p) or "") for p in files)
-        ctx.shared[key] = cached
-    return cached
+        cached = ctx.shared[key] = any(needle in text for _, text in _project_texts(ctx))
+    return cached  # type: ignore[no-any-return]
+
+
+def _project_texts(ctx: Context) -> Iterator[tuple[str, str]]:
+    """The text of the file being linted as being edited, then of each file of its project
+    (read once per version by numlint.analysis.summaries.file_text), with its path."""
+    yield ctx.path, ctx.source or ""
+    if os.path.isfile(ctx.path):
+        files, _ = project_files(project_root(os.path.abspath(ctx.path)))
+        for path in files:
+            yield path, file_text(path) or ""
 
 
 _SIZE_TESTS = frozenset({"len", "numel", "size", "nelement"})
@@ -2903,9 +2910,6 @@ _CONVOLUTIONS = frozenset(
     {f"{m}.conv{d}d" for m in ("torch", "torch.nn.functional") for d in (1, 2, 3)}
 )
 _CONV_MODULES = frozenset({f"torch.nn.Conv{d}d" for d in (1, 2, 3)})
-_TENSOR_LITERALS = frozenset(
-    {"torch.tensor", "torch.Tensor", "torch.FloatTensor", "torch.as_tensor"}
-)
 #: Methods that keep a kernel's taps (and so whether they sum to 0).
 _KEEPS_TAPS = frozenset(
     {"unsqueeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "double",
@@ -2996,16 +3000,14 @@ def _kernel_sums(ctx: Context, value: Value, depth: int = 0) -> list[float] | No
     if not isinstance(node, cst.Call):
         return None
     callee = ctx.callee(node, env)
-    if callee.qualname in _TENSOR_LITERALS:
+    if callee.qualname in TENSOR_LITERALS:
         data = positional(node, 0, "data")
         return _literal_sums(ctx, data, env) if data is not None else None
-    if callee.qualname in ("torch.cat", "torch.stack", "torch.concat"):
-        parts = positional(node, 0, "tensors")
-        if not isinstance(parts, (cst.List, cst.Tuple)) or not parts.elements:
-            return None
+    parts = _joined_parts(ctx, found, whole=True)
+    if parts:
         sums: list[float] = []
-        for element in parts.elements:
-            found_sums = sub(element.value)
+        for part in parts:
+            found_sums = sub(part.node)  # type: ignore[arg-type]
             if found_sums is None:
                 return None
             sums += found_sums
@@ -3049,8 +3051,7 @@ def zero_started_tally(ctx: Context, value: Value) -> bool:
     whole class in the file's syntax tree (the methods that update the state hold no
     division)."""
     cls = ctx.class_scope
-    tree = ctx.syntax
-    if cls is None or tree is None or not isinstance(cls.node, cst.ClassDef):
+    if cls is None or not isinstance(cls.node, cst.ClassDef):
         return False
     node = value.node
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -3063,12 +3064,11 @@ def zero_started_tally(ctx: Context, value: Value) -> bool:
         and node.value.value == "self"
     ):
         return False
-    name, cname = node.attr.value, cls.node.name.value
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cname]
-    if len(classes) != 1:
+    name, tree = node.attr.value, ctx.class_tree(cls.node.name.value)
+    if tree is None:
         return False
     made = added = False
-    for method in classes[0].body:
+    for method in tree.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for stmt in ast.walk(method):
@@ -3113,10 +3113,13 @@ def _base(node: ast.expr) -> ast.expr:
     return node
 
 
-def _registers(call: ast.Call, name: str) -> bool:
-    """`self.add_state("name", ...)` or `self.register_buffer("name", ...)`."""
+def _registers(
+    call: ast.Call, name: str, methods: tuple[str, ...] = ("add_state", "register_buffer")
+) -> bool:
+    """`self.add_state("name", ...)` or `self.register_buffer("name", ...)` (one of
+    `methods`)."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr in ("add_state", "register_buffer")):
+    if not (isinstance(func, ast.Attribute) and func.attr in methods):
         return False
     first = call.args[0] if call.args else None
     return isinstance(first, ast.Constant) and first.value == name
@@ -3199,31 +3202,19 @@ def float_buffer(ctx: Context, name: str) -> bool:
     torch.tril(torch.ones(n, n)))`): `model.half()` converts it with the weights, so it is
     float16 wherever the model is. Not a bool or integer buffer, nor a plain attribute."""
     cls = ctx.class_scope
-    tree = ctx.syntax
-    if cls is None or tree is None or not isinstance(cls.node, cst.ClassDef):
+    if cls is None or not isinstance(cls.node, cst.ClassDef):
         return False
-    cname = cls.node.name.value
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.ClassDef) and node.name == cname):
+    tree = ctx.class_tree(cls.node.name.value)
+    for call in ast.walk(tree) if tree is not None else ():
+        if not (isinstance(call, ast.Call) and _registers(call, name, ("register_buffer",))):
             continue
-        for call in ast.walk(node):
-            if not (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "register_buffer"
-                and call.args
-                and isinstance(call.args[0], ast.Constant)
-                and call.args[0].value == name
-            ):
-                continue
-            made = _registered_value(call)
-            if made is None:
-                return False
-            text = ast.unparse(made)
-            return not any(
-                f".{t}(" in text or f"torch.{t}" in text or f"dtype={t}" in text
-                for t in _WHOLE_DTYPES
-            )
+        made = _registered_value(call)
+        if made is None:
+            return False
+        text = ast.unparse(made)
+        return not any(
+            f".{t}(" in text or f"torch.{t}" in text or f"dtype={t}" in text for t in _WHOLE_DTYPES
+        )
     return False
 
 
@@ -3240,11 +3231,7 @@ def double_backward(ctx: Context) -> str | None:
     if key in ctx.shared:
         return ctx.shared[key]  # type: ignore[no-any-return]
     found = None
-    texts = [(ctx.path, ctx.source or "")]
-    if os.path.isfile(ctx.path):
-        files, _ = project_files(project_root(os.path.abspath(ctx.path)))
-        texts += [(p, file_text(p) or "") for p in files if p != os.path.abspath(ctx.path)]
-    for path, text in texts:
+    for path, text in _project_texts(ctx):
         if "create_graph" in text and (match := _CREATE_GRAPH.search(text)):
             found = f"`{match.group(0).split('=')[0].strip()}=...` in {os.path.basename(path)}"
             break
@@ -3252,17 +3239,21 @@ def double_backward(ctx: Context) -> str | None:
     return found
 
 
-def _joined_parts(ctx: Context, value: Value) -> list[Value]:
+def _joined_parts(ctx: Context, value: Value, whole: bool = False) -> list[Value]:
     """The tensors `torch.cat([a, b])` / `torch.stack((a, b))` joins, each as a value in the
-    call's environment; [] for anything else."""
+    call's environment; [] for anything else (`whole`: also where a part is starred, `[a,
+    *rest]`, so that the parts returned are all of them)."""
     node = value.node
     if not isinstance(node, cst.Call):
         return []
-    if ctx.qualname(node.func, value.env) not in ("torch.cat", "torch.stack", "torch.concat"):
+    if ctx.qualname(node.func, value.env) not in JOINS:
         return []
     listed = positional(node, 0, "tensors")
     if not isinstance(listed, (cst.List, cst.Tuple)):
         return []
+    starred = [isinstance(e, cst.StarredElement) for e in listed.elements]
+    if whole and any(starred):
+        return []
     return [
-        Value(e.value, value.env) for e in listed.elements if not isinstance(e, cst.StarredElement)
+        Value(e.value, value.env) for e, s in zip(listed.elements, starred, strict=True) if not s
     ]

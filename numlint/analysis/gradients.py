@@ -1030,13 +1030,9 @@ def _buffers(ctx: Context, name: str) -> frozenset[str]:
     cache = ctx.shared.setdefault("class_buffers", {})
     found = cache.get(name)
     if found is None:
-        found = frozenset()
-        for node in ast.walk(ctx.syntax):  # type: ignore[arg-type]
-            if isinstance(node, ast.ClassDef) and node.name == name:
-                found = _class_buffers(node)
-                break
-        cache[name] = found
-    return found
+        tree = ctx.class_tree(name)
+        found = cache[name] = _class_buffers(tree) if tree is not None else frozenset()
+    return found  # type: ignore[no-any-return]
 
 
 def _class_buffers(cls: ast.ClassDef) -> frozenset[str]:

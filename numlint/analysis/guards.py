@@ -1170,6 +1170,18 @@ def _enclosing(ctx: Context) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
         yield parent, child
 
 
+def branch_taken(ctx: Context, test: str) -> bool | None:
+    """True inside the body of an enclosing `if <test>:` (`test` as written), False inside its
+    `else:`, None elsewhere (up to the enclosing function, lambda or class)."""
+    for parent, child in _enclosing(ctx):
+        if isinstance(parent, cst.If) and ctx.code(parent.test) == test:
+            if child is parent.body:
+                return True
+            if child is parent.orelse:
+                return False
+    return None
+
+
 def in_empty_branch(ctx: Context, node: cst.CSTNode) -> bool:
     """Inside `if x.numel() == 0:` (or `not x.numel()`, `len(x) == 0`, `x.shape[0] == 0`)
     where `node` uses x: every value there is empty, none can be bad."""

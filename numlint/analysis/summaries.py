@@ -40,6 +40,7 @@ from numlint.analysis.tables import (
     FILL_METHODS,
     HOST_METHODS,
     HOST_MODULES,
+    JOINS,
     LOG_PROBABILITIES,
     NO_GRAD,
     NOT_DIFFERENTIABLE,
@@ -940,7 +941,7 @@ class Project:
         here = Origin("", mod.path, expr.lineno, expr.col_offset + 1, "")
         if qual in TRANSPARENT_FUNCTIONS and expr.args:  # `torch.gather(lp, -1, y)`
             return sub(mod, expr.args[0], func, depth + 1, params)
-        if qual in _JOINS and expr.args and f is not None:
+        if qual in JOINS and expr.args and f is not None:
             return self._joined(mod, expr.args[0], f, func, depth)
         if qual in _SOFTMAX or (isinstance(fn, ast.Attribute) and fn.attr == "softmax"):
             return _at(here, "softmax", f"the softmax in {_where(mod, func)}")
@@ -2067,12 +2068,13 @@ class Project:
         """`Cls()(x, y)` in the functions of `cmod`: an instance of `cls` of `mod` built and
         called at once (`r = CorrCoef()(input, targets)` in a loss's forward)."""
         out: list[tuple[Module, str | None, ast.Call]] = []
-        for caller, made in cmod.calls_of(cls):
+        made_calls = cmod.calls_of(cls)
+        target = self.lookup(cmod, cls) if made_calls else None
+        if target is None or target[0].path != mod.path:
+            return out  # `Cls` of this file is not what `cmod` calls by that name
+        for caller, made in made_calls:
             cf = cmod.functions.get(caller) if caller else None
             if cf is None or not constructs(made, cls):
-                continue
-            target = self.lookup(cmod, cls)
-            if target is None or target[0].path != mod.path:
                 continue
             out += [
                 (cmod, caller, n)
@@ -2634,7 +2636,6 @@ def _value_of(f: Function | None, expr: ast.expr) -> ast.expr:
     return values[0] if len(values) == 1 else expr
 
 
-_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _COUNTED = frozenset({"torch.unique", "torch.unique_consecutive"})
 
 

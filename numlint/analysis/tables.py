@@ -64,6 +64,8 @@ TORCH_ALIASES = frozenset(
      "nll_loss", "binary_cross_entropy", "Module", "Parameter", "Tensor", "no_grad", "torch",
      "nn", "functional"}
 )  # fmt: skip
+#: Functions that join tensors along a dimension: 0 wherever a part they join is.
+JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 #: Functions whose result counts entries (whole numbers; 0 where there are none).
 COUNT_FUNCTIONS = frozenset({"torch.bincount", "torch.histc", "torch.count_nonzero"})
 #: Log-probabilities, by the activation whose log they are: their exp is a probability.

@@ -49,6 +49,7 @@ from numlint.analysis.summaries import (
 )
 from numlint.analysis.tables import (
     COUNT_FUNCTIONS,
+    JOINS,
     LOG_PROBABILITIES,
     SUM_REDUCTIONS,
     TRANSPARENT_FUNCTIONS,
@@ -1152,7 +1153,7 @@ def _never_all_zero(ctx: Context, value: Value) -> bool:
         for a, b in ((node.left, node.right), (node.right, node.left)):
             if _off_diagonal(ctx, Value(a, found.env)) and positive_value(ctx, Value(b, found.env)):
                 return True  # `~torch.eye(2 * b) * torch.exp(sim / t)`: NT-Xent's negatives
-    if not isinstance(node, cst.Call) or ctx.qualname(node.func, found.env) not in _JOINS:
+    if not isinstance(node, cst.Call) or ctx.qualname(node.func, found.env) not in JOINS:
         return False
     parts = positional(node, 0, "tensors")
     return isinstance(parts, (cst.List, cst.Tuple)) and any(
@@ -2895,7 +2896,7 @@ def _non_negative(ctx: Context, value: Value, depth: int = 0) -> bool:
             return True  # `x.bincount()`
         if callee.receiver is not None and callee.method in TRANSPARENT_METHODS:
             return _non_negative(ctx, Value(callee.receiver, env), depth + 1)  # `s.to(x)`
-        first = positional(node, 0, "tensors") if qual in _JOINS else None
+        first = positional(node, 0, "tensors") if qual in JOINS else None
         if isinstance(first, (cst.Tuple, cst.List)):  # `torch.cat((d, d, zeros))`
             return all(_non_negative(ctx, Value(e.value, env), depth + 1) for e in first.elements)
     o = op(ctx, node, env)
@@ -2939,7 +2940,6 @@ _NON_NEGATIVE_MAKERS = frozenset(
     {"torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
      "torch.nn.functional.one_hot"}
 )  # fmt: skip
-_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _DISTANCES = frozenset(
     {"torch.cdist", "torch.nn.functional.pdist", "torch.pdist", "torch.dist",
      "torch.nn.functional.pairwise_distance", "torch.pairwise_distance"}

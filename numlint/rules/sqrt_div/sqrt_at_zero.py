@@ -21,7 +21,7 @@ from numlint.analysis.evidence import (
     zero_tested,
 )
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
-from numlint.analysis.guards import guarded_by_condition, selection
+from numlint.analysis.guards import branch_taken, guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unpacked_value, unscaled
 from numlint.analysis.semantics import dotted_name, keyword, positional, same_bindings
 from numlint.analysis.summaries import function_key, origin_of, related
@@ -1285,23 +1285,8 @@ def _graph_loops(ctx, side: cst.CSTNode, env) -> bool | None:
         return False
     if isinstance(loop, cst.Name) and loop.value in ("True", "False"):
         return loop.value == "True"
-    return _branch_of(ctx, ctx.code(loop))
-
-
-def _branch_of(ctx, test: str) -> bool | None:
-    """True inside the body of an enclosing `if <test>:`, False inside its `else:`, None
-    elsewhere (`loop=self.add_self_loops`, then `if self.add_self_loops: ... else: ...`)."""
-    stack = ctx.stack
-    for i in range(len(stack) - 2, -1, -1):
-        parent, child = stack[i], stack[i + 1]
-        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return None
-        if isinstance(parent, cst.If) and ctx.code(parent.test) == test:
-            if child is parent.body:
-                return True
-            if child is parent.orelse:
-                return False
-    return None
+    # `loop=self.add_self_loops`, then `if self.add_self_loops: ... else: ...`
+    return branch_taken(ctx, ctx.code(loop))
 
 
 def _picked_root(node: cst.CSTNode) -> str | None:
