@@ -732,6 +732,7 @@ class Project:
         self.averaged: dict[str, tuple[int, ...]] = {}  # see averaged_parameters
         self._trained_memo: dict[str, bool] = {}
         self._neighbours_of: dict[tuple[str, str | None, bool], list[Module]] = {}
+        self._texts: dict[str, str | None] = {}  # the project's files, as _neighbours read them
         self._instance_calls_of: dict[
             tuple[str, str], list[tuple[Module, str | None, ast.Call]]
         ] = {}
@@ -2244,10 +2245,14 @@ class Project:
         self.dependencies.update(directories)  # a file added or removed changes the callers
         needle = f"{name}("
         call = _call_pattern(name)
+        texts = self._texts
         for p in files:
             if p == self.path:
                 continue
-            text = file_text(p)
+            if p in texts:
+                text = texts[p]
+            else:  # read (its status too) once per file linted
+                text = texts[p] = file_text(p)
             if text is None or needle not in text:
                 continue
             self.dependencies.add(p)
