@@ -243,7 +243,8 @@ class Config:
             return False
         rel = self._relative(str(path))
         return any(
-            _glob_match(rel, glob) or fnmatch.fnmatch(path.name, glob) for glob in self.exclude
+            _glob_match(rel, glob, below=False) or fnmatch.fnmatch(path.name, glob)
+            for glob in self.exclude
         )
 
     def _relative(self, path: str) -> str:
@@ -258,12 +259,18 @@ class Config:
         return PurePosixPath(p.as_posix()).as_posix().lstrip("./") or p.name
 
 
-def _glob_match(rel: str, glob: str) -> bool:
+def _glob_match(rel: str, glob: str, below: bool = True) -> bool:
+    """Whether a path relative to the configuration's root matches a pattern: the path, its
+    last part for a pattern without `/`, and with `below` any path under a directory the
+    pattern names. An exclusion does not take `below`: a walk skips an excluded directory
+    when it meets it, and walks a directory given inside one, as ruff does."""
     glob = glob.strip().lstrip("./") if glob.startswith("./") else glob.strip()
     name = rel.rsplit("/", 1)[-1]
+    directory = glob.rstrip("/")
     return (
         fnmatch.fnmatch(rel, glob)
-        or fnmatch.fnmatch(rel, glob.rstrip("/") + "/*")
+        or fnmatch.fnmatch(rel, directory)
+        or (below and fnmatch.fnmatch(rel, directory + "/*"))
         or ("/" not in glob and fnmatch.fnmatch(name, glob))
     )
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import HAZARD, run_cli
 
 from numlint import check_paths, check_source
+from numlint.api import lint_paths
 from numlint.config import Config, ConfigError, discover, load
 from numlint.rule import Invalid, Rule, Valid
 
@@ -215,6 +216,25 @@ def test_json_output_with_config(project: Path):
     _pyproject(project, '[tool.numlint]\nselect = ["ALL"]\n')
     r = run_cli("check", "--output-format", "json", "pkg", cwd=project)
     assert [d["code"] for d in json.loads(r.stdout)] == ["NUM101"]
+
+
+def test_directory_given_inside_an_excluded_one_is_walked(project: Path):
+    """As in ruff: a walk skips an excluded directory it meets, but a directory named on the
+    command line (the excluded one, or one inside it) is linted unless --force-exclude."""
+    sub = project / "vendor" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "m.py").write_text(HAZARD)
+    _pyproject(project, '[tool.numlint]\nextend-exclude = ["vendor"]\n')
+    found = {str(p.relative_to(project)) for p, _ in lint_paths([project])}
+    assert "vendor/sub/m.py" not in found and "pkg/bad.py" in found
+    assert run_cli("check", "vendor/sub", cwd=project).returncode == 1
+    assert run_cli("check", ".", cwd=sub).returncode == 1
+    assert run_cli("check", "vendor", cwd=project).returncode == 1
+    assert run_cli("check", "--force-exclude", "vendor/sub", cwd=project).returncode == 0
+    # a pattern written with a trailing slash names the directory too
+    _pyproject(project, '[tool.numlint]\nextend-exclude = ["vendor/"]\n')
+    found = {str(p.relative_to(project)) for p, _ in lint_paths([project])}
+    assert "vendor/sub/m.py" not in found
 
 
 def test_force_exclude_applies_to_named_files(project: Path):
