@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -21,7 +22,9 @@ class OnePassVariance(Rule):
     What it does:
     Flags the one-pass variance `(x * x).mean(d) - x.mean(d) ** 2`, `(x ** 2).mean() -
     x.mean().pow(2)`, `torch.mean(x ** 2) - torch.mean(x) ** 2`, also when the mean comes
-    from a variable of the same function (`m = x.mean(); v = (x ** 2).mean() - m ** 2`).
+    from a variable of the same function (`m = x.mean(); v = (x ** 2).mean() - m ** 2`),
+    and the same difference of sums over one count (`torch.sum(x ** 2, 1) / n - (torch.sum(x,
+    1) / n) ** 2`, a masked mean and mean of squares over the number of valid entries).
 
     Why is this bad?
     When the mean is large relative to the spread, both terms are nearly equal and their
@@ -36,8 +39,9 @@ class OnePassVariance(Rule):
     reached through a reassigned variable.
 
     Known limitations:
-    Only means are recognised (not `sum / n`). The tensor must be written the same way in
-    both terms.
+    Means and sums over one count are recognised, not windowed means (a convolution with
+    an averaging kernel, as SSIM computes them). The tensor must be written the same way in
+    both terms; the sum form is not given a fix.
 
     Confidence:
     high; low where the difference is clamped at 0 on the spot (`.clamp_min(0)`): no
@@ -56,7 +60,9 @@ class OnePassVariance(Rule):
         "one-pass variance `mean(x**2) - mean(x)**2` cancels catastrophically and can be "
         "negative; use `torch.var(x, correction=0)` (or `torch.var_mean`)"
     )
-    TRIGGERS = ("mean(",)
+    TRIGGERS = ("mean(", "sum(")
+    #: a square: `x ** 2`, `x.pow(2)`, `torch.square(x)`, `x * x`
+    ALSO_REQUIRES = ("*", "pow(", "square(")
 
     VALID = [
         Valid(
@@ -132,6 +138,40 @@ class OnePassVariance(Rule):
             """,
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            def masked_std(arr, mask):
+                n = mask.sum(dim=1).clamp_min(1)
+                masked_sum = torch.sum(arr * mask, dim=1)
+                masked_squared_sum = torch.sum((arr * mask) ** 2, dim=1)
+                masked_mean = masked_sum / n
+                masked_var = masked_squared_sum / n - masked_mean**2
+                return torch.sqrt(masked_var)
+            """,
+            line=7,
+            column=18,
+        ),
+    ]
+    VALID += [
+        Valid(
+            """
+            import torch
+            def spread(a, n, m):
+                return torch.sum(a**2, 1) / n - (torch.sum(a, 1) / m) ** 2
+            """,
+            "sums over different counts",
+        ),
+        Valid(
+            """
+            import torch
+            def spread(a, b, n):
+                return torch.sum(a**2, 1) / n - (torch.sum(b, 1) / n) ** 2
+            """,
+            "the squares of one tensor less the square of another's sum",
+        ),
+    ]
     PROBE = Probe(
         hazard="(x * x).mean(-1) - x.mean(-1) ** 2",
         fix="torch.var(x, dim=-1, correction=0)",
@@ -146,9 +186,9 @@ class OnePassVariance(Rule):
             return
         ctx = self.ctx
         left = _mean(ctx, Value(node.left, ctx.env))
-        if left is None or left.input is None:
+        if left is None:
             return
-        squared = square_of(ctx, ctx.deref(Value(left.input, left.env)).node, left.env)
+        squared = square_of(ctx, ctx.deref(left.input).node, left.input.env)
         if squared is None:
             return
         right = ctx.deref(ctx.value(node.right))
@@ -156,10 +196,19 @@ class OnePassVariance(Rule):
         if base is None:
             return
         mean = _mean(ctx, Value(base, right.env))
-        if mean is None or mean.input is None or not same_code(ctx, mean.input, squared):
+        if mean is None or not same_code(
+            ctx, unparenthesized(mean.input.node), unparenthesized(squared)
+        ):
             return
+        if (left.count is None) != (mean.count is None):
+            return  # a mean less a sum's square: not one variance
+        if left.count is not None and not same_code(ctx, left.count, mean.count):  # type: ignore[arg-type]
+            return  # sums over different counts
         confidence = "low" if _clamped_at_zero(ctx) or _read_with_eps(ctx) else None
-        self.report(node, fix=self._fix(node, left, mean, squared), confidence=confidence)
+        fix = None
+        if left.op is not None and mean.op is not None:
+            fix = self._fix(node, left.op, mean.op, squared)
+        self.report(node, fix=fix, confidence=confidence)
 
     def _fix(
         self, node: cst.BinaryOperation, left: Op, right: Op, x: cst.BaseExpression
@@ -239,7 +288,27 @@ def _read_with_eps(ctx) -> bool:
     return reads > 0
 
 
-def _mean(ctx, value: Value) -> Op | None:
+@dataclass(frozen=True)
+class _Mean:
+    """A mean of `input`: a `mean` op, or a sum divided by a count (`count`)."""
+
+    input: Value
+    op: Op | None  # the `mean` call (None for a sum over a count: no fix is offered)
+    count: cst.BaseExpression | None = None
+
+
+def _mean(ctx, value: Value) -> _Mean | None:
+    """`x.mean(d)` / `torch.mean(x, d)`, or a sum over a count (`x.sum(d) / n`,
+    `torch.sum(x, dim=d) / n`), also through a variable holding either."""
     value = ctx.deref(value)
-    o = op(ctx, value.node, value.env)  # type: ignore[arg-type]
-    return o if o is not None and o.name == "mean" else None
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        summed = ctx.deref(Value(node.left, value.env))
+        o = op(ctx, summed.node, summed.env)  # type: ignore[arg-type]
+        if o is None or o.name != "sum" or o.input is None:
+            return None
+        return _Mean(Value(o.input, o.env), None, node.right)
+    o = op(ctx, node, value.env)  # type: ignore[arg-type]
+    if o is None or o.name != "mean" or o.input is None:
+        return None
+    return _Mean(Value(o.input, o.env), o)
