@@ -24,7 +24,9 @@ class AcosOfCosine(Rule):
     product of normalised vectors (`(F.normalize(a) * F.normalize(b)).sum(-1)`, `a_n @ b_n.T`)
     or to a dot product divided by norms, unless it is clamped strictly inside (-1, 1); and,
     where a gradient flows, to a coordinate over its vector's length
-    (`v[..., 2] / v.norm(dim=-1)`, exactly +-1 on the axis).
+    (`v[..., 2] / v.norm(dim=-1)`, exactly +-1 on the axis); and to an entry of a matrix
+    (`torch.asin(R[..., 0, 2])` in an Euler-angle conversion), which only an orthonormal
+    matrix keeps in [-1, 1].
 
     Why is this bad?
     Rounding makes the cosine of a vector with itself 1.0000001 for about a fifth of random
@@ -53,7 +55,9 @@ class AcosOfCosine(Rule):
     not clamped, that the function tests against +-1 where a gradient flows (`phi =
     torch.acos(r) / 3; phi[r <= -1] = pi / 3` in the closed-form eigenvalues of a 3x3
     matrix): the author expects the value at the edge, rounding takes it past, and the
-    entries replaced afterwards keep a NaN gradient.
+    entries replaced afterwards keep a NaN gradient. medium for an entry of a matrix, not
+    clamped: a rotation matrix's entries are exactly +-1 at axis-aligned rotations (the
+    identity, gimbal lock), and float32 products take them to 1.0000001.
 
     References:
     - https://pytorch.org/docs/stable/generated/torch.acos.html
@@ -268,6 +272,41 @@ class AcosOfCosine(Rule):
             note="tested against +-1 after the fact: the forward is repaired, the gradient not",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            def matrix_to_euler(matrix):
+                if matrix.size(-1) != 3 or matrix.size(-2) != 3:
+                    raise ValueError("a 3x3 matrix")
+                pitch = torch.asin(matrix[..., 0, 2] * -1.0)
+                yaw = torch.atan2(matrix[..., 0, 1], matrix[..., 0, 0])
+                return pitch, yaw
+            """,
+            line=5,
+            column=13,
+            confidence="medium",
+            note="the identity rotation has entries of exactly 0 and 1; rounding passes 1",
+        ),
+    ]
+    VALID += [
+        Valid(
+            """
+            import torch
+            def matrix_to_euler(matrix):
+                return torch.asin(matrix[..., 0, 2].clamp(-1 + 1e-6, 1 - 1e-6))
+            """,
+            "an entry clamped strictly inside (-1, 1)",
+        ),
+        Valid(
+            """
+            import torch
+            def pitch(matrix):
+                return torch.atan2(-matrix[..., 2, 0], torch.hypot(matrix[..., 0, 0], matrix[..., 1, 0]))
+            """,
+            "the angle computed with atan2",
+        ),
+    ]
     PROBE = Probe(
         hazard="torch.acos(torch.nn.functional.cosine_similarity(a, a, dim=-1))",
         fix=(
@@ -316,6 +355,10 @@ class AcosOfCosine(Rule):
                 # value computed to lie in [-1, 1] past the edge, and overwriting those
                 # entries afterwards leaves their gradient NaN
                 self.report(node, _TESTED, confidence="medium")
+            elif not clamped and _matrix_entry(ctx, value):
+                # only an orthonormal matrix (a rotation) has every entry in [-1, 1]: its
+                # entries are exactly +-1 at axis-aligned rotations, the identity among them
+                self.report(node, _ENTRY, confidence="medium")
             return
         if clamped and exact:
             # finite; the infinite gradient needs a cosine of exactly +-1 (equal vectors)
@@ -372,6 +415,47 @@ def _cosine(ctx, value: Value) -> bool:
 #: A coordinate over its own vector's length never rounds past 1 (the squared length is at
 #: least the squared coordinate, and rounding is monotone); only the gradient is infinite,
 #: for a vector exactly on the axis.
+_ENTRY = (
+    "acos / asin of an entry of a matrix, which only an orthonormal (rotation) matrix keeps in "
+    "[-1, 1]: exactly +-1 at axis-aligned rotations (the identity, gimbal lock), where the "
+    "gradient is infinite, and rounding takes it past +-1 (NaN); clamp strictly inside "
+    "(`c.clamp(-1 + 1e-7, 1 - 1e-7)`) or compute the angle with `atan2`"
+)
+
+
+def _matrix_entry(ctx, value: Value) -> bool:
+    """`m[..., i, j]`, `R[:, 2, 0]`, `m[0, 1]` (the last two indices single entries, not
+    slices), also times a sign (`m[..., i, j] * (-1.0 if odd else 1.0)`)."""
+    node = value.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        for part, other in ((node.left, node.right), (node.right, node.left)):
+            if _sign(ctx, other, value.env):
+                node = ctx.deref(Value(part, value.env)).node
+                break
+        else:
+            return False
+    if not isinstance(node, cst.Subscript) or len(node.slice) < 2:
+        return False
+    return all(
+        isinstance(e.slice, cst.Index)
+        and not isinstance(e.slice.value, cst.Ellipsis)
+        and e.slice.value is not None
+        and not _is_none(e.slice.value)
+        for e in node.slice[-2:]
+    )
+
+
+def _sign(ctx, node: cst.BaseExpression, env: Env) -> bool:
+    """`1.0`, `-1`, or `(-1.0 if c else 1.0)`."""
+    if isinstance(node, cst.IfExp):
+        return _sign(ctx, node.body, env) and _sign(ctx, node.orelse, env)
+    return const(ctx, node, env) in (-1.0, 1.0)
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
 _COMPONENT = (
     "acos / asin of a coordinate over its vector's length: exactly +-1 for a vector on the "
     "axis, where the gradient is infinite; clamp strictly inside "
