@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from numlint.analysis.context import Context
 from numlint.rule import Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
@@ -11,6 +14,10 @@ _WHERE = {
     "before-backward": "before `backward()`, so it clips the previous gradients",
     "after-step": "after `optimizer.step()`, so the update already used the unclipped gradients",
     "after-zero-grad": "after `zero_grad()`, so there are no gradients left to clip",
+    "in-training-step": (
+        "in a LightningModule's `training_step`, which Lightning runs before `backward()`, so "
+        "it clips the previous step's gradients (or none)"
+    ),
 }
 
 
@@ -24,7 +31,10 @@ class ClipOutsideBackwardStep(_steps.StepRule):
     `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` when it runs before the
     iteration's `backward()`, after its `optimizer.step()` / `scaler.step(optimizer)`, or
     after its `zero_grad()`. A loop that steps at its top (`clip; step; zero_grad; backward`)
-    is correct and stays silent, as does gradient accumulation.
+    is correct and stays silent, as does gradient accumulation. In the `training_step` of a
+    LightningModule that leaves optimisation to Lightning (no `automatic_optimization`
+    setting, no `manual_backward`), a clip runs before the backward Lightning calls on the
+    returned loss.
 
     Why is this bad?
     Clipping rewrites the `.grad` tensors in place. Before `backward()` it clips gradients
@@ -276,6 +286,51 @@ class ClipOutsideBackwardStep(_steps.StepRule):
             note="a helper method called after the scaler step",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            import lightning as L
+            class Model(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.model(batch).mean()
+                    torch.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
+                    return loss
+            """,
+            line=6,
+            column=9,
+            note="Lightning calls backward after training_step returns",
+        ),
+    ]
+    VALID += [
+        Valid(
+            """
+            import torch
+            import lightning as L
+            class Model(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.automatic_optimization = False
+                def training_step(self, batch, batch_idx):
+                    opt = self.optimizers()
+                    self.manual_backward(self.model(batch).mean())
+                    torch.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
+                    opt.step()
+                    opt.zero_grad()
+            """,
+            "manual optimisation: the clip follows manual_backward",
+        ),
+        Valid(
+            """
+            import torch
+            class Loop:
+                def training_step(self, batch):
+                    torch.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
+                    return batch
+            """,
+            "a `training_step` of a class that is not a LightningModule",
+        ),
+    ]
     PROBE = Probe(
         scenario="clip-order",
         note=(
@@ -287,12 +342,55 @@ class ClipOutsideBackwardStep(_steps.StepRule):
     )
 
     def check(self, t: _steps.StepTracker, seq: list[_steps.Event]) -> Iterator[tuple]:
-        return _steps.misplaced_clips(self.ctx, seq)
+        yield from _steps.misplaced_clips(self.ctx, seq)
+        if any(e.kind in _steps.BACKWARDS + _steps.STEPS for e in seq):
+            return
+        if any(_automatic_training_step(self.ctx, e.function) for e in seq):
+            for e in seq:
+                if e.kind == _steps.CLIP:
+                    yield e, "in-training-step"
 
     def found(self, clip: _steps.Event, where: str) -> None:
-        message = (
-            f"gradient clipping {_WHERE[where]}: it has no effect; call it after "
-            "`loss.backward()` (and `scaler.unscale_(optimizer)`) and before "
-            "`optimizer.step()`"
-        )
+        if where == "in-training-step":
+            message = (
+                f"gradient clipping {_WHERE[where]}: it has no effect; pass "
+                "`gradient_clip_val` to the Trainer or clip in `on_before_optimizer_step`"
+            )
+        else:
+            message = (
+                f"gradient clipping {_WHERE[where]}: it has no effect; call it after "
+                "`loss.backward()` (and `scaler.unscale_(optimizer)`) and before "
+                "`optimizer.step()`"
+            )
         self.report(clip.call, message)
+
+
+def _automatic_training_step(ctx: Context, function: cst.CSTNode) -> bool:
+    """`function` is the `training_step` of a LightningModule that leaves backward and the
+    optimizer step to Lightning (no `automatic_optimization` setting in the class): Lightning
+    calls backward on what it returns, after it returns."""
+    if not isinstance(function, cst.FunctionDef) or function.name.value != "training_step":
+        return False
+    for cls in _classes(ctx.module):
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        if not any(stmt is function for stmt in body):
+            continue
+        lightning = any(
+            (ctx.qualname(base.value) or ctx.code(base.value)).endswith("LightningModule")
+            for base in cls.bases
+        )
+        return lightning and "automatic_optimization" not in ctx.code(cls)
+    return False
+
+
+def _classes(module: cst.Module) -> Iterator[cst.ClassDef]:
+    todo: list[cst.CSTNode] = [module]
+    while todo:
+        node = todo.pop()
+        for child in node.children:
+            if isinstance(child, cst.ClassDef):
+                yield child
+            if isinstance(child, (cst.ClassDef, cst.IndentedBlock, cst.Module, cst.If)) or (
+                isinstance(child, cst.BaseSuite)
+            ):
+                todo.append(child)
