@@ -3053,11 +3053,16 @@ def zero_started_tally(ctx: Context, value: Value) -> bool:
     cls = ctx.class_scope
     if cls is None or not isinstance(cls.node, cst.ClassDef):
         return False
-    node = value.node
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        if node.func.attr.value not in TRANSPARENT_METHODS:
+    node = ctx.deref(value).node
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value not in TRANSPARENT_METHODS:
+                break
+            node = node.func.value  # `self.union.float()`
+        elif isinstance(node, cst.Subscript):
+            node = node.value  # `self.unions[c]`: a class's entry of the tally
+        else:
             break
-        node = node.func.value  # `self.union.float()`
     if not (
         isinstance(node, cst.Attribute)
         and isinstance(node.value, cst.Name)
@@ -3170,7 +3175,22 @@ def _class_counts(func: ast.AST, node: ast.expr, depth: int = 0) -> bool:
             bound = _bound_in(func, sub.id)
             if bound is not None and _class_counts(func, bound, depth + 1):
                 return True
+            if any(_class_counts(func, v, depth + 1) for v in _entries_set(func, sub.id)):
+                return True  # `new[c] = (pred == c).sum()` in a loop over the classes
     return False
+
+
+def _entries_set(func: ast.AST, name: str) -> list[ast.expr]:
+    """What `func` assigns to entries of `name` (`name[c] = ...`)."""
+    return [
+        stmt.value
+        for stmt in ast.walk(func)
+        if isinstance(stmt, ast.Assign)
+        and any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
+            for t in stmt.targets
+        )
+    ]
 
 
 def _bound_in(func: ast.AST, name: str) -> ast.expr | None:
@@ -3257,3 +3277,33 @@ def _joined_parts(ctx: Context, value: Value, whole: bool = False) -> list[Value
     return [
         Value(e.value, value.env) for e, s in zip(listed.elements, starred, strict=True) if not s
     ]
+
+
+#: What a loss function or module is called (`self.varifocal_loss`, `criterion`).
+_LOSS_CALL = re.compile(r"loss|criterion", re.I)
+
+
+def loss_target_total(ctx: Context, numerator: Value, denominator: Value) -> bool:
+    """A loss normalised by the total of its own targets (`loss_cls = self.cls_loss(pred,
+    target_scores); loss_cls /= target_scores.sum()`): the denominator sums a tensor that the
+    numerator's loss call takes after the prediction. Targets are data: a batch without
+    positives (background images, empty masks) sums to 0, and the loss is 0/0 there."""
+    total = ctx.deref(denominator)
+    o = op(ctx, total.node, total.env)  # type: ignore[arg-type]
+    if o is None or o.name != "sum" or o.input is None:
+        return False
+    summed, _ = strip(ctx, Value(o.input, total.env))
+    target = ctx.deref(summed).node
+    named = o.input.value if isinstance(o.input, cst.Name) else None
+    call = ctx.deref(numerator).node
+    if not isinstance(call, cst.Call) or not _LOSS_CALL.search(call_name(call)):
+        return False
+    for i, arg in enumerate(call.args):
+        if arg.star or (i == 0 and arg.keyword is None):
+            continue  # the prediction comes first
+        if named is not None and isinstance(arg.value, cst.Name) and arg.value.value == named:
+            return True  # the same variable
+        given, _ = strip(ctx, Value(arg.value, numerator.env))
+        if ctx.deref(given).node is target or same_value(ctx, given, summed):
+            return True
+    return False

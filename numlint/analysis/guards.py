@@ -707,7 +707,9 @@ def guarded_by_condition(ctx: Context, operand: cst.BaseExpression) -> bool:
                 if (
                     isinstance(stmt, cst.If)
                     and not _total_tested(ctx, stmt.test, operand)
-                    and _nonzero_test(ctx, _checked_part(stmt.test, wanted), wanted, False)
+                    and _nonzero_test(
+                        ctx, _checked_part(stmt.test, wanted, stmt.body), wanted, False
+                    )
                     and (exits(stmt.body) or _rebinds(stmt.body, wanted))
                 ):
                     return True  # `if n == 0: return ...` / `if n == 0: n = ones.norm()`
@@ -840,10 +842,16 @@ def _difference_tested(ctx: Context, operand: cst.BaseExpression) -> bool:
     return False
 
 
-def _checked_part(test: cst.BaseExpression, wanted: set[str]) -> cst.BaseExpression:
+def _checked_part(
+    test: cst.BaseExpression, wanted: set[str], body: cst.BaseSuite | None = None
+) -> cst.BaseExpression:
     """`not torch.compiler.is_compiling() and (n <= 0).any()` -> the test of `n`: a check
-    the code makes only in some mode (eager, debug) still states the value's contract."""
+    the code makes only in some mode (eager, debug) still states the value's contract, when
+    it raises (`body`). One that skips the value (`if n == 0 and self.ignore_empty:
+    continue`) handles the 0 in that mode only: in the other, it reaches the division."""
     if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+        return test
+    if body is not None and not _raises(body):
         return test
     left, right = test.left, test.right
     if _mode_flag(left) and not wanted & names(left):
@@ -851,6 +859,17 @@ def _checked_part(test: cst.BaseExpression, wanted: set[str]) -> cst.BaseExpress
     if _mode_flag(right) and not wanted & names(right):
         return left
     return test
+
+
+def _raises(block: cst.BaseSuite) -> bool:
+    """A block whose last statement line raises."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return any(isinstance(s, cst.Raise) for s in block.body)
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Raise) for s in last.body
+    )
 
 
 def _mode_flag(test: cst.BaseExpression) -> bool:

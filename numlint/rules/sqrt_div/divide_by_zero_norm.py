@@ -14,6 +14,7 @@ from numlint.analysis.evidence import (
     grade,
     joins_unit_vectors,
     learned_weights_sum,
+    loss_target_total,
     mask_computed,
     minibatch_std,
     neighbour_mean,
@@ -299,12 +300,16 @@ class DivideByZeroNorm(Rule):
     query, without any relevant item; and medium for a per-class tally kept on the module,
     zeros of a given size (`self.add_state("union", default=torch.zeros(num_classes))`,
     `register_buffer`, `self.counts = torch.zeros(k)`) that the class only adds per-class
-    counts to (`self.union += histc(...)`, `self.counts[y] += 1`): a class no batch has held
-    keeps 0, an mIoU's 0/0; a total that only gains a number of samples is 0 only before the
+    counts to (`self.union += histc(...)`, `self.counts[y] += 1`, a vector whose entries are
+    set to per-class counts, `new[c] = (pred == c).sum()`), also one class's entry of it: a
+    class no batch has held keeps 0, an mIoU's 0/0; a total that only gains a number of samples is 0 only before the
     first update and is not reported; and medium for a count of the whole batch's
     supervised tokens, `(labels != ignore_index).sum()` or `loss_mask.sum()` over every
     dimension: 0 when every token of the batch is ignored, a batch of prompt-only samples or
-    a rank whose instances are all masked, where a count per row, `mask.sum(-1)`, stays
+    a rank whose instances are all masked; and medium for a loss divided by the total of
+    its own targets (`loss_cls = self.cls_loss(pred, target_scores); loss_cls /=
+    target_scores.sum()`): 0 for a batch without positives (background images, empty masks)
+    (where a count per row, `mask.sum(-1)`, stays
     high), a padding test of indices (`idx >= 0`, `species == -1`,
     `tokens.ne(pad_idx)`, `x != eos`) or of feature rows (`feats.sum(-1) != 0`: zero rows
     are padding), the range of one tensor (`x.max() - x.min()`: a constant input) and the
@@ -999,6 +1004,62 @@ class DivideByZeroNorm(Rule):
             note="[CLS] cleared: an empty sentence keeps no token, and its mean is 0/0",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            class DetectionLoss(torch.nn.Module):
+                def forward(self, pred_scores, batch):
+                    labels, target_scores = self.assigner(pred_scores, batch)
+                    loss_cls = self.varifocal_loss(pred_scores, target_scores, labels)
+                    loss_cls /= target_scores.sum()
+                    return loss_cls
+            """,
+            line=6,
+            column=9,
+            confidence="medium",
+            note="a batch of background images has no positive: its targets sum to 0",
+        ),
+        Invalid(
+            """
+            import torch
+            class MeanIoU:
+                def __init__(self, num_classes):
+                    self.add_state("unions", default=torch.zeros(num_classes))
+                def update(self, preds, labels):
+                    new_unions = torch.zeros(self.unions.shape)
+                    for c in range(len(new_unions)):
+                        new_unions[c] = ((preds == c) | (labels == c)).sum()
+                    self.unions += new_unions
+                def compute(self):
+                    scores = []
+                    for c in range(len(self.unions)):
+                        union = self.unions[c]
+                        if union == 0 and self.ignore_missing:
+                            continue
+                        scores.append(self.inter[c] / union)
+                    return torch.stack(scores).mean()
+            """,
+            line=16,
+            column=27,
+            confidence="medium",
+            note="the test exits only when an option is set: without it, the 0 reaches the division",
+        ),
+    ]
+    VALID += [
+        Valid(
+            """
+            import torch
+            class DetectionLoss(torch.nn.Module):
+                def forward(self, pred_scores, batch):
+                    labels, target_scores = self.assigner(pred_scores, batch)
+                    loss_cls = self.varifocal_loss(pred_scores, target_scores, labels)
+                    loss_cls /= target_scores.sum().clamp(min=1)
+                    return loss_cls
+            """,
+            "the targets' total clamped to at least 1",
+        ),
+    ]
     PROBE = Probe(
         hazard="x / x.norm(dim=-1, keepdim=True)",
         fix="torch.nn.functional.normalize(x, dim=-1, eps=torch.finfo(x.dtype).tiny)",
@@ -1227,6 +1288,12 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # a loss's error relative to its target: an all-zero target
         elif confidence == "low" and reason == "a sum" and learned_weights_sum(ctx, ctx.value(den)):
             confidence = "medium"  # unconstrained trained weights: training moves them through 0
+        elif (
+            confidence == "low"
+            and reason == "a sum"
+            and loss_target_total(ctx, ctx.value(num), ctx.value(den))
+        ):
+            confidence = "medium"  # a loss over its targets' total: 0 without positives
         self.report(node, message, fix, confidence=confidence)
 
     def _angle_over_sine(
