@@ -21,7 +21,8 @@ class WhereBranchNan(Rule):
     """log / sqrt / division inside `torch.where` still gives NaN gradients; sanitise the input.
 
     What it does:
-    Flags `torch.log`, `torch.sqrt`, `torch.rsqrt` (and method forms) and divisions computed
+    Flags `torch.log`, `torch.sqrt`, `torch.rsqrt` (and method forms) and divisions (`a / b`,
+    `torch.div`, `torch.divide`, `a.div(b)`) computed
     inside a branch of `torch.where` whose condition tests the same value
     (`torch.where(x > 0, torch.log(x), 0)`, `torch.where(n > 0, v / n, 0)`), and such a log
     or sqrt multiplied by a mask on that value (`torch.log(x) * (x > 0)`). Also `log1p` of
@@ -249,6 +250,25 @@ class WhereBranchNan(Rule):
             note="nothing visibly differentiates this helper (no module, loss or caller)",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            class Ratio(torch.nn.Module):
+                def forward(self, x1, x2):
+                    return torch.where(x2 == 0, 0, torch.divide(x1, x2))
+            """,
+            line=4,
+            column=40,
+            fixed="""
+            import torch
+            class Ratio(torch.nn.Module):
+                def forward(self, x1, x2):
+                    return torch.where(x2 == 0, 0, torch.divide(x1, torch.where(x2 == 0, 1, x2)))
+            """,
+            note="`torch.divide` as `/`: a `divide_no_nan`",
+        ),
+    ]
     PROBE = Probe(
         hazard="torch.where(x > 0, torch.log(x), torch.zeros_like(x))",
         fix="torch.where(x > 0, torch.log(torch.where(x > 0, x, torch.ones_like(x))), torch.zeros_like(x))",
@@ -257,6 +277,11 @@ class WhereBranchNan(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         o = op(self.ctx, node)
+        if o is not None and o.name == "div" and o.input is not None:
+            den = o.arg(0, "other")  # `torch.divide(a, b)`, `a.div(b)`: as `a / b`
+            if den is not None and const(self.ctx, den) is None:
+                self._check(node, den, o.input)
+            return
         if o is None or o.name not in (*_ROOTS, "log1p") or o.input is None:
             return
         if o.spelling == "method" and node.args:
