@@ -42,6 +42,7 @@ from numlint.analysis.gradients import (
     trained,
 )
 from numlint.analysis.guards import (
+    assigned_name,
     guarded_by_condition,
     inf_repaired_later,
     replaced_by_where,
@@ -49,9 +50,10 @@ from numlint.analysis.guards import (
     rows_kept_nonzero,
     sanitised_later,
     selection,
+    statement,
     tested_in_total,
 )
-from numlint.analysis.ops import const, is_zero, op, same_code, same_value, unscaled
+from numlint.analysis.ops import const, is_zero, names, op, same_code, same_value, unscaled
 from numlint.analysis.semantics import keyword, positional
 from numlint.analysis.settings import settings_only
 from numlint.analysis.summaries import averaged_parameters
@@ -306,7 +308,10 @@ class DivideByZeroNorm(Rule):
     first update and is not reported; and medium for a count of the whole batch's
     supervised tokens, `(labels != ignore_index).sum()` or `loss_mask.sum()` over every
     dimension: 0 when every token of the batch is ignored, a batch of prompt-only samples or
-    a rank whose instances are all masked; and medium for a loss divided by the total of
+    a rank whose instances are all masked; and medium for a standard deviation or variance
+    whose quotient (also a reciprocal, `1 / x.std()`) is written into a tensor's `.data`
+    (an ActNorm's data-dependent init: one constant channel of the first batch leaves inf in
+    the parameter); and medium for a loss divided by the total of
     its own targets (`loss_cls = self.cls_loss(pred, target_scores); loss_cls /=
     target_scores.sum()`): 0 for a batch without positives (background images, empty masks)
     (where a count per row, `mask.sum(-1)`, stays
@@ -1046,7 +1051,31 @@ class DivideByZeroNorm(Rule):
             note="the test exits only when an option is set: without it, the 0 reaches the division",
         ),
     ]
+    INVALID += [
+        Invalid(
+            """
+            import torch
+            class ActNorm(torch.nn.Module):
+                def initialize(self, data):
+                    self.scale.data[:] = torch.log(1 / data.std(dim=0))
+                    self.bias.data[:] = -(data * self.scale.exp()).mean(dim=0)
+            """,
+            line=4,
+            column=40,
+            confidence="medium",
+            note="a channel constant over the first batch writes inf into the parameter",
+        ),
+    ]
     VALID += [
+        Valid(
+            """
+            import torch
+            class ActNorm(torch.nn.Module):
+                def initialize(self, data):
+                    self.scale.data[:] = torch.log(1 / (data.std(dim=0) + 1e-6))
+            """,
+            "the data-dependent init with an eps",
+        ),
         Valid(
             """
             import torch
@@ -1288,6 +1317,9 @@ class DivideByZeroNorm(Rule):
             confidence = "medium"  # a loss's error relative to its target: an all-zero target
         elif confidence == "low" and reason == "a sum" and learned_weights_sum(ctx, ctx.value(den)):
             confidence = "medium"  # unconstrained trained weights: training moves them through 0
+        elif confidence == "low" and reason in _SPREADS and _into_parameter_data(ctx):
+            confidence = "medium"  # a data-dependent init: one constant channel of the first
+            # batch writes inf or NaN into the parameter for the rest of training
         elif (
             confidence == "low"
             and reason == "a sum"
@@ -1507,9 +1539,50 @@ def _reciprocal_of(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression
 def _reciprocal_left(ctx, num: cst.BaseExpression, reason: str) -> bool:
     """`1 / x`: a number over 0 is inf, not NaN, and code that takes reciprocals mostly
     maps the inf to a weight of 0 or replaces it a few lines on; reported only where the
-    code shows it expects the 0 (it tests the value only in total, or only warns)."""
+    code shows it expects the 0 (it tests the value only in total, or only warns), and for
+    the reciprocal of a spread (`1 / x.std()`): a scale for centred values, which are all 0
+    exactly where the spread is, so the scaled value is 0 * inf = NaN."""
     value = const(ctx, num)
-    return value is not None and value != 0 and reason not in (_TOTAL, _WARNED)
+    return value is not None and value != 0 and reason not in (_TOTAL, _WARNED, *_SPREADS)
+
+
+def _into_parameter_data(ctx: Context) -> bool:
+    """The statement being visited writes into a tensor's `.data` (`self.scale.data[:] =
+    ...`, `self.shift.data.copy_(...)`), or binds a name that a later statement of its block
+    writes there (`mu = ...; self.shift.data = -mu`): a parameter set from a batch."""
+    stmt, block = statement(ctx)
+    if stmt is None or block is None:
+        return False
+    if _writes_data(stmt):
+        return True
+    name = assigned_name(stmt)
+    if name is None:
+        return False
+    for later in block[block.index(stmt) + 1 :]:
+        if _writes_data(later) and name in names(later):
+            return True
+    return False
+
+
+def _writes_data(stmt: cst.CSTNode) -> bool:
+    """`x.data = ...`, `x.data[...] = ...`, `x.data.view(-1)[:] = ...`, `x.data.copy_(...)`."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        targets: list[cst.BaseExpression] = []
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("copy_", "fill_"):
+                targets = [func.value]
+        for target in targets:
+            if any(
+                isinstance(n, cst.Attribute) and n.attr.value == "data"
+                for n in (target, *descendants(target))
+            ):
+                return True
+    return False
 
 
 def _hand_softmax(ctx, num: cst.BaseExpression, den: cst.BaseExpression) -> bool:
