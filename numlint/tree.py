@@ -161,31 +161,31 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
-def exits(block: cst.BaseSuite) -> bool:
-    """A block whose last statement line returns, raises, continues or breaks (`if c: return`
-    on one line included, an `if` / `elif` / `else` whose every arm does, and a `try` whose body
-    and handlers do)."""
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def exits(block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...] = _EXITS) -> bool:
+    """A block whose last statement line returns, raises, continues or breaks (one of `kinds`:
+    `(cst.Raise,)` for a block that raises; `if c: return` on one line included, an `if` /
+    `elif` / `else` whose every arm does, and a `try` whose body and handlers do)."""
     if isinstance(block, cst.SimpleStatementSuite):
-        return any(isinstance(s, _EXITS) for s in block.body)
+        return any(isinstance(s, kinds) for s in block.body)
     body = getattr(block, "body", ())
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(s, _EXITS) for s in last.body)
+        return any(isinstance(s, kinds) for s in last.body)
     if isinstance(last, cst.Try):  # `try: return new(...)` / `except E: return old(...)`
-        return exits(last.body) and all(exits(h.body) for h in last.handlers)
-    return isinstance(last, cst.If) and _every_arm_exits(last)
+        return exits(last.body, kinds) and all(exits(h.body, kinds) for h in last.handlers)
+    return isinstance(last, cst.If) and _every_arm_exits(last, kinds)
 
 
-def _every_arm_exits(node: cst.If) -> bool:
+def _every_arm_exits(node: cst.If, kinds: tuple[type[cst.CSTNode], ...]) -> bool:
     """`if a: return x` / `elif b: raise` / `else: return y`."""
-    if node.orelse is None or not exits(node.body):
+    if node.orelse is None or not exits(node.body, kinds):
         return False
     if isinstance(node.orelse, cst.If):
-        return _every_arm_exits(node.orelse)
-    return exits(node.orelse.body)
-
-
-_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+        return _every_arm_exits(node.orelse, kinds)
+    return exits(node.orelse.body, kinds)
 
 
 def call_name(call: cst.Call) -> str:

@@ -298,23 +298,23 @@ def _autograd_function(ctx: Context, node: cst.CSTNode) -> bool:
 
 def _optimizer_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of an optimizer (`torch.optim.Optimizer`, a library's `BaseOptimizer`)."""
-    return _based_on(ctx, node, "Optimizer")
+    return based_on(ctx, node, "Optimizer")
 
 
 def _distribution_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of a probability distribution (`torch.distributions.Distribution`, a
     library's `TorchDistribution`), whose `sample` is not differentiable by contract."""
-    return _based_on(ctx, node, "Distribution")
+    return based_on(ctx, node, "Distribution")
 
 
 def _dataset_class(ctx: Context, node: cst.CSTNode) -> bool:
     """A subclass of a dataset (`torch.utils.data.Dataset`, `IterableDataset`, a project's
     `BaseDataset`): `__getitem__` and its helpers make samples in the data loader, where
     nothing is differentiated."""
-    return _based_on(ctx, node, "Dataset")
+    return based_on(ctx, node, "Dataset")
 
 
-def _based_on(ctx: Context, node: cst.CSTNode, suffix: str) -> bool:
+def based_on(ctx: Context, node: cst.CSTNode, suffix: str) -> bool:
     """A class with a base whose last dotted part ends with `suffix`."""
     return any(
         (qual or written).rsplit(".", 1)[-1].endswith(suffix) for qual, written in _bases(ctx, node)

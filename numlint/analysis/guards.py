@@ -851,7 +851,7 @@ def _checked_part(
     continue`) handles the 0 in that mode only: in the other, it reaches the division."""
     if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
         return test
-    if body is not None and not _raises(body):
+    if body is not None and not exits(body, (cst.Raise,)):
         return test
     left, right = test.left, test.right
     if _mode_flag(left) and not wanted & names(left):
@@ -859,17 +859,6 @@ def _checked_part(
     if _mode_flag(right) and not wanted & names(right):
         return left
     return test
-
-
-def _raises(block: cst.BaseSuite) -> bool:
-    """A block whose last statement line raises."""
-    if isinstance(block, cst.SimpleStatementSuite):
-        return any(isinstance(s, cst.Raise) for s in block.body)
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    return isinstance(last, cst.SimpleStatementLine) and any(
-        isinstance(s, cst.Raise) for s in last.body
-    )
 
 
 def _mode_flag(test: cst.BaseExpression) -> bool:

@@ -42,7 +42,7 @@ from numlint.analysis.gradients import (
     trained,
 )
 from numlint.analysis.guards import (
-    assigned_name,
+    assigned_here,
     guarded_by_condition,
     inf_repaired_later,
     replaced_by_where,
@@ -1550,18 +1550,11 @@ def _into_parameter_data(ctx: Context) -> bool:
     """The statement being visited writes into a tensor's `.data` (`self.scale.data[:] =
     ...`, `self.shift.data.copy_(...)`), or binds a name that a later statement of its block
     writes there (`mu = ...; self.shift.data = -mu`): a parameter set from a batch."""
-    stmt, block = statement(ctx)
-    if stmt is None or block is None:
-        return False
-    if _writes_data(stmt):
+    stmt, _ = statement(ctx)
+    if stmt is not None and _writes_data(stmt):
         return True
-    name = assigned_name(stmt)
-    if name is None:
-        return False
-    for later in block[block.index(stmt) + 1 :]:
-        if _writes_data(later) and name in names(later):
-            return True
-    return False
+    here = assigned_here(ctx)
+    return here is not None and any(_writes_data(s) and here[0] in names(s) for s in here[1])
 
 
 def _writes_data(stmt: cst.CSTNode) -> bool:

@@ -128,6 +128,8 @@ class StepTracker:
         #: The loops met while building sequences, by id (Event.loops holds the ids).
         self.loop_nodes: dict[int, cst.For | cst.While] = {}
         self._sequences: list[list[Event]] | None = None
+        #: The class of each function, by id (once the sequences are built).
+        self.owner: dict[int, cst.ClassDef | None] = {}
 
     # ---- during the traversal ----
 
@@ -261,7 +263,9 @@ class StepTracker:
     def sequences(self) -> list[list[Event]]:
         """One event sequence per function and one for the module's top-level code."""
         if self._sequences is None:
-            self._sequences = _Builder(self).build()
+            builder = _Builder(self)
+            self._sequences = builder.build()
+            self.owner = builder.owner
         return self._sequences
 
     def resolve(self, raw: _Raw) -> tuple[str, str | None, str | None] | None:

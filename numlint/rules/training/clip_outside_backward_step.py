@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from numlint.analysis.context import Context
+from numlint.analysis.gradients import based_on
 from numlint.rule import Invalid, Probe, Valid
 from numlint.rules.training import _steps
 
@@ -345,7 +346,7 @@ class ClipOutsideBackwardStep(_steps.StepRule):
         yield from _steps.misplaced_clips(self.ctx, seq)
         if any(e.kind in _steps.BACKWARDS + _steps.STEPS for e in seq):
             return
-        if any(_automatic_training_step(self.ctx, e.function) for e in seq):
+        if any(_automatic_training_step(self.ctx, t, e.function) for e in seq):
             for e in seq:
                 if e.kind == _steps.CLIP:
                     yield e, "in-training-step"
@@ -365,32 +366,15 @@ class ClipOutsideBackwardStep(_steps.StepRule):
         self.report(clip.call, message)
 
 
-def _automatic_training_step(ctx: Context, function: cst.CSTNode) -> bool:
+def _automatic_training_step(ctx: Context, t: _steps.StepTracker, function: cst.CSTNode) -> bool:
     """`function` is the `training_step` of a LightningModule that leaves backward and the
     optimizer step to Lightning (no `automatic_optimization` setting in the class): Lightning
     calls backward on what it returns, after it returns."""
     if not isinstance(function, cst.FunctionDef) or function.name.value != "training_step":
         return False
-    for cls in _classes(ctx.module):
-        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
-        if not any(stmt is function for stmt in body):
-            continue
-        lightning = any(
-            (ctx.qualname(base.value) or ctx.code(base.value)).endswith("LightningModule")
-            for base in cls.bases
-        )
-        return lightning and "automatic_optimization" not in ctx.code(cls)
-    return False
-
-
-def _classes(module: cst.Module) -> Iterator[cst.ClassDef]:
-    todo: list[cst.CSTNode] = [module]
-    while todo:
-        node = todo.pop()
-        for child in node.children:
-            if isinstance(child, cst.ClassDef):
-                yield child
-            if isinstance(child, (cst.ClassDef, cst.IndentedBlock, cst.Module, cst.If)) or (
-                isinstance(child, cst.BaseSuite)
-            ):
-                todo.append(child)
+    cls = t.owner.get(id(function))
+    return (
+        cls is not None
+        and based_on(ctx, cls, "LightningModule")
+        and "automatic_optimization" not in ctx.code(cls)
+    )
