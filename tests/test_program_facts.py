@@ -3055,14 +3055,15 @@ def train(model, x, y):
 @pytest.mark.parametrize(
     ("body", "lines"),
     [
-        # a method and a loss class of the file that hand their input to the logits loss
-        ("return self.loss_func(input=logits, target=labels)", [16, 28]),
+        # a method and a loss class of the file that hand their input to the logits loss;
+        # the class's own loss call too: its instance is called with the sigmoid (21)
+        ("return self.loss_func(input=logits, target=labels)", [16, 21, 28]),
         # a loss the method calls by name is also reported where it is called: every caller
         # of the method passes it the sigmoid
-        ("return F.binary_cross_entropy_with_logits(logits, labels)", [12, 16, 28]),
+        ("return F.binary_cross_entropy_with_logits(logits, labels)", [12, 16, 21, 28]),
         # the method turns what it is given back into logits first
         ("logits = torch.logit(logits, eps=1e-6)\n        return self.loss_func(logits, labels)",
-         [29]),
+         [22, 29]),
     ],
 )  # fmt: skip
 def test_a_loss_wrapper_of_the_file_is_followed(body: str, lines: list[int]) -> None:
@@ -3192,22 +3193,25 @@ def test_a_mask_of_pairs_empties_padded_rows(mask: str, expected: list[str]) -> 
     assert _grades(code, "NUM112") == expected
 
 
+#: A model of its own file whose `forward` returns `(torch.sigmoid(h), h)`.
+SIGMOID_AND_LOGITS_NET = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(8, 1)\n"
+    "    def forward(self, x):\n"
+    "        h = self.fc(x)\n"
+    "        return torch.sigmoid(h), h\n"
+)
+
+
 def test_an_element_of_a_models_tuple_reaches_a_wrapped_loss(tmp_path: Path) -> None:
     """`pred, m = model(x)` for a model of another file whose `forward` returns
     `(torch.sigmoid(x), m)`, squeezed after (a later assignment of the same name), then given
     to a loss class of the file moved to the GPU (`FocalLoss().cuda()`) whose `forward`
     calls the logits loss on its input."""
-    model = (
-        "import torch\n"
-        "import torch.nn as nn\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.fc = nn.Linear(8, 1)\n"
-        "    def forward(self, x):\n"
-        "        h = self.fc(x)\n"
-        "        return torch.sigmoid(h), h\n"
-    )
     train = (
         "import torch\n"
         "import torch.nn as nn\n"
@@ -3226,10 +3230,11 @@ def test_an_element_of_a_models_tuple_reaches_a_wrapped_loss(tmp_path: Path) -> 
     )
     bad = train.replace("{use}", "loss = criterion(pred, y)")
     good = train.replace("{use}", "loss = criterion(h.squeeze(), y)")
-    pkg = _package(tmp_path, model=model, train=bad)
+    pkg = _package(tmp_path, model=SIGMOID_AND_LOGITS_NET, train=bad)
     found = check_paths([pkg / "train.py"], {"select": ["NUM305"]})
-    assert [(d.row, d.confidence) for d in found] == [(14, "high")]
-    assert len(found[0].related) == 2  # the sigmoid in the model, the loss in the class
+    # at the call, and at the loss in the class: the instance is called with the sigmoid
+    assert [(d.row, d.confidence) for d in found] == [(7, "high"), (14, "high")]
+    assert len(found[1].related) == 2  # the sigmoid in the model, the loss in the class
     (pkg / "train.py").write_text(good)
     assert check_paths([pkg / "train.py"], {"select": ["NUM305"]}) == []
 
@@ -4985,3 +4990,104 @@ def test_an_instance_built_and_called_at_once(tmp_path: Path, call: str, expecte
     )
     found = check_paths([pkg / "metrics.py"], {"select": ["NUM202"], "min-confidence": "low"})
     assert [d.confidence for d in found] == expected
+
+
+RELU_LOG = """
+def f(x, labels):
+    p = torch.relu(x)
+    {write}
+    return torch.log(p)
+"""
+
+
+@pytest.mark.parametrize(
+    ("write", "expected"),
+    [
+        ("p[p < 1e-6] = 1e-6", []),  # a test of the value itself
+        ("m = p == 0\n    p[m] = 1.0", []),  # the same test, through a name
+        ("p.masked_fill_(p < 1e-6, 1e-6)", []),
+        ("p[:] = 1.0", []),  # all of it
+        ("p[labels == 0] = 1.0", ["high"]),  # entries another tensor picks
+        ("p.masked_fill_(labels == 0, 1.0)", ["high"]),
+    ],
+)
+def test_a_write_guards_only_the_entries_a_test_of_the_value_picks(
+    write: str, expected: list[str]
+) -> None:
+    """An in-place write of a positive value is a guard where it can reach the zeros: the
+    whole value, or entries a test of the value (or of what it is made of) selects."""
+    assert _grades(RELU_LOG.format(write=write), "NUM103") == expected
+
+
+def test_a_doctest_backward_does_not_make_a_project_that_trains(tmp_path: Path) -> None:
+    """A model library's attention: its callers choose the dtype, and a `>>> loss.backward()`
+    in a docstring is a user's example, not the project's training loop."""
+    attention = HEAD + (
+        "class Attention(nn.Module):\n"
+        "    def forward(self, q, k, mask):\n"
+        "        a = torch.bmm(q, k.permute(0, 2, 1))\n"
+        "        return a.masked_fill(mask, -1e9).softmax(-1)\n"
+    )
+    optim = '"""A scheduler.\n\n    >>> loss_fn(model(x), y).backward()\n"""\n'
+    select = {"select": ["NUM402"], "min-confidence": "low", "no-cache": True}
+    grades = []
+    for name, train in (("library", optim), ("trainer", "def step(loss):\n    loss.backward()\n")):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
+        pkg = _package(root, attention=attention, train=train)
+        grades.append([d.confidence for d in check_paths([pkg / "attention.py"], select)])
+    assert grades == [["medium"], []]
+
+
+@pytest.mark.parametrize(
+    ("use", "expected"),
+    [
+        ("pred = model(x)[0]", 1),  # the element indexed off the call
+        ("out = model(x)\n    pred = out[0]", 1),  # through a variable
+        ("pred = model(x)[1]", 0),  # the logits the model also returns
+    ],
+)
+def test_an_indexed_element_of_another_files_model_is_followed(
+    tmp_path: Path, use: str, expected: int
+) -> None:
+    """`model(x)[0]` of a model of another file whose `forward` returns
+    `(torch.sigmoid(h), h)`: the first element is a probability, the second the logits."""
+    train = (
+        "import torch.nn.functional as F\n"
+        "from pkg.model import Net\n"
+        "def step(x, y):\n"
+        "    model = Net()\n"
+        f"    {use}\n"
+        "    return F.binary_cross_entropy_with_logits(pred, y)\n"
+    )
+    pkg = _package(tmp_path, model=SIGMOID_AND_LOGITS_NET, train=train)
+    found = check_paths([pkg / "train.py"], {"select": ["NUM305"], "no-cache": True})
+    assert len(found) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("crit = Focal()\n    return crit(torch.sigmoid(z), y)", [6]),  # an instance, called
+        ("return Focal()(torch.sigmoid(z), y)", [6]),  # built and called at once
+        ("return Focal()(z, y)", []),  # logits: as the loss expects
+    ],
+)
+def test_a_loss_modules_forward_learns_what_its_instances_are_called_with(
+    tmp_path: Path, call: str, expected: list[int]
+) -> None:
+    """A loss module's `forward` runs where an instance is called: what a training file of the
+    project calls it with is what its parameter holds (here a sigmoid output, given to a
+    logits loss inside the module)."""
+    losses = HEAD + (
+        "class Focal(nn.Module):\n"
+        "    def forward(self, inputs, targets):\n"
+        "        bce = F.binary_cross_entropy_with_logits(inputs, targets, reduction='none')\n"
+        "        return ((1 - torch.exp(-bce)) ** 2 * bce).mean()\n"
+    )
+    train = f"import torch\nfrom pkg.losses import Focal\ndef step(z, y):\n    {call}\n"
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    pkg = _package(tmp_path, losses=losses, train=train)
+    found = check_paths([pkg / "losses.py"], {"select": ["NUM305"], "no-cache": True})
+    assert [d.row for d in found] == expected

@@ -2261,12 +2261,25 @@ def _one_draw(ctx: Context, value: Value, sources: set[str]) -> bool:
 
 def project_mentions(ctx: Context, needle: str) -> bool:
     """Some file of the linted file's project contains `needle` (`".backward("`,
-    `"unscale_("`): what the project does anywhere, cached per file being linted."""
+    `"unscale_("`) in its code: what the project does anywhere, cached per file being
+    linted. A comment or a docstring's example (`>>> loss.backward()`) shows what a user
+    may do, not what the project does."""
     key = f"project_mentions:{needle}"
     cached = ctx.shared.get(key)
     if cached is None:
-        cached = ctx.shared[key] = any(needle in text for _, text in _project_texts(ctx))
+        cached = ctx.shared[key] = any(_in_code(text, needle) for _, text in _project_texts(ctx))
     return cached  # type: ignore[no-any-return]
+
+
+def _in_code(text: str, needle: str) -> bool:
+    """`needle` occurs in `text` on a line that is not a comment or a doctest example."""
+    at = text.find(needle)
+    while at >= 0:
+        line = text[text.rfind("\n", 0, at) + 1 : at].lstrip()
+        if not line.startswith(("#", ">>>", "...")):
+            return True
+        at = text.find(needle, at + len(needle))
+    return False
 
 
 def _project_texts(ctx: Context) -> Iterator[tuple[str, str]]:

@@ -28,7 +28,7 @@ from numlint.analysis.ops import (
     positive_bound,
     same_code,
 )
-from numlint.analysis.semantics import positional, strip
+from numlint.analysis.semantics import names_in, positional, strip
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name, compound_statements, descendants, exits, unparenthesized
 
@@ -414,11 +414,15 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
     """An in-place edit since the assignment that keeps the value away from 0.
 
     `p[p < eps] = eps`, `p[p == 0] = 1`, `p += eps`, `p.clamp_(min=eps)`, `p.add_(eps)`,
-    `p.masked_fill_(p == 0, 1)`.
+    `p.masked_fill_(p == 0, 1)`. A write of part of the value selected by a test of other
+    values (`ns[labels == k] = 1`) is not one: see _tests_value.
     """
     for stmt in value.mutations:
         if isinstance(stmt, cst.Assign) and positive_bound(ctx, stmt.value, value.env):
-            return True
+            target = stmt.targets[0].target
+            if not isinstance(target, cst.Subscript) or _selects_own(ctx, target, value):
+                return True
+            continue  # `ns[labels == k] = 1`: other entries keep their zeros
         if isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign):
             if positive_bound(ctx, stmt.value, value.env):
                 return True
@@ -429,6 +433,9 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
                 continue  # `p[:, 0].clamp_(min=eps)` guards a part of p only
             if method == "masked_fill_":
                 bound = positional(call, 1, "value")
+                where = positional(call, 0, "mask")
+                if where is not None and not _tests_value(ctx, where, call.func.value, value):  # type: ignore[union-attr]
+                    continue
             elif method == "add_":
                 bound = positional(call, 0, "other")
             else:
@@ -436,6 +443,52 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
             if positive_bound(ctx, bound, value.env):
                 return True
     return False
+
+
+def _selects_own(ctx: Context, target: cst.Subscript, value: Value) -> bool:
+    """A write into `target` that can reach the value's zeros: anything but entries that a
+    test of other values picks (see _tests_value)."""
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return True
+    return _tests_value(ctx, target.slice[0].slice.value, target.value, value)
+
+
+def _tests_value(
+    ctx: Context, selector: cst.BaseExpression, receiver: cst.BaseExpression, value: Value
+) -> bool:
+    """Whether a write through `selector` (an index or a mask) can reach the value's zeros:
+    yes unless it is a test (a comparison) of values the value is not made of. `p[p < eps]`,
+    `d[counts == 0]` for `d = counts.float()`, `p[mask]` with `mask = p == 0`, a denominator
+    `P.sum(2)` written where `S.sum(2) == 0` for `P = S**2 / ...`, and `p[0]` do; a write
+    where `labels == k` leaves the other entries, and their zeros, as they were."""
+    test = selector
+    if isinstance(selector, cst.Name):  # `mask = p == 0`, then `p[mask] = 1`
+        bound = ctx.lookup(selector.value, value.env) or ctx.lookup(selector.value)
+        if bound is not None and bound.value is not None:
+            test = bound.value
+    if not any(isinstance(n, cst.Comparison) for n in descendants(test)):
+        return True
+    picked = _local_names(ctx, test, value.env)
+    own = _local_names(ctx, receiver, value.env) | _local_names(ctx, value.node, value.env)
+    frontier = set(own)
+    for _ in range(3):  # what the value is made of, three assignments back
+        found: set[str] = set()
+        for name in frontier:
+            bound = ctx.lookup(name, value.env) or ctx.lookup(name)
+            if bound is not None and bound.value is not None:
+                found |= _local_names(ctx, bound.value, bound.env)
+        frontier = found - own
+        own |= found
+    return bool(own & picked)
+
+
+def _local_names(ctx: Context, node: cst.CSTNode, env: Env) -> set[str]:
+    """The names in `node` that the function binds (its variables and parameters)."""
+    return {
+        n
+        for n in names_in(node)
+        if n != "self" and (ctx.lookup(n, env) is not None or ctx.lookup(n) is not None)
+    }
 
 
 def floored_by_mutation(ctx: Context, value: Value, part: str | None = None) -> bool:

@@ -655,8 +655,8 @@ def module_name(path: str) -> tuple[str, str]:
 
 
 _FILES: dict[tuple[str, int, int], Module | None] = {}
-#: The same summaries by path: a file linted after it was searched for callers is not
-#: parsed or summarised again, its functions' bodies are read once.
+#: The same summaries by path, and those of the files linted: a file linted after it was
+#: searched for callers, or searched after it was linted, is not parsed or summarised again.
 _LATEST: dict[str, Module] = {}
 
 
@@ -684,7 +684,9 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
         if key in _FILES:
             return _FILES[key]
         text = file_text(path)  # read once for the text searches and the summary
-        mod = None if text is None else _parse(path, module_name(path)[0], text)
+        mod = None
+        if text is not None:  # a file linted earlier in this process: its ast is kept
+            mod = _latest(path, text) or _parse(path, module_name(path)[0], text)
         if len(_FILES) > 256:  # bounded memory: an ast is about 1 KB a line
             _FILES.clear()
             _LATEST.clear()
@@ -693,7 +695,13 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
             _LATEST[path] = mod
         return mod
     found = _latest(path, source)
-    return found if found is not None else _parse(path, module_name(path)[0], source, tree)
+    if found is None:
+        found = _parse(path, module_name(path)[0], source, tree)
+        if found is not None and not path.startswith("<"):
+            if len(_LATEST) > 256:
+                _LATEST.clear()
+            _LATEST[path] = found  # a later file's search of callers may read this one
+    return found
 
 
 def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
@@ -1208,6 +1216,15 @@ class Project:
             elts = expr.elts
             if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts):
                 return self._kind(mod, elts[index], func, depth + 1)
+            return None
+        f = mod.functions.get(func) if func else None
+        if isinstance(expr, ast.Name) and f is not None and depth < 8:
+            # `out = model(x)`, then `out[0]`: the one value that reaches this use
+            values = f.assigned.get(expr.id, [])
+            if len(values) > 1 and id(expr) not in self._snippet:
+                values = f.reaching(expr.id, expr)
+            if len(values) == 1 and expr.id not in f.unpacked:
+                return self._element(mod, values[0], index, func, depth + 1)
             return None
         if not isinstance(expr, ast.Call):
             return None
@@ -1745,7 +1762,14 @@ class Project:
             for cls in ([f.cls] if f.cls is not None else [])
             for found in self._template_calls(mod, cls, name)
         )
-        for cmod, caller, call in itertools.chain(calls, templates):
+        # a module's `forward` runs where its instances are called (`crit = Loss()`, then
+        # `crit(p, y)`), a `__call__` where its objects are
+        instances = (
+            found
+            for cls in ([f.cls] if f.cls is not None and name in ("forward", "__call__") else [])
+            for found in self._instance_calls(mod, cls)
+        )
+        for cmod, caller, call in itertools.chain(calls, templates, instances):
             arg = argument(call, index, param)
             if arg is None:
                 continue

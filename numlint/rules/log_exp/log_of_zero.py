@@ -84,7 +84,9 @@ class LogOfZero(Rule):
     Known limitations:
     Values are followed within one function. A real guard stops the rule: an eps inside the
     log (`torch.log(p + eps)`), `clamp(min=eps)` / `clamp_min(eps)`, `torch.maximum(p, eps)`,
-    `torch.where(p > 0, p, 1)`, or an in-place `p[p < eps] = eps` earlier in the function;
+    `torch.where(p > 0, p, 1)`, or an in-place `p[p < eps] = eps` earlier in the function
+    (a write selected by a test of the value or of what it is made of: `d[counts == 0] = 1`
+    guards `d = counts.float()`, `ns[labels == k] = 1` leaves the other entries' zeros);
     whether the eps survives half precision is NUM4xx's concern. A plain division `a / b` is
     only treated as able to reach 0 when its numerator can, or when it is a normalisation by
     a sum or norm.
@@ -180,6 +182,27 @@ class LogOfZero(Rule):
     TRIGGERS = ("log(", "log2(", "log10(", "log1p(", "log_(", "log2_(", "log10_(", "log1p_(")
 
     VALID = [
+        Valid(
+            """
+            import torch
+            def expected_mutual_info(a, n):
+                nijs = torch.arange(0, n)
+                nijs[0] = 1
+                return torch.log(nijs) + a
+            """,
+            "the one entry of the range that is 0 is overwritten",
+        ),
+        Valid(
+            """
+            import torch
+            def kl_target(S):
+                P = S**2 / S.sum(dim=1, keepdim=True).clamp_min(1e-12)
+                denom = P.sum(dim=2, keepdim=True)
+                denom[S.sum(dim=2, keepdim=True) == 0.0] = 1.0
+                return torch.log(denom)
+            """,
+            "the rows whose sum is 0 are selected by a test of what the denominator is made of",
+        ),
         Valid(
             """
             import torch
@@ -449,6 +472,23 @@ class LogOfZero(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            def non_target_kd(logits, label, target_logits):
+                s = F.softmax(logits, dim=1)
+                s_t = torch.gather(s, 1, label)
+                t = F.softmax(target_logits, dim=1)
+                t_t = torch.gather(t, 1, label)
+                ns = s / (1 - s_t)
+                ns[t == t_t] = 1
+                return torch.log(ns).sum()
+            """,
+            line=10,
+            column=12,
+            note="the write picks entries by a test of another tensor: the others keep their zeros",
+        ),
         Invalid(
             """
             import torch.nn as nn

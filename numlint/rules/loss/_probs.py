@@ -133,6 +133,9 @@ def probability(
             return Probability(kind, "model", env=call.env, indirect=True, through_variable=True)
     if depth == 3 and not found.mutations:
         source = origin_of(ctx, found.node, kinds)
+        if source is None and element is not None:  # `model(x)[0]` of a model of another file
+            part = ctx.deref(value).node
+            source = origin_of(ctx, part, kinds) if part is not found.node else None
         if source is not None:
             return Probability(source.kind, "project", env=found.env, indirect=True, source=source)
     return None

@@ -30,12 +30,16 @@ class LogitsLossOnProbabilities(Rule):
     clamps), or the output of a model whose `forward()` returns one on every path (`self(x)`,
     `model(x)` for a class of the project, an `nn.Sequential` ending in `nn.Sigmoid`), also
     as one part of a tuple or dict it returns (`pred, aux = model(x)`, `model(x)[0]`,
-    `out["exist"]` of `return {"exist": torch.sigmoid(e), ...}`). A
+    `out["exist"]` of `return {"exist": torch.sigmoid(e), ...}`; also for a model of another
+    file, `out = model(x)` then `out[0]`). A
     method, function or loss class of the file that hands its argument unchanged to such a
     loss counts as the loss (`self.loss(self(x), y)` with `def loss(self, z, y): return
     self.loss_func(z, y)` and `self.loss_func = F.binary_cross_entropy_with_logits`;
     `FocalLoss()(p, y)` whose `forward` calls the loss on its input); the finding names the
-    loss call as a related location.
+    loss call as a related location. Inside a loss function or module, a parameter handed
+    to the loss is judged by what the project's callers pass it, instances included
+    (`crit = FocalLoss()` then `crit(model(x)[0], y)` in a training script of the project:
+    the finding is at the loss call and names the sigmoid).
 
     Why is this bad?
     These losses apply a sigmoid to their input themselves. Given probabilities in [0, 1], the

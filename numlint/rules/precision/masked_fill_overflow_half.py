@@ -113,7 +113,8 @@ class MaskedFillOverflowHalf(Rule):
     (float16 conversion or autocast); medium without any float16 setting in the project
     for the output of a matmul, convolution or linear layer in a method of a differentiated
     `nn.Module` (attention scores) of a project that runs no backward pass itself (a model
-    library: its callers choose the dtype, and autocast computes these in float16); on the
+    library: its callers choose the dtype, and autocast computes these in float16; a
+    `.backward()` in a comment or a docstring's example is not the project's); on the
     project's evidence only: medium in code autograd
     differentiates (a model's or loss's forward, not a constructor) where the value is float16
     there: any value when the project converts a model to float16, one made by a matmul,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
@@ -82,8 +83,10 @@ class SqrtAtZero(Rule):
     `torch.sqrt((E ** 2).sum(d))` becomes `torch.linalg.vector_norm(E, dim=d)` (keepdim kept).
     Unsafe: the norm is computed differently and may differ in the last bits. Not offered in
     differentiated code of a project that takes a gradient with `create_graph=`: the norm's
-    second derivative at 0 is NaN too. Other forms have no automatic fix: put the eps inside
-    the root (`torch.sqrt(s + eps)`).
+    second derivative at 0 is NaN too. The root of one square taken entry by entry,
+    `torch.sqrt((a - b) ** 2)`, becomes `(a - b).abs()`: the same value (without the square's
+    overflow), whose gradient at 0 is 0 where the root's is NaN; unsafe for the same reason.
+    Other forms have no automatic fix: put the eps inside the root (`torch.sqrt(s + eps)`).
 
     Known limitations:
     The hazard is in the gradient only: `sqrt` inside `torch.no_grad()` / `inference_mode()`
@@ -438,6 +441,26 @@ class SqrtAtZero(Rule):
             column=12,
             confidence="medium",
             note="the nearest squared distance is 0 where two points coincide",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class AbsoluteError(nn.Module):
+                def forward(self, pred, target):
+                    return torch.sqrt((pred - target) ** 2).mean()
+            """,
+            line=5,
+            column=16,
+            confidence="medium",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            class AbsoluteError(nn.Module):
+                def forward(self, pred, target):
+                    return (pred - target).abs().mean()
+            """,
+            note="the root of one square is |x| entry by entry: NaN gradient at every tie",
         ),
         Invalid(
             """
@@ -927,6 +950,18 @@ class SqrtAtZero(Rule):
         if fix is not None and evident and double_backward(ctx) is not None:
             fix = None  # differentiated twice: `vector_norm`'s second derivative is NaN at 0 too
         confidence = grade(ctx, reason, ctx.value(arg))
+        lone = _lone_square(ctx, arg) if name == "sqrt" else None
+        if lone is not None:
+            text = ctx.code(unparenthesized(lone))
+            text = text if len(text) <= 40 else "x"
+            message = (
+                f"sqrt of a square, taken entry by entry: it is `|{text}|`, whose gradient "
+                "through the root is NaN at every entry that is 0 (one tie is enough, no "
+                f"sum has to vanish); use `{_atom(text)}.abs()`"
+            )
+            fix = self._abs_fix(node, arg, lone) if not passed else None
+            if confidence == "low":
+                confidence = "medium"  # ties entry by entry: a ReLU's zeros, padding, x - x
         if name == "sqrt" and reason == "a value clamped at 0" and not clamped:
             # clamp's backward selects like ReLU's: only a value exactly 0 before the clamp
             # hurts, which a difference reaches by cancellation and a variance, eigenvalue or
@@ -1001,6 +1036,15 @@ class SqrtAtZero(Rule):
         )
         self.report(node, message, confidence="high")
 
+    def _abs_fix(
+        self, node: cst.CSTNode, arg: cst.BaseExpression, base: cst.BaseExpression
+    ) -> FixSpec | None:
+        """`torch.sqrt(d ** 2)` -> `(d).abs()`, where the square is written in the root."""
+        if unparenthesized(arg) is not _written_square(self.ctx, arg):
+            return None
+        code = f"{_atom(self.ctx.code(unparenthesized(base)))}.abs()"
+        return self.fix("unsafe", "Replace with `.abs()`", (node, code))
+
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
         ctx = self.ctx
         value = ctx.deref(ctx.value(arg))
@@ -1035,6 +1079,25 @@ class SqrtAtZero(Rule):
 
 
 _FLOORS = frozenset({"clamp", "clamp_min", "clip", "maximum", "max", "fmax"})
+
+
+def _lone_square(ctx, arg: cst.BaseExpression) -> cst.BaseExpression | None:
+    """x of a root taken of one square `x ** 2` (also through a variable), with no sum
+    between: the root is |x| entry by entry."""
+    found = ctx.deref(ctx.value(arg))
+    node = unparenthesized(found.node)
+    return square_of(ctx, node, found.env)  # type: ignore[arg-type]
+
+
+def _atom(code: str) -> str:
+    """`code` made safe to call a method on: parenthesised unless it is a plain name."""
+    return code if re.fullmatch(r"[A-Za-z_][\w.]*", code) else f"({code})"
+
+
+def _written_square(ctx, arg: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The square written as the root's argument itself (not through a variable)."""
+    node = unparenthesized(arg)
+    return node if square_of(ctx, node, ctx.env) is not None else None
 
 
 def _of_prediction(ctx, name: str, arg: cst.BaseExpression) -> bool:
