@@ -655,8 +655,8 @@ def module_name(path: str) -> tuple[str, str]:
 
 
 _FILES: dict[tuple[str, int, int], Module | None] = {}
-#: The same summaries by path, and those of the files linted: a file linted after it was
-#: searched for callers, or searched after it was linted, is not parsed or summarised again.
+#: The same summaries by path: a file linted after it was searched for callers is not
+#: parsed or summarised again, its functions' bodies are read once.
 _LATEST: dict[str, Module] = {}
 
 
@@ -684,9 +684,7 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
         if key in _FILES:
             return _FILES[key]
         text = file_text(path)  # read once for the text searches and the summary
-        mod = None
-        if text is not None:  # a file linted earlier in this process: its ast is kept
-            mod = _latest(path, text) or _parse(path, module_name(path)[0], text)
+        mod = None if text is None else _parse(path, module_name(path)[0], text)
         if len(_FILES) > 256:  # bounded memory: an ast is about 1 KB a line
             _FILES.clear()
             _LATEST.clear()
@@ -695,13 +693,7 @@ def _load(path: str, source: str | None = None, tree: ast.Module | None = None) 
             _LATEST[path] = mod
         return mod
     found = _latest(path, source)
-    if found is None:
-        found = _parse(path, module_name(path)[0], source, tree)
-        if found is not None and not path.startswith("<"):
-            if len(_LATEST) > 256:
-                _LATEST.clear()
-            _LATEST[path] = found  # a later file's search of callers may read this one
-    return found
+    return found if found is not None else _parse(path, module_name(path)[0], source, tree)
 
 
 def _parse(path: str, name: str, text: str, tree: ast.Module | None = None) -> Module | None:
