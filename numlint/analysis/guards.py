@@ -28,7 +28,7 @@ from numlint.analysis.ops import (
     positive_bound,
     same_code,
 )
-from numlint.analysis.semantics import names_in, positional, strip
+from numlint.analysis.semantics import positional, strip
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.tree import call_name, compound_statements, descendants, exits, unparenthesized
 
@@ -415,7 +415,7 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
 
     `p[p < eps] = eps`, `p[p == 0] = 1`, `p += eps`, `p.clamp_(min=eps)`, `p.add_(eps)`,
     `p.masked_fill_(p == 0, 1)`. A write of part of the value selected by a test of other
-    values (`ns[labels == k] = 1`) is not one: see _tests_value.
+    values (`ns[labels == k] = 1`) is not one: see _reaches_zeros.
     """
     for stmt in value.mutations:
         if isinstance(stmt, cst.Assign) and positive_bound(ctx, stmt.value, value.env):
@@ -434,7 +434,7 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
             if method == "masked_fill_":
                 bound = positional(call, 1, "value")
                 where = positional(call, 0, "mask")
-                if where is not None and not _tests_value(ctx, where, call.func.value, value):  # type: ignore[union-attr]
+                if where is not None and not _reaches_zeros(ctx, where, call.func.value, value):  # type: ignore[union-attr]
                     continue
             elif method == "add_":
                 bound = positional(call, 0, "other")
@@ -447,13 +447,13 @@ def guarded_by_mutation(ctx: Context, value: Value) -> bool:
 
 def _selects_own(ctx: Context, target: cst.Subscript, value: Value) -> bool:
     """A write into `target` that can reach the value's zeros: anything but entries that a
-    test of other values picks (see _tests_value)."""
+    test of other values picks (see _reaches_zeros)."""
     if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
         return True
-    return _tests_value(ctx, target.slice[0].slice.value, target.value, value)
+    return _reaches_zeros(ctx, target.slice[0].slice.value, target.value, value)
 
 
-def _tests_value(
+def _reaches_zeros(
     ctx: Context, selector: cst.BaseExpression, receiver: cst.BaseExpression, value: Value
 ) -> bool:
     """Whether a write through `selector` (an index or a mask) can reach the value's zeros:
@@ -486,8 +486,8 @@ def _local_names(ctx: Context, node: cst.CSTNode, env: Env) -> set[str]:
     """The names in `node` that the function binds (its variables and parameters)."""
     return {
         n
-        for n in names_in(node)
-        if n != "self" and (ctx.lookup(n, env) is not None or ctx.lookup(n) is not None)
+        for n in names(node)
+        if "." not in n and (ctx.lookup(n, env) is not None or ctx.lookup(n) is not None)
     }
 
 

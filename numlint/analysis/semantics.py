@@ -285,21 +285,20 @@ def needs_parens(expr: cst.BaseExpression) -> bool:
 
 def same_bindings(ctx: Context, expr: cst.CSTNode, env: object) -> bool:
     """True when every name in `expr` means here what it meant in `env` (safe to move it)."""
-    for name in names_in(expr):
+    for name in _names(expr):
         if ctx.lookup(name, env) is not ctx.lookup(name):  # type: ignore[arg-type]
             return False
     return True
 
 
-def names_in(node: cst.CSTNode) -> set[str]:
-    """The plain names `node` reads (`a` of `a.b`, not `b`)."""
+def _names(node: cst.CSTNode) -> set[str]:
     collect = _Names()
     walk(node, collect)
     return collect.found
 
 
 class _Names(cst.CSTVisitor):
-    """names_in()'s visitor (a module-level class: a class made per call is a reference cycle,
+    """_names()'s visitor (a module-level class: a class made per call is a reference cycle,
     and what its methods' closures hold would wait for the garbage collector)."""
 
     def __init__(self) -> None:

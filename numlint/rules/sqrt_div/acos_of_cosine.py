@@ -439,7 +439,6 @@ def _matrix_entry(ctx, value: Value) -> bool:
     return all(
         isinstance(e.slice, cst.Index)
         and not isinstance(e.slice.value, cst.Ellipsis)
-        and e.slice.value is not None
         and not _is_none(e.slice.value)
         for e in node.slice[-2:]
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
@@ -24,7 +23,13 @@ from numlint.analysis.evidence import (
 from numlint.analysis.gradients import gradient_evident, gradient_flows, objective
 from numlint.analysis.guards import branch_taken, guarded_by_condition, selection
 from numlint.analysis.ops import const, has_tensor_op, is_zero, op, unpacked_value, unscaled
-from numlint.analysis.semantics import dotted_name, keyword, positional, same_bindings
+from numlint.analysis.semantics import (
+    dotted_name,
+    keyword,
+    needs_parens,
+    positional,
+    same_bindings,
+)
 from numlint.analysis.summaries import function_key, origin_of, related
 from numlint.analysis.tables import TRANSPARENT_METHODS
 from numlint.analysis.zeros import (
@@ -954,10 +959,11 @@ class SqrtAtZero(Rule):
         if lone is not None:
             text = ctx.code(unparenthesized(lone))
             text = text if len(text) <= 40 else "x"
+            receiver = f"({text})" if text != "x" and needs_parens(unparenthesized(lone)) else text
             message = (
                 f"sqrt of a square, taken entry by entry: it is `|{text}|`, whose gradient "
                 "through the root is NaN at every entry that is 0 (one tie is enough, no "
-                f"sum has to vanish); use `{_atom(text)}.abs()`"
+                f"sum has to vanish); use `{receiver}.abs()`"
             )
             fix = self._abs_fix(node, arg, lone) if not passed else None
             if confidence == "low":
@@ -1039,11 +1045,16 @@ class SqrtAtZero(Rule):
     def _abs_fix(
         self, node: cst.CSTNode, arg: cst.BaseExpression, base: cst.BaseExpression
     ) -> FixSpec | None:
-        """`torch.sqrt(d ** 2)` -> `(d).abs()`, where the square is written in the root."""
-        if unparenthesized(arg) is not _written_square(self.ctx, arg):
+        """`torch.sqrt(d ** 2)` -> `d.abs()`, where the square is written in the root."""
+        if square_of(self.ctx, unparenthesized(arg), self.ctx.env) is None:
             return None
-        code = f"{_atom(self.ctx.code(unparenthesized(base)))}.abs()"
-        return self.fix("unsafe", "Replace with `.abs()`", (node, code))
+        base = unparenthesized(base)
+        code = self.ctx.code(base)
+        return self.fix(
+            "unsafe",
+            "Replace with `.abs()`",
+            (node, f"({code}).abs()" if needs_parens(base) else f"{code}.abs()"),
+        )
 
     def _fix(self, node: cst.CSTNode, arg: cst.BaseExpression) -> FixSpec | None:
         ctx = self.ctx
@@ -1087,17 +1098,6 @@ def _lone_square(ctx, arg: cst.BaseExpression) -> cst.BaseExpression | None:
     found = ctx.deref(ctx.value(arg))
     node = unparenthesized(found.node)
     return square_of(ctx, node, found.env)  # type: ignore[arg-type]
-
-
-def _atom(code: str) -> str:
-    """`code` made safe to call a method on: parenthesised unless it is a plain name."""
-    return code if re.fullmatch(r"[A-Za-z_][\w.]*", code) else f"({code})"
-
-
-def _written_square(ctx, arg: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The square written as the root's argument itself (not through a variable)."""
-    node = unparenthesized(arg)
-    return node if square_of(ctx, node, ctx.env) is not None else None
 
 
 def _of_prediction(ctx, name: str, arg: cst.BaseExpression) -> bool:
